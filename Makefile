@@ -1,0 +1,33 @@
+# Every target builds or refreshes .venv itself, so each works from a fresh clone.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test check bench bench-full clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m worker demo
+
+test: $(STAMP)
+	$(PY) -m tests.run
+
+check: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+bench: $(STAMP)
+	$(PY) -m bench --quick
+
+bench-full: $(STAMP)
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) .sagacity .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""sagacity core: journal, chain, phases, tools, approvals, audit. Never imports temporalio."""

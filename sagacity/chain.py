@@ -1,0 +1,234 @@
+"""The hash chain: how an entry is sealed and how a chain is verified.
+
+Recipe v1 (docs/hash-chain.md has the full text and known-answer vectors):
+hash = SHA-256 over the length-prefixed UTF-8 fields, in this order, each preceded by its
+byte length as an 8-byte big-endian integer:
+
+    "sagacity.journal.v1", saga_id, seq, step, attempt, tool, phase,
+    input, result, error, actor, recorded_at, prev_hash
+
+Integers are decimal ASCII; input/result/error/actor are RFC 8785 canonical JSON (so
+None and "" differ); recorded_at is fixed-width UTC with microseconds. Length prefixes
+make the encoding unambiguous without escaping, and hashing stored canonical text means
+verification never re-encodes values. The first entry links to GENESIS_HASH.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from sagacity.entry import EntryDraft, JournalEntry, render_timestamp
+from sagacity.phases import Phase
+
+RECIPE_TAG = "sagacity.journal.v1"
+GENESIS_HASH = hashlib.sha256(b"sagacity.journal.v1.genesis").hexdigest()
+"""prev_hash of every saga's first entry."""
+
+
+def encode_fields(fields: Iterable[str]) -> bytes:
+    parts: list[bytes] = []
+    for text in fields:
+        raw = text.encode("utf-8")
+        parts.append(len(raw).to_bytes(8, "big"))
+        parts.append(raw)
+    return b"".join(parts)
+
+
+def hash_material(
+    *,
+    saga_id: str,
+    seq: int,
+    step: int,
+    attempt: int,
+    tool: str,
+    phase: str,
+    input_json: str,
+    result_json: str,
+    error_json: str,
+    actor_json: str,
+    recorded_at: str,
+    prev_hash: str,
+) -> bytes:
+    """The exact bytes that are hashed for one entry."""
+    return encode_fields(
+        (
+            RECIPE_TAG,
+            saga_id,
+            str(seq),
+            str(step),
+            str(attempt),
+            tool,
+            phase,
+            input_json,
+            result_json,
+            error_json,
+            actor_json,
+            recorded_at,
+            prev_hash,
+        )
+    )
+
+
+def entry_material(entry: JournalEntry) -> bytes:
+    return hash_material(
+        saga_id=entry.saga_id,
+        seq=entry.seq,
+        step=entry.step,
+        attempt=entry.attempt,
+        tool=entry.tool,
+        phase=entry.phase.value,
+        input_json=entry.input_json,
+        result_json=entry.result_json,
+        error_json=entry.error_json,
+        actor_json=entry.actor_json,
+        recorded_at=render_timestamp(entry.recorded_at),
+        prev_hash=entry.prev_hash,
+    )
+
+
+def compute_hash(entry: JournalEntry) -> str:
+    """The hash `entry` should carry, from its other fields."""
+    return hashlib.sha256(entry_material(entry)).hexdigest()
+
+
+def seal(draft: EntryDraft, *, seq: int, prev_hash: str, recorded_at: datetime) -> JournalEntry:
+    """Turn a draft into the entry that follows `prev_hash` at `seq`. Pure."""
+    unsealed = JournalEntry(
+        saga_id=draft.saga_id,
+        seq=seq,
+        step=draft.step,
+        attempt=draft.attempt,
+        tool=draft.tool,
+        phase=draft.phase,
+        input_json=draft.input_json,
+        result_json=draft.result_json,
+        error_json=draft.error_json,
+        actor_json=draft.actor_json,
+        recorded_at=draft.recorded_at or recorded_at,
+        prev_hash=prev_hash,
+        hash="",
+    )
+    return _with_hash(unsealed, compute_hash(unsealed))
+
+
+def _with_hash(entry: JournalEntry, digest: str) -> JournalEntry:
+    from dataclasses import replace
+
+    return replace(entry, hash=digest)
+
+
+class BreakReason(StrEnum):
+    """Why a chain does not verify. NOT_CHAINED means the entry never carried a hash
+    (written outside sagacity); the others mean a chained entry was changed."""
+
+    HASH_MISMATCH = "hash_mismatch"
+    BROKEN_LINK = "broken_link"
+    GAP = "gap"
+    WRONG_SAGA = "wrong_saga"
+    NOT_CHAINED = "not_chained"
+    AFTER_CLOSE = "after_close"
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    """Outcome of walking one saga's chain."""
+
+    saga_id: str
+    ok: bool
+    entries: int
+    head_hash: str
+    closed: bool
+    first_broken_seq: int | None = None
+    reason: BreakReason | None = None
+    detail: str = ""
+
+    def describe(self) -> str:
+        if self.ok:
+            state = "closed" if self.closed else "open"
+            return f"{self.saga_id}: verified {self.entries} entries ({state}), head {self.head_hash[:16]}"
+        return (
+            f"{self.saga_id}: BROKEN at seq {self.first_broken_seq}: {self.reason}: {self.detail}"
+        )
+
+
+class ChainVerifier:
+    """Incremental verifier: feed entries in seq order, read the report at the end.
+
+    Incremental so that verifying a store or a file streams in constant memory.
+    """
+
+    def __init__(self, saga_id: str) -> None:
+        self.saga_id = saga_id
+        self.count = 0
+        self.expected_seq = 1
+        self.prev_hash = GENESIS_HASH
+        self.closed = False
+        self.broken: tuple[int, BreakReason, str] | None = None
+
+    def feed(self, entry: JournalEntry) -> bool:
+        """Check one entry; returns False once the chain is broken (stop feeding)."""
+        if self.broken is not None:
+            return False
+        self.count += 1
+        problem = self._check(entry)
+        if problem is not None:
+            self.broken = problem
+            return False
+        self.expected_seq = entry.seq + 1
+        self.prev_hash = entry.hash
+        self.closed = entry.phase is Phase.SAGA_CLOSED
+        return True
+
+    def _check(self, entry: JournalEntry) -> tuple[int, BreakReason, str] | None:
+        seq = self.expected_seq
+        if entry.saga_id != self.saga_id:
+            return (
+                seq,
+                BreakReason.WRONG_SAGA,
+                f"entry of saga {entry.saga_id!r} at seq {entry.seq}",
+            )
+        if not entry.hash or not entry.prev_hash:
+            return (
+                entry.seq,
+                BreakReason.NOT_CHAINED,
+                "entry carries no hash; written outside sagacity",
+            )
+        if entry.seq != seq:
+            return (seq, BreakReason.GAP, f"expected seq {seq}, found seq {entry.seq}")
+        if self.closed:
+            return (seq, BreakReason.AFTER_CLOSE, "entry follows the SAGA_CLOSED entry")
+        actual = compute_hash(entry)
+        if actual != entry.hash:
+            return (
+                seq,
+                BreakReason.HASH_MISMATCH,
+                f"stored {entry.hash[:16]}…, content hashes to {actual[:16]}…",
+            )
+        if entry.prev_hash != self.prev_hash:
+            return (
+                seq,
+                BreakReason.BROKEN_LINK,
+                f"prev_hash {entry.prev_hash[:16]}… does not match seq {seq - 1}'s hash {self.prev_hash[:16]}…",
+            )
+        return None
+
+    def report(self) -> VerifyReport:
+        if self.broken is not None:
+            seq, reason, detail = self.broken
+            return VerifyReport(
+                self.saga_id, False, self.count, self.prev_hash, self.closed, seq, reason, detail
+            )
+        return VerifyReport(self.saga_id, True, self.count, self.prev_hash, self.closed)
+
+
+def verify_chain(saga_id: str, entries: Iterable[JournalEntry]) -> VerifyReport:
+    """Walk `entries` (in stored seq order) as the chain of `saga_id`."""
+    verifier = ChainVerifier(saga_id)
+    for entry in entries:
+        if not verifier.feed(entry):
+            break
+    return verifier.report()

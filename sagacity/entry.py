@@ -1,0 +1,227 @@
+"""Journal entries: the draft a caller appends and the sealed entry a store returns.
+
+Payload fields are canonicalized once, when the draft is made, and kept as canonical
+text: that text is what stores persist (TEXT, never jsonb, which reorders keys and
+rewrites numbers) and what the chain hashes, so verification never re-encodes values.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sagacity.canonical import DEFAULT_MAX_PAYLOAD_BYTES, JsonValue, canonical_text, parse_canonical
+from sagacity.errors import InvalidEntryError
+from sagacity.phases import LIFECYCLE_STEP, Phase
+
+MAX_NAME_CHARS = 256
+"""Limit for saga ids, tool names and actors: identifiers, not payloads."""
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def check_name(value: object, what: str, *, allow_empty: bool = False) -> str:
+    """Validate an identifier-like field: a str, no control characters, bounded length."""
+    if not isinstance(value, str):
+        raise InvalidEntryError(f"{what} must be a string, got {type(value).__name__}")
+    if not value and not allow_empty:
+        raise InvalidEntryError(f"{what} must not be empty")
+    if len(value) > MAX_NAME_CHARS:
+        raise InvalidEntryError(f"{what} is {len(value)} characters; the limit is {MAX_NAME_CHARS}")
+    if _CONTROL.search(value):
+        raise InvalidEntryError(f"{what} must not contain control characters: {value!r}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidEntryError(f"{what} is not valid Unicode text: {value!r}") from exc
+    return value
+
+
+def to_utc(moment: datetime, what: str = "recorded_at") -> datetime:
+    """Aware datetime in UTC. A naive datetime is refused: its zone is a guess."""
+    if not isinstance(moment, datetime):
+        raise InvalidEntryError(f"{what} must be a datetime, got {type(moment).__name__}")
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise InvalidEntryError(
+            f"{what} is a naive datetime ({moment.isoformat()}); pass an aware one, "
+            "e.g. datetime.now(UTC)"
+        )
+    return moment.astimezone(UTC)
+
+
+def render_timestamp(moment: datetime) -> str:
+    """Fixed-width UTC rendering with microseconds, e.g. 2026-12-02T14:09:49.000001Z."""
+    return to_utc(moment).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_timestamp(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class EntryDraft:
+    """What a caller asks to append. The store adds seq, recorded_at and the hashes.
+
+    Construct with `EntryDraft.new(...)`, which validates and canonicalizes, so a bad
+    value is refused before any store is touched and nothing partial is written.
+    """
+
+    saga_id: str
+    step: int
+    attempt: int
+    tool: str
+    phase: Phase
+    input_json: str
+    result_json: str
+    error_json: str
+    actor_json: str
+    recorded_at: datetime | None = None
+
+    @classmethod
+    def new(
+        cls,
+        saga_id: str,
+        phase: Phase | str,
+        *,
+        step: int = LIFECYCLE_STEP,
+        attempt: int = 1,
+        tool: str = "",
+        input: JsonValue = None,
+        result: JsonValue = None,
+        error: str | None = None,
+        actor: str | None = None,
+        recorded_at: datetime | None = None,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    ) -> EntryDraft:
+        check_name(saga_id, "saga_id")
+        try:
+            phase = Phase(phase)
+        except ValueError as exc:
+            raise InvalidEntryError(f"unknown phase {phase!r}; use one of {list(Phase)}") from exc
+        for value, what in ((step, "step"), (attempt, "attempt")):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise InvalidEntryError(f"{what} must be a non-negative int, got {value!r}")
+        if attempt < 1:
+            raise InvalidEntryError(f"attempt must be >= 1, got {attempt}")
+        check_name(tool, "tool", allow_empty=True)
+        if actor is not None:
+            check_name(actor, "actor")
+        if error is not None and not isinstance(error, str):
+            raise InvalidEntryError(f"error must be a string, got {type(error).__name__}")
+        return cls(
+            saga_id=saga_id,
+            step=step,
+            attempt=attempt,
+            tool=tool,
+            phase=phase,
+            input_json=canonical_text(input, what=f"{phase} input", limit=max_payload_bytes),
+            result_json=canonical_text(result, what=f"{phase} result", limit=max_payload_bytes),
+            error_json=canonical_text(error, what=f"{phase} error", limit=max_payload_bytes),
+            actor_json=canonical_text(actor, what="actor"),
+            recorded_at=None if recorded_at is None else to_utc(recorded_at),
+        )
+
+    @property
+    def key(self) -> tuple[str, int, str, int]:
+        """The logical identity that makes appends idempotent."""
+        return (self.saga_id, self.step, self.phase.value, self.attempt)
+
+    def same_content(self, entry: JournalEntry) -> bool:
+        """True when `entry` records exactly this draft (timestamps aside)."""
+        return (
+            self.tool == entry.tool
+            and self.input_json == entry.input_json
+            and self.result_json == entry.result_json
+            and self.error_json == entry.error_json
+            and self.actor_json == entry.actor_json
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class JournalEntry:
+    """A sealed, chained journal entry as stored."""
+
+    saga_id: str
+    seq: int
+    step: int
+    attempt: int
+    tool: str
+    phase: Phase
+    input_json: str
+    result_json: str
+    error_json: str
+    actor_json: str
+    recorded_at: datetime
+    prev_hash: str
+    hash: str
+
+    @property
+    def key(self) -> tuple[str, int, str, int]:
+        return (self.saga_id, self.step, self.phase.value, self.attempt)
+
+    @property
+    def input(self) -> JsonValue:
+        return parse_canonical(self.input_json)
+
+    @property
+    def result(self) -> JsonValue:
+        return parse_canonical(self.result_json)
+
+    @property
+    def error(self) -> str | None:
+        value = parse_canonical(self.error_json)
+        return value if isinstance(value, str) else None
+
+    @property
+    def actor(self) -> str | None:
+        value = parse_canonical(self.actor_json)
+        return value if isinstance(value, str) else None
+
+    @property
+    def recorded_at_text(self) -> str:
+        return render_timestamp(self.recorded_at)
+
+    def to_record(self) -> dict[str, Any]:
+        """The export form: every hashed field, payloads as their canonical text, so an
+        offline verifier sees exactly the bytes that were hashed."""
+        return {
+            "saga_id": self.saga_id,
+            "seq": self.seq,
+            "step": self.step,
+            "attempt": self.attempt,
+            "tool": self.tool,
+            "phase": self.phase.value,
+            "input": self.input_json,
+            "result": self.result_json,
+            "error": self.error_json,
+            "actor": self.actor_json,
+            "recorded_at": self.recorded_at_text,
+            "prev_hash": self.prev_hash,
+            "hash": self.hash,
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> JournalEntry:
+        """Inverse of to_record; raises InvalidEntryError on a malformed record."""
+        try:
+            return cls(
+                saga_id=str(record["saga_id"]),
+                seq=int(record["seq"]),
+                step=int(record["step"]),
+                attempt=int(record["attempt"]),
+                tool=str(record["tool"]),
+                phase=Phase(record["phase"]),
+                input_json=str(record["input"]),
+                result_json=str(record["result"]),
+                error_json=str(record["error"]),
+                actor_json=str(record["actor"]),
+                recorded_at=parse_timestamp(str(record["recorded_at"])),
+                prev_hash=str(record.get("prev_hash") or ""),
+                hash=str(record.get("hash") or ""),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidEntryError(
+                f"malformed journal record: {type(exc).__name__}: {exc}"
+            ) from exc

@@ -1,0 +1,67 @@
+"""Typed errors. Each names what went wrong and what to do about it.
+
+Callers (activities, CLI) map these to non-retryable failures or one-line messages, so
+every error a user can cause has its own class rather than a bare ValueError.
+"""
+
+from __future__ import annotations
+
+
+class SagacityError(Exception):
+    """Base of every error sagacity raises on purpose."""
+
+
+class InvalidEntryError(SagacityError, ValueError):
+    """A journal entry cannot be written as given (nothing was written)."""
+
+
+class NotCanonicalError(InvalidEntryError):
+    """A value has no RFC 8785 canonical form (NaN, integers beyond 2**53, lone surrogates,
+    non-JSON types). Pass such values as strings."""
+
+
+class PayloadTooLargeError(InvalidEntryError):
+    """A canonical payload is over the configured size limit."""
+
+
+class JournalError(SagacityError):
+    """The journal could not do what was asked."""
+
+
+class JournalWriteError(JournalError):
+    """An append could not be written. It was not silently dropped: the caller must retry or
+    fail; nothing partial was committed."""
+
+
+class JournalConflictError(JournalError):
+    """The same logical entry (saga, step, phase, attempt) was appended twice with different
+    content. The first one stands; the second is refused as evidence of a bug or an attack."""
+
+
+class StoreUnavailableError(JournalError):
+    """The journal's database cannot be reached or opened."""
+
+
+class UnknownStoreURLError(JournalError, ValueError):
+    """The journal URL names no supported backend."""
+
+
+class ToolboxError(SagacityError):
+    """A toolbox is declared wrongly; raised when it is built, never at refund time."""
+
+
+class UnknownToolError(SagacityError, LookupError):
+    """A tool name that is not in the toolbox (or not allowed for this saga)."""
+
+
+class ToolInputError(SagacityError, ValueError):
+    """Arguments for a tool failed validation against its signature."""
+
+
+class AuditFileError(SagacityError, ValueError):
+    """A JSON Lines export cannot be read as journal entries."""
+
+
+class SagaClosedError(JournalError):
+    """An append to a saga whose chain already ends with SAGA_CLOSED. A closed chain has a
+    known end; a late writer (a timed-out attempt) must not extend it."""

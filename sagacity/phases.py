@@ -1,0 +1,53 @@
+"""Journal phases and saga statuses: the vocabulary of the evidence.
+
+Kept as string enums so the stored and hashed form is the readable name, stable across
+versions and languages.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Phase(StrEnum):
+    """What a journal entry records."""
+
+    SAGA_OPENED = "SAGA_OPENED"
+    INTENT = "INTENT"
+    EXECUTED = "EXECUTED"
+    FAILED = "FAILED"
+    CALL_REFUSED = "CALL_REFUSED"
+    AWAITING_APPROVAL = "AWAITING_APPROVAL"
+    APPROVAL_REFUSED = "APPROVAL_REFUSED"
+    APPROVED = "APPROVED"
+    REJECTED = "REJECTED"
+    COMPENSATED = "COMPENSATED"
+    COMPENSATION_FAILED = "COMPENSATION_FAILED"
+    SAGA_CLOSED = "SAGA_CLOSED"
+
+    @property
+    def is_lifecycle(self) -> bool:
+        return self in (Phase.SAGA_OPENED, Phase.SAGA_CLOSED)
+
+
+class SagaStatus(StrEnum):
+    """Where a saga stands. The last three are final."""
+
+    RUNNING = "RUNNING"
+    AWAITING_APPROVAL = "AWAITING_APPROVAL"
+    COMPENSATING = "COMPENSATING"
+    COMPLETED = "COMPLETED"
+    COMPENSATED = "COMPENSATED"
+    COMPENSATION_FAILED = "COMPENSATION_FAILED"
+
+    @property
+    def is_final(self) -> bool:
+        return self in (
+            SagaStatus.COMPLETED,
+            SagaStatus.COMPENSATED,
+            SagaStatus.COMPENSATION_FAILED,
+        )
+
+
+LIFECYCLE_STEP = 0
+"""Step number used by saga lifecycle entries; tool steps start at 1."""

@@ -1,0 +1,43 @@
+"""Journal stores and the URL that picks one.
+
+`memory://` (unit tests), `sqlite:///path/journal.db` (the embedded default) and
+`postgresql://user@host/db` (production) share one interface, JournalStore.
+"""
+
+from __future__ import annotations
+
+from sagacity.errors import UnknownStoreURLError
+from sagacity.stores.base import Clock, JournalStore, next_entry, utc_now
+from sagacity.stores.memory import MemoryJournalStore
+
+__all__ = [
+    "Clock",
+    "JournalStore",
+    "MemoryJournalStore",
+    "next_entry",
+    "open_store",
+    "utc_now",
+]
+
+
+def open_store(url: str, *, clock: Clock | None = None) -> JournalStore:
+    """Open the journal store named by `url`.
+
+    Backends are imported lazily so that the memory store needs neither sqlite3 nor
+    psycopg. Raises UnknownStoreURLError for an unsupported scheme and
+    StoreUnavailableError when the database cannot be reached.
+    """
+    if url == "memory://" or url.startswith("memory:"):
+        return MemoryJournalStore(clock)
+    if url.startswith("sqlite:"):
+        from sagacity.stores.sqlite import SqliteJournalStore
+
+        return SqliteJournalStore.from_url(url, clock=clock)
+    if url.startswith(("postgresql://", "postgres://")):
+        from sagacity.stores.postgres import PostgresJournalStore
+
+        return PostgresJournalStore.from_url(url, clock=clock)
+    raise UnknownStoreURLError(
+        f"unsupported journal URL {url!r}; use memory://, sqlite:///path/journal.db "
+        "or postgresql://user@host:5432/db"
+    )

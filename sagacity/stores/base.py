@@ -1,0 +1,117 @@
+"""The journal store interface, and the append decision every backend shares.
+
+Backends differ only in how they serialize appends to one saga (a lock, SQLite's write
+lock, a Postgres advisory lock); what to append is decided here, once, by `next_entry`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from types import TracebackType
+
+from sagacity.chain import GENESIS_HASH, seal
+from sagacity.entry import EntryDraft, JournalEntry
+from sagacity.errors import JournalConflictError, SagaClosedError
+from sagacity.phases import Phase
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def next_entry(
+    draft: EntryDraft,
+    *,
+    existing: JournalEntry | None,
+    head: JournalEntry | None,
+    now: datetime,
+) -> JournalEntry | None:
+    """Decide an append under the saga's lock.
+
+    Returns None when `existing` already records this logical entry (an at-least-once
+    retry: the caller returns `existing`), the sealed entry to insert otherwise. Raises
+    JournalConflictError when the same logical entry arrives with different content, and
+    SagaClosedError when the chain already ends with SAGA_CLOSED.
+    """
+    if existing is not None:
+        if draft.same_content(existing):
+            return None
+        raise JournalConflictError(
+            f"saga {draft.saga_id!r} already has {draft.phase} for step {draft.step} attempt "
+            f"{draft.attempt} (seq {existing.seq}) with different content; the first stands. "
+            "Use a new attempt number for a new try."
+        )
+    if head is not None and head.phase is Phase.SAGA_CLOSED:
+        raise SagaClosedError(
+            f"saga {draft.saga_id!r} is closed (seq {head.seq}); refusing {draft.phase} for "
+            f"step {draft.step}"
+        )
+    return seal(
+        draft,
+        seq=1 if head is None else head.seq + 1,
+        prev_hash=GENESIS_HASH if head is None else head.hash,
+        recorded_at=now,
+    )
+
+
+class JournalStore(ABC):
+    """Append-only, hash-chained journal of saga entries.
+
+    Implementations must make `append` concurrency-safe (appends to one saga totally
+    ordered, none lost, none forked) and idempotent per (saga, step, phase, attempt), and
+    must fail loudly (JournalWriteError / StoreUnavailableError) rather than drop.
+    """
+
+    url: str
+
+    def __init__(self, clock: Clock | None = None) -> None:
+        self.clock: Clock = clock or utc_now
+
+    @abstractmethod
+    def append(self, draft: EntryDraft) -> JournalEntry:
+        """Append `draft` to its saga's chain and return the sealed entry (or the one
+        already recorded for the same logical entry)."""
+
+    @abstractmethod
+    def entries(self, saga_id: str, *, after_seq: int = 0) -> Iterator[JournalEntry]:
+        """The saga's entries in seq order, streamed (constant memory)."""
+
+    @abstractmethod
+    def head(self, saga_id: str) -> JournalEntry | None:
+        """The saga's last entry, or None for an unknown saga."""
+
+    @abstractmethod
+    def sagas(self) -> Iterator[str]:
+        """Every saga id with at least one entry, sorted."""
+
+    @abstractmethod
+    def step_entries(self, saga_id: str, step: int) -> list[JournalEntry]:
+        """Entries of one step in seq order (small: a handful per step)."""
+
+    @abstractmethod
+    def fence(self, saga_id: str, step: int) -> None:
+        """Leave a tombstone: a late forward attempt of this step must not apply.
+
+        Working state, not evidence, so it lives beside the journal, not in it."""
+
+    @abstractmethod
+    def is_fenced(self, saga_id: str, step: int) -> bool:
+        """True once `fence` was called for this step."""
+
+    def close(self) -> None:  # noqa: B027 - optional for stores without resources
+        """Release connections."""
+
+    def __enter__(self) -> JournalStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

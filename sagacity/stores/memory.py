@@ -1,0 +1,66 @@
+"""In-memory journal store: for unit tests and benchmarks' lower bound. Not durable."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+from sagacity.entry import EntryDraft, JournalEntry
+from sagacity.stores.base import Clock, JournalStore, next_entry
+
+
+class MemoryJournalStore(JournalStore):
+    """One list per saga behind one lock: appends are totally ordered by construction."""
+
+    def __init__(self, clock: Clock | None = None) -> None:
+        super().__init__(clock)
+        self.url = "memory://"
+        self._lock = threading.Lock()
+        self._chains: dict[str, list[JournalEntry]] = {}
+        self._keys: dict[tuple[str, int, str, int], JournalEntry] = {}
+        self._fences: set[tuple[str, int]] = set()
+
+    def append(self, draft: EntryDraft) -> JournalEntry:
+        with self._lock:
+            chain = self._chains.get(draft.saga_id)
+            existing = self._keys.get(draft.key)
+            entry = next_entry(
+                draft, existing=existing, head=chain[-1] if chain else None, now=self.clock()
+            )
+            if entry is None:
+                assert existing is not None
+                return existing
+            self._chains.setdefault(draft.saga_id, []).append(entry)
+            self._keys[entry.key] = entry
+            return entry
+
+    def entries(self, saga_id: str, *, after_seq: int = 0) -> Iterator[JournalEntry]:
+        with self._lock:
+            snapshot = list(self._chains.get(saga_id, ()))
+        return iter(snapshot[after_seq:])
+
+    def head(self, saga_id: str) -> JournalEntry | None:
+        with self._lock:
+            chain = self._chains.get(saga_id)
+            return chain[-1] if chain else None
+
+    def sagas(self) -> Iterator[str]:
+        with self._lock:
+            return iter(sorted(self._chains))
+
+    def step_entries(self, saga_id: str, step: int) -> list[JournalEntry]:
+        with self._lock:
+            return [e for e in self._chains.get(saga_id, ()) if e.step == step]
+
+    def fence(self, saga_id: str, step: int) -> None:
+        with self._lock:
+            self._fences.add((saga_id, step))
+
+    def is_fenced(self, saga_id: str, step: int) -> bool:
+        with self._lock:
+            return (saga_id, step) in self._fences
+
+    def replace_for_test(self, saga_id: str, chain: list[JournalEntry]) -> None:
+        """Overwrite a saga's chain: lets tamper tests edit 'stored' entries in memory."""
+        with self._lock:
+            self._chains[saga_id] = list(chain)
