@@ -1,0 +1,97 @@
+"""Temporal activities of a saga. Dependencies (store, toolbox, models) are injected by
+the worker; names are pinned so workflows and histories never depend on Python names."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.compensation_runner import CompensationRunner
+from activities.model import ModelClient, ScriptedModel
+from activities.models import (
+    CompensateInput,
+    CompensationOutcome,
+    EntryRef,
+    JournalEventInput,
+    ModelTurn,
+    ModelTurnInput,
+    RunToolInput,
+    ToolOutcome,
+)
+from activities.tool_runner import ToolRunner, entry_ref, store_call
+from sagacity.entry import EntryDraft
+from sagacity.errors import InvalidEntryError, JournalConflictError, SagaClosedError
+from sagacity.stores.base import JournalStore
+from sagacity.toolbox import Toolbox
+
+RUN_TOOL = "sagacity.run_tool"
+COMPENSATE = "sagacity.compensate"
+JOURNAL_EVENT = "sagacity.journal_event"
+NEXT_TURN = "sagacity.next_turn"
+
+__all__ = [
+    "COMPENSATE",
+    "JOURNAL_EVENT",
+    "NEXT_TURN",
+    "RUN_TOOL",
+    "SagaActivities",
+    "ScriptedModel",
+]
+
+
+class SagaActivities:
+    """The activities a saga worker registers, bound to one store and one toolbox."""
+
+    def __init__(
+        self,
+        store: JournalStore,
+        toolbox: Toolbox,
+        models: Mapping[str, ModelClient] | None = None,
+    ) -> None:
+        self.store = store
+        self.toolbox = toolbox
+        self.models: dict[str, ModelClient] = {"scripted": ScriptedModel(), **(models or {})}
+        self._compensations = CompensationRunner(store, toolbox)
+        self._runner = ToolRunner(store, toolbox)
+
+    def all(self) -> list[Callable[..., Any]]:
+        return [self.run_tool, self.compensate, self.journal_event, self.next_turn]
+
+    @activity.defn(name=RUN_TOOL)
+    async def run_tool(self, req: RunToolInput) -> ToolOutcome:
+        return await self._runner.run(req)
+
+    @activity.defn(name=COMPENSATE)
+    async def compensate(self, req: CompensateInput) -> CompensationOutcome:
+        return await self._compensations.run(req)
+
+    @activity.defn(name=JOURNAL_EVENT)
+    async def journal_event(self, req: JournalEventInput) -> EntryRef:
+        """Journal a lifecycle or approval event. Bad entries and closed sagas are not
+        retryable: retrying cannot make them succeed."""
+        try:
+            draft = EntryDraft.new(
+                req.saga_id, req.phase, step=req.step, attempt=req.attempt, tool=req.tool,
+                input=req.input, result=req.result, error=req.error, actor=req.actor,
+            )  # fmt: skip
+            return entry_ref(await store_call(self.store.append, draft))
+        except (InvalidEntryError, JournalConflictError, SagaClosedError) as exc:
+            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+
+    @activity.defn(name=NEXT_TURN)
+    async def next_turn(self, req: ModelTurnInput) -> ModelTurn:
+        client = self.models.get(req.settings.provider)
+        if client is None:
+            raise ApplicationError(
+                f"no model provider {req.settings.provider!r} on this worker; "
+                f"configured: {sorted(self.models)}",
+                type="UnknownModelProvider",
+                non_retryable=True,
+            )
+        toolbox = self.toolbox
+        if req.allowed_tools is not None:
+            toolbox = toolbox.restrict([n for n in req.allowed_tools if n in toolbox.names()])
+        return await client.next_turn(req, toolbox.schemas())

@@ -1,0 +1,142 @@
+"""Inputs and outputs of the saga activities: one pydantic model in, one out.
+
+These cross Temporal's data converter (pydantic) and are recorded in workflow history,
+so every journal write an activity makes comes back as an EntryRef: history then holds
+the seq and hash of each step, a second witness beside the journal.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ToolCall(_Model):
+    """One call of a tool as the model or a plan asked for it (arguments unvalidated)."""
+
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    call_id: str | None = None
+    """The model's id for this call, echoed back with the result."""
+
+
+class EntryRef(_Model):
+    """Where a journal entry landed."""
+
+    seq: int
+    hash: str
+    phase: str
+
+
+class OutcomeKind(StrEnum):
+    EXECUTED = "EXECUTED"
+    FAILED = "FAILED"
+    REFUSED = "REFUSED"
+    """Invalid call (unknown tool, bad arguments): nothing ran."""
+    NEEDS_APPROVAL = "NEEDS_APPROVAL"
+    """Irreversible tool without an approval: nothing ran, AWAITING_APPROVAL journaled."""
+    UNKNOWN = "UNKNOWN"
+    """An earlier attempt journaled INTENT but no outcome: not run again, needs a human."""
+    FENCED = "FENCED"
+    """The step was fenced off by compensation: a late attempt that must not apply."""
+
+
+class RunToolInput(_Model):
+    saga_id: str
+    step: int
+    call: ToolCall
+    allowed_tools: list[str] | None = None
+    approved_sha256: str | None = None
+    """Set once a human approved: the activity re-checks it against the payload it runs."""
+    model_result_limit: int = 16_000
+    """Tool results longer than this (canonical characters) are cut for the model; the
+    journal always keeps the full result."""
+
+
+class ToolOutcome(_Model):
+    kind: OutcomeKind
+    tool: str
+    step: int
+    tool_kind: str | None = None
+    args: dict[str, Any] | None = None
+    """The validated arguments (JSON form): exactly what ran or is to be approved."""
+    result: Any = None
+    """The result for the model (possibly cut; see result_truncated)."""
+    result_truncated: bool = False
+    error: str | None = None
+    payload_sha256: str | None = None
+    intent: EntryRef | None = None
+    outcome: EntryRef | None = None
+    compensation: str | None = None
+    replayed: bool = False
+    """True when a retry found the outcome already journaled and did not run the tool."""
+
+
+class JournalEventInput(_Model):
+    saga_id: str
+    phase: str
+    step: int = 0
+    attempt: int = 1
+    tool: str = ""
+    input: Any = None
+    result: Any = None
+    error: str | None = None
+    actor: str | None = None
+
+
+class CompensateInput(_Model):
+    saga_id: str
+    step: int
+    tool: str
+    args: dict[str, Any]
+    result: Any = None
+
+
+class CompensationOutcome(_Model):
+    step: int
+    tool: str
+    ok: bool
+    entry: EntryRef | None = None
+    error: str | None = None
+
+
+class ChatMessage(_Model):
+    """A chat-completions style message kept in workflow state."""
+
+    role: str
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+class ModelSettings(_Model):
+    provider: str = "scripted"
+    """'scripted' plays `script`; 'openai' calls an OpenAI-compatible server."""
+    model: str | None = None
+    base_url: str | None = None
+    script: list[ModelTurn] = Field(default_factory=list)
+    temperature: float | None = None
+
+
+class ModelTurn(_Model):
+    """What the model answered: tool calls to run in order, or a final answer."""
+
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    final: str | None = None
+
+
+class ModelTurnInput(_Model):
+    saga_id: str
+    settings: ModelSettings
+    messages: list[ChatMessage]
+    allowed_tools: list[str] | None = None
+
+
+ModelSettings.model_rebuild()

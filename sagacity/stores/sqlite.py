@@ -1,0 +1,246 @@
+"""SQLite journal store: the embedded default (`sqlite:///relative/journal.db`, or
+`sqlite:////absolute/journal.db`).
+
+A worker and a CLI may open the same file from different processes, so appends take
+SQLite's write lock up front (BEGIN IMMEDIATE) and then read the head: the database file
+lock is the cross-process mutex. WAL mode lets readers stream while a writer appends.
+Triggers refuse UPDATE and DELETE; SQLite has no TRUNCATE (its `DELETE FROM t` without
+WHERE is refused by the same trigger).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from sagacity.entry import EntryDraft, JournalEntry, parse_timestamp, render_timestamp
+from sagacity.errors import JournalError, JournalWriteError, StoreUnavailableError
+from sagacity.phases import Phase
+from sagacity.stores.base import Clock, JournalStore, next_entry
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS journal (
+    saga_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    step INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    tool TEXT NOT NULL,
+    phase TEXT NOT NULL,
+    input_json TEXT NOT NULL,
+    result_json TEXT NOT NULL,
+    error_json TEXT NOT NULL,
+    actor_json TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    PRIMARY KEY (saga_id, seq),
+    UNIQUE (saga_id, step, phase, attempt)
+);
+CREATE TABLE IF NOT EXISTS fences (
+    saga_id TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    PRIMARY KEY (saga_id, step)
+);
+CREATE TRIGGER IF NOT EXISTS journal_no_update BEFORE UPDATE ON journal
+BEGIN SELECT RAISE(ABORT, 'sagacity journal is append-only: UPDATE refused'); END;
+CREATE TRIGGER IF NOT EXISTS journal_no_delete BEFORE DELETE ON journal
+BEGIN SELECT RAISE(ABORT, 'sagacity journal is append-only: DELETE refused'); END;
+"""
+
+_COLUMNS = (
+    "saga_id, seq, step, attempt, tool, phase, input_json, result_json, error_json, "
+    "actor_json, recorded_at, prev_hash, hash"
+)
+_BATCH = 500
+
+
+def _row_to_entry(row: tuple[object, ...]) -> JournalEntry:
+    return JournalEntry(
+        saga_id=str(row[0]),
+        seq=int(row[1]),  # type: ignore[call-overload]
+        step=int(row[2]),  # type: ignore[call-overload]
+        attempt=int(row[3]),  # type: ignore[call-overload]
+        tool=str(row[4]),
+        phase=Phase(row[5]),
+        input_json=str(row[6]),
+        result_json=str(row[7]),
+        error_json=str(row[8]),
+        actor_json=str(row[9]),
+        recorded_at=parse_timestamp(str(row[10])),
+        prev_hash=str(row[11]),
+        hash=str(row[12]),
+    )
+
+
+class SqliteJournalStore(JournalStore):
+    """One connection per thread; appends serialized by SQLite's write lock."""
+
+    def __init__(self, path: Path, clock: Clock | None = None, *, busy_timeout_s: float = 30.0):
+        super().__init__(clock)
+        self.path = path
+        self.url = f"sqlite:///{path}"
+        self._busy_timeout_s = busy_timeout_s
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._all_lock = threading.Lock()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn().executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            self.close()
+            raise StoreUnavailableError(
+                f"cannot open the SQLite journal at {path}: {exc}; check the path is writable"
+            ) from exc
+
+    @classmethod
+    def from_url(cls, url: str, *, clock: Clock | None = None) -> SqliteJournalStore:
+        parsed = urlparse(url)
+        raw = unquote(parsed.netloc + parsed.path)
+        if not raw or raw == "/":
+            raise StoreUnavailableError(
+                f"SQLite URL {url!r} names no file; use sqlite:///path/journal.db"
+            )
+        # SQLAlchemy convention: sqlite:///relative.db, sqlite:////absolute/path.db
+        return cls(Path(raw[1:] if raw.startswith("/") else raw), clock)
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(
+                self.path,
+                timeout=self._busy_timeout_s,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            self._local.conn = conn
+            with self._all_lock:
+                self._all.append(conn)
+        return conn
+
+    def append(self, draft: EntryDraft) -> JournalEntry:
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise JournalWriteError(f"journal append not written (lock: {exc}); retry") from exc
+        try:
+            existing_row = conn.execute(
+                f"SELECT {_COLUMNS} FROM journal WHERE saga_id=? AND step=? AND phase=? AND attempt=?",
+                (draft.saga_id, draft.step, draft.phase.value, draft.attempt),
+            ).fetchone()
+            head_row = conn.execute(
+                f"SELECT {_COLUMNS} FROM journal WHERE saga_id=? ORDER BY seq DESC LIMIT 1",
+                (draft.saga_id,),
+            ).fetchone()
+            existing = _row_to_entry(existing_row) if existing_row else None
+            entry = next_entry(
+                draft,
+                existing=existing,
+                head=_row_to_entry(head_row) if head_row else None,
+                now=self.clock(),
+            )
+            if entry is None:
+                conn.execute("ROLLBACK")
+                assert existing is not None
+                return existing
+            conn.execute(
+                f"INSERT INTO journal ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    entry.saga_id, entry.seq, entry.step, entry.attempt, entry.tool,
+                    entry.phase.value, entry.input_json, entry.result_json, entry.error_json,
+                    entry.actor_json, render_timestamp(entry.recorded_at), entry.prev_hash,
+                    entry.hash,
+                ),
+            )  # fmt: skip
+            conn.execute("COMMIT")
+            return entry
+        except JournalError:
+            conn.execute("ROLLBACK")
+            raise
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK")
+            raise JournalWriteError(
+                f"journal append for saga {draft.saga_id!r} not written: {exc}; retry"
+            ) from exc
+
+    def entries(self, saga_id: str, *, after_seq: int = 0) -> Iterator[JournalEntry]:
+        """Keyset pagination in batches: constant memory, no long-lived read transaction."""
+        last = after_seq
+        while True:
+            rows = (
+                self._conn()
+                .execute(
+                    f"SELECT {_COLUMNS} FROM journal WHERE saga_id=? AND seq>? ORDER BY seq LIMIT ?",
+                    (saga_id, last, _BATCH),
+                )
+                .fetchall()
+            )
+            for row in rows:
+                yield _row_to_entry(row)
+            if len(rows) < _BATCH:
+                return
+            last = int(rows[-1][1])
+
+    def head(self, saga_id: str) -> JournalEntry | None:
+        row = (
+            self._conn()
+            .execute(
+                f"SELECT {_COLUMNS} FROM journal WHERE saga_id=? ORDER BY seq DESC LIMIT 1",
+                (saga_id,),
+            )
+            .fetchone()
+        )
+        return _row_to_entry(row) if row else None
+
+    def sagas(self) -> Iterator[str]:
+        last = ""
+        while True:
+            rows = (
+                self._conn()
+                .execute(
+                    "SELECT DISTINCT saga_id FROM journal WHERE saga_id>? ORDER BY saga_id LIMIT ?",
+                    (last, _BATCH),
+                )
+                .fetchall()
+            )
+            for (saga,) in rows:
+                yield str(saga)
+            if len(rows) < _BATCH:
+                return
+            last = str(rows[-1][0])
+
+    def step_entries(self, saga_id: str, step: int) -> list[JournalEntry]:
+        rows = (
+            self._conn()
+            .execute(
+                f"SELECT {_COLUMNS} FROM journal WHERE saga_id=? AND step=? ORDER BY seq",
+                (saga_id, step),
+            )
+            .fetchall()
+        )
+        return [_row_to_entry(row) for row in rows]
+
+    def fence(self, saga_id: str, step: int) -> None:
+        self._conn().execute(
+            "INSERT OR IGNORE INTO fences (saga_id, step) VALUES (?, ?)", (saga_id, step)
+        )
+
+    def is_fenced(self, saga_id: str, step: int) -> bool:
+        row = (
+            self._conn()
+            .execute("SELECT 1 FROM fences WHERE saga_id=? AND step=?", (saga_id, step))
+            .fetchone()
+        )
+        return row is not None
+
+    def close(self) -> None:
+        with self._all_lock:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+        self._local = threading.local()

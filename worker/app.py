@@ -1,0 +1,84 @@
+"""Composition root: the client, the store, the toolbox and the worker, wired one way for
+production, the CLI and the tests alike."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from activities import SagaActivities
+from activities.model import ModelClient
+from sagacity.errors import SagacityError
+from sagacity.stores import JournalStore
+from sagacity.toolbox import Toolbox
+from workflows.agent_saga import AgentSagaWorkflow
+from worker.settings import Settings
+
+PASSTHROUGH = ("sagacity", "activities", "workflows", "pydantic", "pydantic_core", "rfc8785")
+"""Our modules are deterministic and import-safe: pass them through the sandbox instead of
+re-importing them for every workflow run."""
+
+
+class ToolboxImportError(SagacityError):
+    """`--tools module:attr` does not name an importable Toolbox."""
+
+
+def load_toolbox(spec: str) -> Toolbox:
+    """Import `module:attr` and return the Toolbox it names (or build one from it)."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ToolboxImportError(f"--tools must look like module:attr, got {spec!r}")
+    if str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ToolboxImportError(f"cannot import {module_name!r} for --tools: {exc}") from exc
+    try:
+        target = getattr(module, attr)
+    except AttributeError as exc:
+        raise ToolboxImportError(f"module {module_name!r} has no attribute {attr!r}") from exc
+    if callable(target) and not isinstance(target, Toolbox):
+        target = target()
+    return target if isinstance(target, Toolbox) else Toolbox.build(target)
+
+
+async def connect(settings: Settings) -> Client:
+    """A client using the pydantic data converter, as every sagacity worker and caller must."""
+    return await Client.connect(
+        settings.temporal_address,
+        namespace=settings.namespace,
+        data_converter=pydantic_data_converter,
+    )
+
+
+def new_worker(
+    client: Client,
+    *,
+    store: JournalStore,
+    toolbox: Toolbox,
+    task_queue: str = "sagacity",
+    models: Mapping[str, ModelClient] | None = None,
+    max_concurrent_activities: int = 100,
+    max_concurrent_workflow_tasks: int = 100,
+) -> Worker:
+    """The saga worker. The client must use the pydantic data converter (see `connect`)."""
+    activities = SagaActivities(store, toolbox, models)
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[AgentSagaWorkflow],
+        activities=activities.all(),
+        max_concurrent_activities=max_concurrent_activities,
+        max_concurrent_workflow_tasks=max_concurrent_workflow_tasks,
+        workflow_runner=SandboxedWorkflowRunner(
+            restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH)
+        ),
+    )

