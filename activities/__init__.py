@@ -15,6 +15,7 @@ from activities.models import (
     CompensateInput,
     CompensationOutcome,
     EntryRef,
+    FenceInput,
     JournalEventInput,
     ModelTurn,
     ModelTurnInput,
@@ -31,9 +32,11 @@ RUN_TOOL = "sagacity.run_tool"
 COMPENSATE = "sagacity.compensate"
 JOURNAL_EVENT = "sagacity.journal_event"
 NEXT_TURN = "sagacity.next_turn"
+FENCE_STEP = "sagacity.fence_step"
 
 __all__ = [
     "COMPENSATE",
+    "FENCE_STEP",
     "JOURNAL_EVENT",
     "NEXT_TURN",
     "RUN_TOOL",
@@ -58,7 +61,7 @@ class SagaActivities:
         self._runner = ToolRunner(store, toolbox)
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.run_tool, self.compensate, self.journal_event, self.next_turn]
+        return [self.run_tool, self.compensate, self.journal_event, self.next_turn, self.fence_step]
 
     @activity.defn(name=RUN_TOOL)
     async def run_tool(self, req: RunToolInput) -> ToolOutcome:
@@ -80,6 +83,11 @@ class SagaActivities:
             return entry_ref(await store_call(self.store.append, draft))
         except (InvalidEntryError, JournalConflictError, SagaClosedError) as exc:
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+
+    @activity.defn(name=FENCE_STEP)
+    async def fence_step(self, req: FenceInput) -> None:
+        """Tombstone a step whose outcome is unknown, so a late attempt cannot apply."""
+        await store_call(self.store.fence, req.saga_id, req.step)
 
     @activity.defn(name=NEXT_TURN)
     async def next_turn(self, req: ModelTurnInput) -> ModelTurn:

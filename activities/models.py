@@ -98,6 +98,11 @@ class CompensateInput(_Model):
     result: Any = None
 
 
+class FenceInput(_Model):
+    saga_id: str
+    step: int
+
+
 class CompensationOutcome(_Model):
     step: int
     tool: str

@@ -131,6 +131,7 @@ class ToolRunner:
             return _replay(recorded, prior, req, base)
         intent_prior = next((e for e in prior if e.phase is Phase.INTENT), None)
         if intent_prior is not None:
+            await store_call(self.store.fence, req.saga_id, req.step)
             return ToolOutcome(
                 kind=OutcomeKind.UNKNOWN,
                 error=(

@@ -16,6 +16,7 @@ import asyncio
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -107,7 +108,8 @@ class Shop:
         return [tuple(r) for r in rows if tool_name is None or r[0] == tool_name]  # type: ignore[misc]
 
     def set_fault(self, name: str, value: str = "1") -> None:
-        """Faults: 'refund' (refunds always fail), 'release', 'ship_delay' (seconds)."""
+        """Faults: 'refund' and 'release' (always fail), 'ship_delay' and 'refund_delay'
+        (seconds)."""
         with self._db() as db:
             db.execute("INSERT OR REPLACE INTO faults VALUES (?, ?)", (name, value))
 
@@ -146,8 +148,9 @@ class Shop:
 
     @compensation
     def release_inventory(self, ctx: CompensationContext) -> None:
-        with self._db() as db:
+        with self._db() as db:  # logged in its own transaction: failed attempts count too
             self._log(db, "release_inventory", ctx.idempotency_key, ctx.attempt)
+        with self._db() as db:
             if db.execute("SELECT value FROM faults WHERE name='release'").fetchone():
                 raise ShopError("inventory service unavailable (fault injected)")
             row = db.execute(
@@ -175,8 +178,12 @@ class Shop:
 
     @compensation
     def refund_card(self, ctx: CompensationContext) -> dict[str, Any]:
-        with self._db() as db:
+        delay = float(self.fault("refund_delay") or 0)
+        if delay:
+            time.sleep(delay)
+        with self._db() as db:  # logged in its own transaction: failed attempts count too
             self._log(db, "refund_card", ctx.idempotency_key, ctx.attempt)
+        with self._db() as db:
             if db.execute("SELECT value FROM faults WHERE name='refund'").fetchone():
                 raise ShopError("payment provider refused the refund (fault injected)")
             db.execute("UPDATE charges SET refunded=1 WHERE key=?", (ctx.idempotency_key,))

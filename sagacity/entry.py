@@ -48,12 +48,15 @@ def to_utc(moment: datetime, what: str = "recorded_at") -> datetime:
             f"{what} is a naive datetime ({moment.isoformat()}); pass an aware one, "
             "e.g. datetime.now(UTC)"
         )
-    return moment.astimezone(UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError as exc:
+        raise InvalidEntryError(f"{what} {moment.isoformat()} is out of range in UTC") from exc
 
 
 def render_timestamp(moment: datetime) -> str:
     """Fixed-width UTC rendering with microseconds, e.g. 2026-12-02T14:09:49.000001Z."""
-    return to_utc(moment).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return to_utc(moment).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def parse_timestamp(text: str) -> datetime:

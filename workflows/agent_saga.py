@@ -17,12 +17,13 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
-    from activities import COMPENSATE, JOURNAL_EVENT, NEXT_TURN, RUN_TOOL
+    from activities import COMPENSATE, FENCE_STEP, JOURNAL_EVENT, NEXT_TURN, RUN_TOOL
     from activities.models import (
         ChatMessage,
         CompensateInput,
         CompensationOutcome,
         EntryRef,
+        FenceInput,
         JournalEventInput,
         ModelTurn,
         ModelTurnInput,
@@ -220,6 +221,13 @@ class AgentSagaWorkflow:
             )
         except ActivityError as exc:
             if is_cancelled_exception(exc):
+                # Interrupted mid-call: the tool may or may not have applied its effect.
+                self._record(
+                    ToolOutcome(
+                        kind=OutcomeKind.UNKNOWN, tool=call.tool, step=step,
+                        error="saga cancelled while the call was running",
+                    )
+                )  # fmt: skip
                 raise
             # Retries exhausted without an outcome: whatever the tool did is unknown.
             return ToolOutcome(
@@ -246,6 +254,13 @@ class AgentSagaWorkflow:
             return
         self._compensation_started = True
         self._set_status(SagaStatus.COMPENSATING)
+        for outcome in self._outcomes.values():
+            if outcome.kind is OutcomeKind.UNKNOWN:
+                await workflow.execute_local_activity(
+                    FENCE_STEP,
+                    FenceInput(saga_id=self._saga_id, step=outcome.step),
+                    **JOURNAL_OPTIONS,
+                )
         executed = [o for o in self._outcomes.values() if o.kind is OutcomeKind.EXECUTED]
         executed.sort(key=lambda o: o.outcome.seq if o.outcome else 0, reverse=True)
         for outcome in executed:

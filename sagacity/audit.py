@@ -1,0 +1,222 @@
+"""Audit export and verification: the journal as evidence someone else can check.
+
+Export writes JSON Lines, one entry per line in its hashed form, streamed from the store.
+Offline verification reads such a file and needs nothing else: no database, no sagacity
+configuration, constant memory in the number of entries. The format and the rules
+(contiguous sagas, strict fields) are specified in docs/hash-chain.md, section 4.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from typing import Any, TextIO
+
+from sagacity.chain import BreakReason, ChainVerifier, VerifyReport, verify_chain
+from sagacity.entry import JournalEntry, parse_timestamp, render_timestamp
+from sagacity.errors import AuditFileError, InvalidEntryError
+from sagacity.phases import Phase
+from sagacity.stores.base import JournalStore
+
+__all__ = [
+    "RECORD_FIELDS",
+    "entry_line",
+    "export_jsonl",
+    "read_entries",
+    "verify_all",
+    "verify_jsonl",
+    "verify_store",
+]
+
+_INT_FIELDS = ("seq", "step", "attempt")
+_TEXT_FIELDS = ("saga_id", "tool", "phase", "input", "result", "error", "actor", "recorded_at")
+_HASH_FIELDS = ("prev_hash", "hash")
+RECORD_FIELDS = frozenset(_INT_FIELDS + _TEXT_FIELDS + _HASH_FIELDS)
+_PHASES = frozenset(phase.value for phase in Phase)
+"""Exactly the fields of an exported line: the thirteen hashed fields, nothing unverified."""
+
+# json.dumps(ensure_ascii=False) leaves these unescaped, and str.splitlines() and many
+# editors break lines on them; escaping them keeps one entry per physical line.
+_LINE_BREAKERS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def entry_line(entry: JournalEntry) -> str:
+    """One entry as a JSON Lines line (without the newline): stable, diffable, valid JSON."""
+    line = json.dumps(entry.to_record(), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    for char, escape in _LINE_BREAKERS.items():
+        if char in line:
+            line = line.replace(char, escape)
+    return line
+
+
+def export_jsonl(store: JournalStore, out: TextIO, saga_ids: Iterable[str] | None = None) -> int:
+    """Write the journal (or the named sagas) to `out` as JSON Lines; returns the number of
+    entries written.
+
+    Entries are streamed from the store one at a time, in seq order per saga, sagas in
+    `store.sagas()` order (or the order of `saga_ids`), so memory does not grow with the
+    journal. An unknown saga id writes nothing.
+    """
+    written = 0
+    for saga_id in store.sagas() if saga_ids is None else saga_ids:
+        for entry in store.entries(saga_id):
+            out.write(entry_line(entry))
+            out.write("\n")
+            written += 1
+    return written
+
+
+def verify_store(store: JournalStore, saga_id: str) -> VerifyReport:
+    """Walk one saga's chain as stored. An unknown saga verifies with 0 entries."""
+    return verify_chain(saga_id, store.entries(saga_id))
+
+
+def verify_all(store: JournalStore) -> Iterator[VerifyReport]:
+    """One report per saga of the store, in `store.sagas()` order, computed lazily."""
+    for saga_id in store.sagas():
+        yield verify_store(store, saga_id)
+
+
+def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    record: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in record:
+            raise ValueError(f"duplicate field {key!r}")
+        record[key] = value
+    return record
+
+
+def _parse_line(number: int, line: str) -> JournalEntry:
+    """One line as an entry, or AuditFileError saying which line and what is wrong."""
+    try:
+        record = json.loads(line, object_pairs_hook=_refuse_duplicate_keys)
+    except json.JSONDecodeError as exc:
+        raise AuditFileError(f"line {number}: not JSON ({exc.msg} at column {exc.colno})") from exc
+    except (ValueError, RecursionError) as exc:
+        raise AuditFileError(f"line {number}: {exc}") from exc
+    if not isinstance(record, dict):
+        raise AuditFileError(
+            f"line {number}: expected a JSON object (one journal entry), "
+            f"got {type(record).__name__}"
+        )
+    missing = sorted(RECORD_FIELDS - record.keys())
+    if missing:
+        raise AuditFileError(f"line {number}: missing field(s) {', '.join(missing)}")
+    extra = sorted(record.keys() - RECORD_FIELDS)
+    if extra:
+        raise AuditFileError(
+            f"line {number}: unexpected field(s) {', '.join(extra)}; an export carries only "
+            "the hashed fields"
+        )
+    for field in _INT_FIELDS:
+        value = record[field]
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise AuditFileError(
+                f"line {number}: field {field} must be an integer, got {type(value).__name__}"
+            )
+    for field in _TEXT_FIELDS + _HASH_FIELDS:
+        value = record[field]
+        if value is None and field in _HASH_FIELDS:
+            continue
+        if not isinstance(value, str):
+            kind = "a string or null" if field in _HASH_FIELDS else "a string"
+            raise AuditFileError(
+                f"line {number}: field {field} must be {kind}, got {type(value).__name__}"
+            )
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise AuditFileError(
+                    f"line {number}: field {field} is not valid Unicode (a lone surrogate)"
+                ) from exc
+    if record["phase"] not in _PHASES:
+        raise AuditFileError(f"line {number}: unknown phase {record['phase']!r}")
+    _check_timestamp(number, record["recorded_at"])
+    try:
+        return JournalEntry.from_record(record)
+    except InvalidEntryError as exc:  # pragma: no cover - the checks above are stricter
+        raise AuditFileError(f"line {number}: {exc}") from exc
+
+
+def _check_timestamp(number: int, text: str) -> None:
+    """The file must carry the exact hashed text; the verifier re-renders the instant, so a
+    lenient parse of another spelling would verify bytes that are not in the file."""
+    try:
+        exact = render_timestamp(parse_timestamp(text)) == text
+    except ValueError:
+        exact = False
+    if not exact:
+        raise AuditFileError(
+            f"line {number}: recorded_at {text!r} is not a UTC timestamp in the form "
+            "YYYY-MM-DDTHH:MM:SS.ffffffZ"
+        )
+
+
+def read_entries(lines: Iterable[str]) -> Iterator[tuple[int, JournalEntry]]:
+    """(line number, entry) for each non-blank line, parsed lazily. Raises AuditFileError."""
+    for number, line in enumerate(lines, start=1):
+        if line.strip():
+            yield number, _parse_line(number, line)
+
+
+class _Block:
+    """The contiguous lines of one saga being verified, and where its first break was."""
+
+    def __init__(self, saga_id: str) -> None:
+        self.verifier = ChainVerifier(saga_id)
+        self.broken_line: int | None = None
+
+    def feed(self, number: int, entry: JournalEntry) -> None:
+        if self.broken_line is None and not self.verifier.feed(entry):
+            self.broken_line = number
+
+    def report(self) -> VerifyReport:
+        report = self.verifier.report()
+        if self.broken_line is None:
+            return report
+        return replace(report, detail=f"line {self.broken_line}: {report.detail}")
+
+
+def _resumed(earlier: VerifyReport, number: int, entry: JournalEntry) -> VerifyReport:
+    """The report of a saga whose id reappears after another saga's lines."""
+    if not earlier.ok:
+        return earlier
+    return replace(
+        earlier,
+        ok=False,
+        first_broken_seq=earlier.entries + 1,
+        reason=BreakReason.WRONG_SAGA,
+        detail=(
+            f"line {number}: saga resumes with seq {entry.seq} after lines of another saga; "
+            "an export keeps each saga's lines together, so lines were moved or files joined"
+        ),
+    )
+
+
+def verify_jsonl(lines: Iterable[str]) -> list[VerifyReport]:
+    """Verify an export from its lines alone: one report per saga, in order of appearance.
+
+    Pass an open file (or any iterable of lines): the file is read once, line by line, and
+    only the current saga's verifier and the finished reports are held. Raises
+    AuditFileError for a line that is not an exported entry.
+    """
+    reports: dict[str, VerifyReport] = {}
+    current: str | None = None
+    block: _Block | None = None  # None while skipping the lines of a resumed saga
+    for number, entry in read_entries(lines):
+        if entry.saga_id != current:
+            if block is not None and current is not None:
+                reports[current] = block.report()
+            current = entry.saga_id
+            if current in reports:
+                reports[current] = _resumed(reports[current], number, entry)
+                block = None
+            else:
+                block = _Block(current)
+        if block is not None:
+            block.feed(number, entry)
+    if block is not None and current is not None:
+        reports[current] = block.report()
+    return list(reports.values())

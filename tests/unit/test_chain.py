@@ -1,0 +1,327 @@
+"""The hash chain: documented known answers, verification, and tamper detection.
+
+The vectors are read from docs/hash-chain.md so the page and the code cannot drift.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import itertools
+import json
+import re
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sagacity.audit import verify_jsonl
+from sagacity.canonical import canonical_text, parse_canonical
+from sagacity.chain import (
+    GENESIS_HASH,
+    BreakReason,
+    compute_hash,
+    entry_material,
+    seal,
+    verify_chain,
+)
+from sagacity.entry import EntryDraft, JournalEntry
+from sagacity.phases import Phase
+from sagacity.stores.memory import MemoryJournalStore
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "hash-chain.md"
+T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
+SAGA = "saga-chain"
+
+
+def _doc_block(marker: str, lang: str) -> str:
+    found = re.search(rf"<!-- {marker} -->\s*```{lang}\n(.*?)```", DOC.read_text("utf-8"), re.S)
+    assert found, f"docs/hash-chain.md has no ```{lang} block after <!-- {marker} -->"
+    return found.group(1)
+
+
+VECTORS: list[dict[str, Any]] = json.loads(_doc_block("kat-vectors", "json"))
+FIELD_ORDER = [
+    "saga_id", "seq", "step", "attempt", "tool", "phase", "input", "result", "error", "actor",
+    "recorded_at", "prev_hash",
+]  # fmt: skip
+
+
+def independent_hash(record: dict[str, Any]) -> str:
+    """The recipe as a reimplementer would write it from the doc, sharing no code."""
+    material = b""
+    for text in ["sagacity.journal.v1", *(str(record[name]) for name in FIELD_ORDER)]:
+        raw = text.encode("utf-8")
+        material += len(raw).to_bytes(8, "big") + raw
+    return hashlib.sha256(material).hexdigest()
+
+
+# -- known answers -----------------------------------------------------------------------
+
+
+def test_doc_has_at_least_three_linked_vectors() -> None:
+    assert len(VECTORS) >= 3
+    assert VECTORS[0]["prev_hash"] == GENESIS_HASH
+    for previous, vector in itertools.pairwise(VECTORS):
+        assert vector["prev_hash"] == previous["hash"]
+        assert vector["seq"] == previous["seq"] + 1
+
+
+def test_genesis_is_the_documented_constant() -> None:
+    assert hashlib.sha256(b"sagacity.journal.v1.genesis").hexdigest() == GENESIS_HASH
+    assert GENESIS_HASH in DOC.read_text("utf-8")
+
+
+@pytest.mark.parametrize("index", range(len(VECTORS)))
+def test_vector_hash_is_recomputed(index: int) -> None:
+    vector = VECTORS[index]
+    entry = JournalEntry.from_record(vector)
+    assert compute_hash(entry) == vector["hash"]
+    assert independent_hash(vector) == vector["hash"]
+    assert entry.to_record() == vector
+
+
+@pytest.mark.parametrize("index", range(len(VECTORS)))
+def test_vector_is_what_seal_produces_from_the_payload_values(index: int) -> None:
+    vector = VECTORS[index]
+    for field in ("input", "result", "error", "actor"):
+        assert canonical_text(parse_canonical(vector[field])) == vector[field]
+    draft = EntryDraft.new(
+        vector["saga_id"],
+        vector["phase"],
+        step=vector["step"],
+        attempt=vector["attempt"],
+        tool=vector["tool"],
+        input=parse_canonical(vector["input"]),
+        result=parse_canonical(vector["result"]),
+        error=parse_canonical(vector["error"]),
+        actor=parse_canonical(vector["actor"]),
+    )
+    recorded_at = datetime.strptime(vector["recorded_at"], "%Y-%m-%dT%H:%M:%S.%fZ")
+    sealed = seal(
+        draft,
+        seq=vector["seq"],
+        prev_hash=vector["prev_hash"],
+        recorded_at=recorded_at.replace(tzinfo=UTC),
+    )
+    assert sealed.to_record() == vector
+
+
+def test_vector_material_bytes_match_the_doc() -> None:
+    rows = [line.split() for line in _doc_block("kat-material", "text").splitlines() if line]
+    assert [row[0] for row in rows] == ["tag", *FIELD_ORDER]
+    documented = bytes.fromhex("".join("".join(row[1:]) for row in rows))
+    assert documented == entry_material(JournalEntry.from_record(VECTORS[0]))
+    assert hashlib.sha256(documented).hexdigest() == VECTORS[0]["hash"]
+
+
+def test_vectors_verify_as_an_export_file() -> None:
+    text = "".join(json.dumps(vector, ensure_ascii=False) + "\n" for vector in VECTORS)
+    [report] = verify_jsonl(io.StringIO(text))
+    assert report.ok and report.entries == len(VECTORS)
+    assert report.head_hash == VECTORS[-1]["hash"]
+
+
+def test_none_and_empty_string_hash_differently() -> None:
+    record = dict(VECTORS[0], result='""')
+    assert independent_hash(record) != VECTORS[0]["hash"]
+    assert compute_hash(JournalEntry.from_record(record)) == independent_hash(record)
+
+
+# -- happy path and one concrete tamper per reason --------------------------------------
+
+
+def _store_with_chain(n: int = 5, *, close: bool = False) -> MemoryJournalStore:
+    ticks = iter(T0 + timedelta(milliseconds=i) for i in range(100))
+    store = MemoryJournalStore(clock=lambda: next(ticks))
+    store.append(EntryDraft.new(SAGA, Phase.SAGA_OPENED, input={"goal": "test"}))
+    for step in range(1, n):
+        store.append(EntryDraft.new(SAGA, Phase.INTENT, step=step, tool="t", input={"n": step}))
+    if close:
+        store.append(EntryDraft.new(SAGA, Phase.SAGA_CLOSED, result="COMPLETED"))
+    return store
+
+
+def test_sealed_chain_verifies() -> None:
+    store = _store_with_chain(5, close=True)
+    chain = list(store.entries(SAGA))
+    assert [e.seq for e in chain] == [1, 2, 3, 4, 5, 6]
+    assert chain[0].prev_hash == GENESIS_HASH
+    assert all(b.prev_hash == a.hash for a, b in itertools.pairwise(chain))
+    report = verify_chain(SAGA, chain)
+    assert (report.ok, report.entries, report.closed) == (True, 6, True)
+    assert report.head_hash == chain[-1].hash and report.reason is None
+
+
+def _tampered(edit: Any) -> tuple[list[JournalEntry], Any]:
+    """(the stored chain after `edit`, its report)."""
+    store = _store_with_chain(5)
+    store.replace_for_test(SAGA, edit(list(store.entries(SAGA))))
+    return list(store.entries(SAGA)), verify_chain(SAGA, store.entries(SAGA))
+
+
+def _reseal(entry: JournalEntry) -> JournalEntry:
+    return replace(entry, hash=compute_hash(entry))
+
+
+@pytest.mark.parametrize(
+    ("edit", "seq", "reason"),
+    [
+        (lambda c: [*c[:2], replace(c[2], input_json='{"n":99}'), *c[3:]], 3, "hash_mismatch"),
+        (lambda c: [*c[:2], _reseal(replace(c[2], input_json="{}")), *c[3:]], 4, "broken_link"),
+        (lambda c: [*c[:2], *c[3:]], 3, "gap"),
+        (lambda c: [*c[:2], c[3], c[2], *c[4:]], 3, "gap"),
+        (lambda c: [*c[:2], replace(c[2], saga_id="other"), *c[3:]], 3, "wrong_saga"),
+        (lambda c: [*c[:2], replace(c[2], hash=""), *c[3:]], 3, "not_chained"),
+        (lambda c: [*c[:2], replace(c[2], prev_hash=""), *c[3:]], 3, "hash_mismatch"),
+    ],
+    ids=["edit", "edit-and-reseal", "delete", "swap", "move", "blank-hash", "blank-prev"],
+)
+def test_each_tamper_is_reported_with_its_reason(edit: Any, seq: int, reason: str) -> None:
+    chain, report = _tampered(edit)
+    assert not report.ok
+    assert (report.first_broken_seq, report.reason) == (seq, BreakReason(reason))
+    assert report.head_hash == chain[seq - 2].hash  # the last entry that verified
+    assert report.entries == seq and report.detail
+    assert f"BROKEN at seq {seq}" in report.describe()
+
+
+def test_entry_after_close_is_reported() -> None:
+    store = _store_with_chain(3, close=True)
+    chain = list(store.entries(SAGA))
+    late = EntryDraft.new(SAGA, Phase.EXECUTED, step=9, tool="t", result={"late": True})
+    extra = seal(late, seq=len(chain) + 1, prev_hash=chain[-1].hash, recorded_at=T0)
+    store.replace_for_test(SAGA, [*chain, extra])
+    report = verify_chain(SAGA, store.entries(SAGA))
+    assert (report.ok, report.reason, report.first_broken_seq) == (
+        False,
+        BreakReason.AFTER_CLOSE,
+        len(chain) + 1,
+    )
+    assert report.closed and report.head_hash == chain[-1].hash
+
+
+# -- properties --------------------------------------------------------------------------
+
+names = st.text(st.characters(exclude_categories=["Cc", "Cs"]), min_size=1, max_size=12)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1) | names,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(names, inner, max_size=3),
+    max_leaves=6,
+)
+steps = st.tuples(st.sampled_from([p for p in Phase if not p.is_lifecycle]), names, json_values)
+
+
+@st.composite
+def chains(draw: st.DrawFn) -> list[JournalEntry]:
+    body = draw(st.lists(steps, min_size=0, max_size=6))
+    drafts = [EntryDraft.new(SAGA, Phase.SAGA_OPENED, input=draw(json_values))]
+    drafts += [
+        EntryDraft.new(SAGA, phase, step=i, tool=tool, input=value, actor=tool)
+        for i, (phase, tool, value) in enumerate(body, start=1)
+    ]
+    if draw(st.booleans()):
+        drafts.append(EntryDraft.new(SAGA, Phase.SAGA_CLOSED, result="COMPLETED"))
+    chain: list[JournalEntry] = []
+    for seq, draft in enumerate(drafts, start=1):
+        prev = chain[-1].hash if chain else GENESIS_HASH
+        at = T0 + timedelta(microseconds=seq)
+        chain.append(seal(draft, seq=seq, prev_hash=prev, recorded_at=at))
+    return chain
+
+
+CONTENT_FIELDS = [
+    "step", "attempt", "tool", "phase", "input_json", "result_json", "error_json",
+    "actor_json", "recorded_at",
+]  # fmt: skip
+ALL_FIELDS = ["saga_id", "seq", *CONTENT_FIELDS, "prev_hash", "hash"]
+
+
+def _other_value(draw: st.DrawFn, entry: JournalEntry, field: str) -> object:
+    old = getattr(entry, field)
+    if field in ("seq", "step", "attempt"):
+        return draw(st.integers(0, 10**6).filter(lambda v: v != old))
+    if field == "phase":
+        return draw(st.sampled_from([p for p in Phase if p is not old]))
+    if field == "recorded_at":
+        shift = draw(st.integers(-(10**12), 10**12).filter(bool))
+        return old + timedelta(microseconds=shift)
+    # Any other text, even non-JSON: the store could hold anything after an edit.
+    return draw(st.text(min_size=1, max_size=70).filter(lambda v: v != old))
+
+
+@settings(max_examples=200, deadline=None)
+@given(chain=chains())
+def test_random_chain_verifies(chain: list[JournalEntry]) -> None:
+    report = verify_chain(SAGA, chain)
+    assert report.ok and report.entries == len(chain) and report.head_hash == chain[-1].hash
+    assert report.closed == (chain[-1].phase is Phase.SAGA_CLOSED)
+
+
+@settings(max_examples=400, deadline=None)
+@given(chain=chains(), data=st.data())
+def test_any_single_field_mutation_is_detected_at_that_entry(
+    chain: list[JournalEntry], data: st.DataObject
+) -> None:
+    k = data.draw(st.integers(1, len(chain)), label="seq")
+    field = data.draw(st.sampled_from(ALL_FIELDS), label="field")
+    mutated = replace(chain[k - 1], **{field: _other_value(data.draw, chain[k - 1], field)})
+    report = verify_chain(SAGA, [*chain[: k - 1], mutated, *chain[k:]])
+    expected = {"saga_id": BreakReason.WRONG_SAGA, "seq": BreakReason.GAP}
+    assert not report.ok
+    assert report.first_broken_seq == k
+    assert report.reason == expected.get(field, BreakReason.HASH_MISMATCH)
+    assert report.head_hash == (chain[k - 2].hash if k > 1 else GENESIS_HASH)
+
+
+@settings(max_examples=300, deadline=None)
+@given(chain=chains(), data=st.data())
+def test_mutation_with_recomputed_hash_surfaces_at_the_next_entry(
+    chain: list[JournalEntry], data: st.DataObject
+) -> None:
+    """Resealing entry k makes k itself verify; the chain then breaks at k+1's link. At
+    the head nothing in the chain is left to disagree: only the head hash changed, which
+    is why heads are checkpointed outside the database (docs/hash-chain.md section 5)."""
+    k = data.draw(st.integers(1, len(chain)), label="seq")
+    field = data.draw(st.sampled_from(CONTENT_FIELDS), label="field")
+    mutated = _reseal(
+        replace(chain[k - 1], **{field: _other_value(data.draw, chain[k - 1], field)})
+    )
+    tampered = [*chain[: k - 1], mutated, *chain[k:]]
+    report = verify_chain(SAGA, tampered)
+    if k < len(chain):
+        assert (report.ok, report.first_broken_seq) == (False, k + 1)
+        # A resealed entry turned into SAGA_CLOSED closes the chain before k+1.
+        closes = mutated.phase is Phase.SAGA_CLOSED
+        assert report.reason == (BreakReason.AFTER_CLOSE if closes else BreakReason.BROKEN_LINK)
+    else:
+        assert report.ok and report.head_hash == mutated.hash != chain[-1].hash
+
+
+@settings(max_examples=100, deadline=None)
+@given(chain=chains(), data=st.data())
+def test_blanked_hash_is_not_chained_and_blanked_link_is_tampering(
+    chain: list[JournalEntry], data: st.DataObject
+) -> None:
+    k = data.draw(st.integers(1, len(chain)), label="seq")
+    field = data.draw(st.sampled_from(["hash", "prev_hash"]), label="field")
+    report = verify_chain(SAGA, [*chain[: k - 1], replace(chain[k - 1], **{field: ""}), *chain[k:]])
+    expected = BreakReason.NOT_CHAINED if field == "hash" else BreakReason.HASH_MISMATCH
+    assert (report.ok, report.first_broken_seq, report.reason) == (False, k, expected)
+
+
+@settings(max_examples=100, deadline=None)
+@given(chain=chains(), data=st.data())
+def test_deleting_a_middle_entry_is_a_gap_but_a_truncated_tail_verifies(
+    chain: list[JournalEntry], data: st.DataObject
+) -> None:
+    k = data.draw(st.integers(1, len(chain)), label="seq")
+    report = verify_chain(SAGA, chain[: k - 1] + chain[k:])
+    if k < len(chain):
+        assert (report.first_broken_seq, report.reason) == (k, BreakReason.GAP)
+    else:  # the documented limit of a chain alone: a shorter chain is still a chain
+        assert report.ok and report.entries == len(chain) - 1

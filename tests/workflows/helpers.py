@@ -1,0 +1,41 @@
+"""Small helpers for workflow tests: polling queries, reading the journal."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from sagacity.entry import JournalEntry
+from sagacity.stores import JournalStore
+from workflows.models import ToolCall
+
+T = TypeVar("T")
+
+
+async def eventually(probe: Callable[[], Awaitable[T | None]], timeout: float = 20.0) -> T:
+    """Poll `probe` until it returns something truthy."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = await probe()
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        await asyncio.sleep(0.1)
+
+
+def phases(store: JournalStore, saga_id: str) -> list[tuple[str, int, str]]:
+    """(phase, step, tool) of every entry, in seq order."""
+    return [(e.phase.value, e.step, e.tool) for e in store.entries(saga_id)]
+
+
+def entries_of(store: JournalStore, saga_id: str, phase: str) -> list[JournalEntry]:
+    return [e for e in store.entries(saga_id) if e.phase.value == phase]
+
+
+RESERVE = ToolCall(tool="reserve_inventory", args={"sku": "widget", "qty": 2})
+CHARGE = ToolCall(tool="charge_card", args={"amount": 100, "currency": "EUR"})
+SHIP = ToolCall(tool="ship_order", args={"address": "Main St 1"})
+SHIP_FAILS = ToolCall(tool="ship_order", args={"address": "Main St 1", "fail": True})
+WIRE = ToolCall(tool="send_wire_transfer", args={"iban": "DE89370400440532013000", "amount": 5000})

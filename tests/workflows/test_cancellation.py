@@ -1,0 +1,78 @@
+"""Must-show 10: cancellation never abandons compensation.
+
+A cancel raises CancelledError while waiting and ActivityError during an activity; both
+must compensate every executed step, and a second cancel during compensation must not
+abandon the remaining compensations (DESIGN.md §4: shield in a loop)."""
+
+from __future__ import annotations
+
+import pytest
+from temporalio.client import WorkflowFailureError
+
+from sagacity.chain import verify_chain
+from workflows.models import SagaInput
+
+from .helpers import CHARGE, RESERVE, SHIP, WIRE, entries_of, eventually
+from .test_approval_flows import pending
+
+
+async def _async(value):
+    return value
+
+
+def closing_status(saga, saga_id: str) -> str:
+    closed = entries_of(saga.store, saga_id, "SAGA_CLOSED")
+    return closed[0].result["status"] if closed else ""
+
+
+async def test_cancel_while_awaiting_approval_compensates(saga) -> None:
+    handle = await saga.start(SagaInput(plan=[RESERVE, CHARGE, WIRE]))
+    await pending(handle)
+
+    await handle.cancel()
+    with pytest.raises(WorkflowFailureError):
+        await handle.result()
+
+    assert [e.step for e in entries_of(saga.store, handle.id, "COMPENSATED")] == [2, 1]
+    assert closing_status(saga, handle.id) == "COMPENSATED"
+    assert saga.shop.stock("widget") == 10 and saga.shop.charges()[0]["refunded"]
+    assert saga.shop.wires() == []
+    assert verify_chain(handle.id, saga.store.entries(handle.id)).ok
+
+
+async def test_cancel_during_a_tool_compensates_and_reports_the_interrupted_step(saga) -> None:
+    saga.shop.set_fault("ship_delay", "30")
+    handle = await saga.start(
+        SagaInput(plan=[RESERVE, CHARGE, SHIP], tool_heartbeat_timeout_seconds=5)
+    )
+    await eventually(
+        lambda: _async([e for e in entries_of(saga.store, handle.id, "INTENT") if e.step == 3])
+    )
+
+    await handle.cancel()
+    with pytest.raises(WorkflowFailureError):
+        await handle.result()
+
+    assert [e.step for e in entries_of(saga.store, handle.id, "COMPENSATED")] == [2, 1]
+    closed = entries_of(saga.store, handle.id, "SAGA_CLOSED")[0].result
+    assert closed["status"] == "COMPENSATED"
+    assert closed["unknown_outcome_steps"] == [3]
+    assert saga.store.is_fenced(handle.id, 3)
+    assert saga.shop.shipments() == []
+    assert saga.shop.stock("widget") == 10
+
+
+async def test_second_cancel_during_compensation_does_not_abandon_it(saga) -> None:
+    saga.shop.set_fault("refund_delay", "2")
+    handle = await saga.start(SagaInput(plan=[RESERVE, CHARGE, WIRE]))
+    await pending(handle)
+
+    await handle.cancel()
+    await eventually(lambda: _async(saga.shop.calls("refund_card")))  # compensation running
+    await handle.cancel()
+    with pytest.raises(WorkflowFailureError):
+        await handle.result()
+
+    assert [e.step for e in entries_of(saga.store, handle.id, "COMPENSATED")] == [2, 1]
+    assert closing_status(saga, handle.id) == "COMPENSATED"
+    assert saga.shop.stock("widget") == 10 and saga.shop.charges()[0]["refunded"]
