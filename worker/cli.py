@@ -18,7 +18,7 @@ from worker.settings import Settings
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Safe real-world actions for AI agents."
 )
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 120)
 err = Console(stderr=True)
 
 
