@@ -77,9 +77,16 @@ class SagaActivities:
         retryable: retrying cannot make them succeed."""
         try:
             draft = EntryDraft.new(
-                req.saga_id, req.phase, step=req.step, attempt=req.attempt, tool=req.tool,
-                input=req.input, result=req.result, error=req.error, actor=req.actor,
-            )  # fmt: skip
+                req.saga_id,
+                req.phase,
+                step=req.step,
+                attempt=req.attempt,
+                tool=req.tool,
+                input=req.input,
+                result=req.result,
+                error=req.error,
+                actor=req.actor,
+            )
             return entry_ref(await store_call(self.store.append, draft))
         except (InvalidEntryError, JournalConflictError, SagaClosedError) as exc:
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc

@@ -63,8 +63,11 @@ class CompensationRunner:
         entry = await append_retrying(
             self.store,
             EntryDraft.new(
-                req.saga_id, Phase.COMPENSATED, step=req.step, tool=req.tool,
+                req.saga_id,
+                Phase.COMPENSATED,
+                step=req.step,
+                tool=req.tool,
                 input={"compensation": spec.compensation.name, "attempt": info.attempt},
             ),
-        )  # fmt: skip
+        )
         return CompensationOutcome(step=req.step, tool=req.tool, ok=True, entry=entry_ref(entry))

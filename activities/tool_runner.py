@@ -101,10 +101,14 @@ class ToolRunner:
             refused = await store_call(
                 self.store.append,
                 EntryDraft.new(
-                    req.saga_id, Phase.CALL_REFUSED, step=req.step, tool=req.call.tool[:256],
-                    input=_jsonable_or_repr(req.call.args), error=str(exc),
+                    req.saga_id,
+                    Phase.CALL_REFUSED,
+                    step=req.step,
+                    tool=req.call.tool[:256],
+                    input=_jsonable_or_repr(req.call.args),
+                    error=str(exc),
                 ),
-            )  # fmt: skip
+            )
             return ToolOutcome(
                 kind=OutcomeKind.REFUSED, error=str(exc), outcome=entry_ref(refused), **base
             )
@@ -150,10 +154,14 @@ class ToolRunner:
         intent = await store_call(
             self.store.append,
             EntryDraft.new(
-                req.saga_id, Phase.INTENT, step=req.step, attempt=attempt, tool=spec.name,
+                req.saga_id,
+                Phase.INTENT,
+                step=req.step,
+                attempt=attempt,
+                tool=spec.name,
                 input=args,
             ),
-        )  # fmt: skip
+        )
         return await self._execute(spec, args, req, attempt, intent, base)
 
     async def _execute(
@@ -178,9 +186,14 @@ class ToolRunner:
         try:
             result = await _heartbeating(spec.invoke(args, ctx))
             draft = EntryDraft.new(
-                req.saga_id, Phase.EXECUTED, step=req.step, attempt=attempt, tool=spec.name,
-                input=args, result=result,
-            )  # fmt: skip
+                req.saga_id,
+                Phase.EXECUTED,
+                step=req.step,
+                attempt=attempt,
+                tool=spec.name,
+                input=args,
+                result=result,
+            )
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the tool's own failure (or an unjournalable result)
@@ -188,23 +201,35 @@ class ToolRunner:
             failed = await append_retrying(
                 self.store,
                 EntryDraft.new(
-                    req.saga_id, Phase.FAILED, step=req.step, attempt=attempt, tool=spec.name,
-                    input=args, error=error[:10_000],
+                    req.saga_id,
+                    Phase.FAILED,
+                    step=req.step,
+                    attempt=attempt,
+                    tool=spec.name,
+                    input=args,
+                    error=error[:10_000],
                 ),
-            )  # fmt: skip
+            )
             activity.logger.info(
                 "tool %s failed after %.3fs: %s", spec.name, time.monotonic() - started, error
             )
             return ToolOutcome(
-                kind=OutcomeKind.FAILED, error=error, intent=entry_ref(intent),
-                outcome=entry_ref(failed), **base,
-            )  # fmt: skip
+                kind=OutcomeKind.FAILED,
+                error=error,
+                intent=entry_ref(intent),
+                outcome=entry_ref(failed),
+                **base,
+            )
         executed = await append_retrying(self.store, draft)
         shown, cut = for_model(executed.result, req.model_result_limit)
         return ToolOutcome(
-            kind=OutcomeKind.EXECUTED, result=shown, result_truncated=cut,
-            intent=entry_ref(intent), outcome=entry_ref(executed), **base,
-        )  # fmt: skip
+            kind=OutcomeKind.EXECUTED,
+            result=shown,
+            result_truncated=cut,
+            intent=entry_ref(intent),
+            outcome=entry_ref(executed),
+            **base,
+        )
 
     def _resolve(self, req: RunToolInput) -> tuple[ToolSpec, dict[str, Any]]:
         toolbox = self.toolbox
@@ -226,14 +251,23 @@ def _replay(
     )
     if recorded.phase is Phase.FAILED:
         return ToolOutcome(
-            kind=OutcomeKind.FAILED, error=recorded.error, replayed=True,
-            intent=entry_ref(intent) if intent else None, outcome=entry_ref(recorded), **base,
-        )  # fmt: skip
+            kind=OutcomeKind.FAILED,
+            error=recorded.error,
+            replayed=True,
+            intent=entry_ref(intent) if intent else None,
+            outcome=entry_ref(recorded),
+            **base,
+        )
     shown, cut = for_model(recorded.result, req.model_result_limit)
     return ToolOutcome(
-        kind=OutcomeKind.EXECUTED, result=shown, result_truncated=cut, replayed=True,
-        intent=entry_ref(intent) if intent else None, outcome=entry_ref(recorded), **base,
-    )  # fmt: skip
+        kind=OutcomeKind.EXECUTED,
+        result=shown,
+        result_truncated=cut,
+        replayed=True,
+        intent=entry_ref(intent) if intent else None,
+        outcome=entry_ref(recorded),
+        **base,
+    )
 
 
 def _jsonable_or_repr(value: Any) -> Any:

@@ -37,12 +37,15 @@ INITIAL_STOCK = {"widget": 10, "gadget": 5}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS stock (sku TEXT PRIMARY KEY, qty INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS reservations (key TEXT PRIMARY KEY, sku TEXT, qty INTEGER, released INTEGER DEFAULT 0);
-CREATE TABLE IF NOT EXISTS charges (key TEXT PRIMARY KEY, amount INTEGER, currency TEXT, refunded INTEGER DEFAULT 0);
+CREATE TABLE IF NOT EXISTS reservations (
+    key TEXT PRIMARY KEY, sku TEXT, qty INTEGER, released INTEGER DEFAULT 0);
+CREATE TABLE IF NOT EXISTS charges (
+    key TEXT PRIMARY KEY, amount INTEGER, currency TEXT, refunded INTEGER DEFAULT 0);
 CREATE TABLE IF NOT EXISTS wires (key TEXT PRIMARY KEY, iban TEXT, amount INTEGER, currency TEXT);
 CREATE TABLE IF NOT EXISTS shipments (key TEXT PRIMARY KEY, address TEXT);
 CREATE TABLE IF NOT EXISTS faults (name TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE IF NOT EXISTS calls (n INTEGER PRIMARY KEY AUTOINCREMENT, tool TEXT, key TEXT, attempt INTEGER);
+CREATE TABLE IF NOT EXISTS calls (
+    n INTEGER PRIMARY KEY AUTOINCREMENT, tool TEXT, key TEXT, attempt INTEGER);
 """
 
 
@@ -105,7 +108,7 @@ class Shop:
         """Every time a tool or compensation body actually ran: (tool, key, attempt)."""
         with self._db() as db:
             rows = db.execute("SELECT tool, key, attempt FROM calls ORDER BY n").fetchall()
-        return [tuple(r) for r in rows if tool_name is None or r[0] == tool_name]  # type: ignore[misc]
+        return [(str(t), str(k), int(a)) for t, k, a in rows if tool_name in (None, t)]
 
     def set_fault(self, name: str, value: str = "1") -> None:
         """Faults: 'refund' and 'release' (always fail), 'ship_delay' and 'refund_delay'

@@ -149,7 +149,8 @@ class VerifyReport:
     def describe(self) -> str:
         if self.ok:
             state = "closed" if self.closed else "open"
-            return f"{self.saga_id}: verified {self.entries} entries ({state}), head {self.head_hash[:16]}"
+            head = self.head_hash[:16]
+            return f"{self.saga_id}: verified {self.entries} entries ({state}), head {head}"
         return (
             f"{self.saga_id}: BROKEN at seq {self.first_broken_seq}: {self.reason}: {self.detail}"
         )
@@ -215,7 +216,8 @@ class ChainVerifier:
             return (
                 seq,
                 BreakReason.BROKEN_LINK,
-                f"prev_hash {entry.prev_hash[:16]}… does not match seq {seq - 1}'s hash {self.prev_hash[:16]}…",
+                f"prev_hash {entry.prev_hash[:16]}… does not match seq {seq - 1}'s hash "
+                f"{self.prev_hash[:16]}…",
             )
         return None
 

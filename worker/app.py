@@ -18,8 +18,8 @@ from activities.model import ModelClient
 from sagacity.errors import SagacityError
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
-from workflows.agent_saga import AgentSagaWorkflow
 from worker.settings import Settings
+from workflows.agent_saga import AgentSagaWorkflow
 
 PASSTHROUGH = ("sagacity", "activities", "workflows", "pydantic", "pydantic_core", "rfc8785")
 """Our modules are deterministic and import-safe: pass them through the sandbox instead of

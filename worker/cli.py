@@ -38,12 +38,8 @@ def worker(
     """Run a saga worker until interrupted."""
     from worker.run import run_worker
 
-    overrides = {
-        k: v
-        for k, v in {"tools": tools, "journal_url": journal, "task_queue": task_queue}.items()
-        if v
-    }
-    settings = Settings(**overrides)
+    overrides = {"tools": tools, "journal_url": journal, "task_queue": task_queue}
+    settings = Settings().model_copy(update={k: v for k, v in overrides.items() if v})
     try:
         asyncio.run(run_worker(settings))
     except SagacityError as exc:
@@ -73,4 +69,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -4,6 +4,7 @@ verified. Everything it starts, it stops (unless --keep-server)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import uuid
 from pathlib import Path
@@ -115,10 +116,8 @@ async def run_demo(*, keep_server: bool, console: Console) -> int:
         )
         if keep_server:
             console.print("server kept up for the UI; press Ctrl-C to stop")
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.Event().wait()
-            except asyncio.CancelledError:
-                pass
         console.print(
             "[green]demo finished: all three sagas ended as expected and verified[/]"
             if ok

@@ -199,7 +199,7 @@ class AgentSagaWorkflow:
     async def _run_tool(self, step: int, call: ToolCall, approved: str | None) -> ToolOutcome:
         inp = self._inp
         try:
-            return await workflow.execute_activity(
+            outcome: ToolOutcome = await workflow.execute_activity(
                 RUN_TOOL,
                 RunToolInput(
                     saga_id=self._saga_id,
@@ -219,15 +219,18 @@ class AgentSagaWorkflow:
                 ),
                 summary=call_summary(call.tool, call.args),
             )
+            return outcome
         except ActivityError as exc:
             if is_cancelled_exception(exc):
                 # Interrupted mid-call: the tool may or may not have applied its effect.
                 self._record(
                     ToolOutcome(
-                        kind=OutcomeKind.UNKNOWN, tool=call.tool, step=step,
+                        kind=OutcomeKind.UNKNOWN,
+                        tool=call.tool,
+                        step=step,
                         error="saga cancelled while the call was running",
                     )
-                )  # fmt: skip
+                )
                 raise
             # Retries exhausted without an outcome: whatever the tool did is unknown.
             return ToolOutcome(
@@ -291,25 +294,36 @@ class AgentSagaWorkflow:
             ref = done.entry
             self._compensations.append(
                 CompensationReport(
-                    step=outcome.step, tool=outcome.tool, ok=True,
-                    seq=ref.seq if ref else None, hash=ref.hash if ref else None,
+                    step=outcome.step,
+                    tool=outcome.tool,
+                    ok=True,
+                    seq=ref.seq if ref else None,
+                    hash=ref.hash if ref else None,
                 )
-            )  # fmt: skip
+            )
             self._restatus(outcome.step, "COMPENSATED", ref)
         except ActivityError as exc:
             error = _cause(exc)
             ref = await self._journal(
                 JournalEventInput(
-                    saga_id=self._saga_id, phase=Phase.COMPENSATION_FAILED, step=outcome.step,
-                    tool=outcome.tool, input=outcome.args, error=error[:10_000],
+                    saga_id=self._saga_id,
+                    phase=Phase.COMPENSATION_FAILED,
+                    step=outcome.step,
+                    tool=outcome.tool,
+                    input=outcome.args,
+                    error=error[:10_000],
                 )
-            )  # fmt: skip
+            )
             self._compensations.append(
                 CompensationReport(
-                    step=outcome.step, tool=outcome.tool, ok=False, seq=ref.seq,
-                    hash=ref.hash, error=error,
+                    step=outcome.step,
+                    tool=outcome.tool,
+                    ok=False,
+                    seq=ref.seq,
+                    hash=ref.hash,
+                    error=error,
                 )
-            )  # fmt: skip
+            )
             self._restatus(outcome.step, "COMPENSATION_FAILED", ref)
 
     # ---- close -----------------------------------------------------------------------------

@@ -10,6 +10,7 @@ journals it too.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -80,16 +81,20 @@ class ApprovalGate:
             )
         await self._journal(
             JournalEventInput(
-                saga_id=self._saga_id, phase=Phase.AWAITING_APPROVAL, step=outcome.step,
-                tool=outcome.tool, input=approval_payload(outcome.tool, args),
-                result={"payload_sha256": request.payload_sha256, "deadline": request.deadline.isoformat() if request.deadline else None},
+                saga_id=self._saga_id,
+                phase=Phase.AWAITING_APPROVAL,
+                step=outcome.step,
+                tool=outcome.tool,
+                input=approval_payload(outcome.tool, args),
+                result={
+                    "payload_sha256": request.payload_sha256,
+                    "deadline": request.deadline.isoformat() if request.deadline else None,
+                },
             )
-        )  # fmt: skip
+        )
         self._pending = request
-        try:
+        with contextlib.suppress(TimeoutError):
             await workflow.wait_condition(lambda: self._decision is not None, timeout=timeout)
-        except TimeoutError:
-            pass
         decision, self._decision, self._pending = self._decision, None, None
         self._decided_steps.add(outcome.step)
         digest = {"payload_sha256": request.payload_sha256}
@@ -97,20 +102,27 @@ class ApprovalGate:
             reason = f"approval timed out after {timeout.total_seconds():g}s"
             ref = await self._journal(
                 JournalEventInput(
-                    saga_id=self._saga_id, phase=Phase.REJECTED, step=outcome.step,
-                    tool=outcome.tool, actor=TIMEOUT_ACTOR, result=digest, error=reason,
+                    saga_id=self._saga_id,
+                    phase=Phase.REJECTED,
+                    step=outcome.step,
+                    tool=outcome.tool,
+                    actor=TIMEOUT_ACTOR,
+                    result=digest,
+                    error=reason,
                 )
-            )  # fmt: skip
+            )
             self._decision_refs[outcome.step] = ref
             return GateDecision(False, TIMEOUT_ACTOR, reason, ref)
         ref = await self._journal(
             JournalEventInput(
                 saga_id=self._saga_id,
                 phase=Phase.APPROVED if decision.approve else Phase.REJECTED,
-                step=outcome.step, tool=outcome.tool, actor=decision.approver,
+                step=outcome.step,
+                tool=outcome.tool,
+                actor=decision.approver,
                 result={**digest, "reason": decision.reason},
             )
-        )  # fmt: skip
+        )
         self._decision_refs[outcome.step] = ref
         return GateDecision(decision.approve, decision.approver, decision.reason or "rejected", ref)
 
@@ -180,11 +192,16 @@ class ApprovalGate:
         try:
             await self._journal(
                 JournalEventInput(
-                    saga_id=self._saga_id, phase=Phase.APPROVAL_REFUSED, step=step, attempt=count,
+                    saga_id=self._saga_id,
+                    phase=Phase.APPROVAL_REFUSED,
+                    step=step,
+                    attempt=count,
                     tool=self._pending.tool if self._pending and self._pending.step == step else "",
-                    input=_bounded(raw), actor=actor, error=_message(refusal),
+                    input=_bounded(raw),
+                    actor=actor,
+                    error=_message(refusal),
                 )
-            )  # fmt: skip
+            )
         except ActivityError as exc:
             workflow.logger.warning("could not journal a refused decision: %s", exc)
 

@@ -64,7 +64,7 @@ def _row_to_entry(row: tuple[object, ...]) -> JournalEntry:
         step=int(row[2]),  # type: ignore[call-overload]
         attempt=int(row[3]),  # type: ignore[call-overload]
         tool=str(row[4]),
-        phase=Phase(row[5]),
+        phase=Phase(str(row[5])),
         input_json=str(row[6]),
         result_json=str(row[7]),
         error_json=str(row[8]),
@@ -130,7 +130,8 @@ class SqliteJournalStore(JournalStore):
             raise JournalWriteError(f"journal append not written (lock: {exc}); retry") from exc
         try:
             existing_row = conn.execute(
-                f"SELECT {_COLUMNS} FROM journal WHERE saga_id=? AND step=? AND phase=? AND attempt=?",
+                f"SELECT {_COLUMNS} FROM journal "
+                "WHERE saga_id=? AND step=? AND phase=? AND attempt=?",
                 (draft.saga_id, draft.step, draft.phase.value, draft.attempt),
             ).fetchone()
             head_row = conn.execute(
@@ -151,12 +152,21 @@ class SqliteJournalStore(JournalStore):
             conn.execute(
                 f"INSERT INTO journal ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
-                    entry.saga_id, entry.seq, entry.step, entry.attempt, entry.tool,
-                    entry.phase.value, entry.input_json, entry.result_json, entry.error_json,
-                    entry.actor_json, render_timestamp(entry.recorded_at), entry.prev_hash,
+                    entry.saga_id,
+                    entry.seq,
+                    entry.step,
+                    entry.attempt,
+                    entry.tool,
+                    entry.phase.value,
+                    entry.input_json,
+                    entry.result_json,
+                    entry.error_json,
+                    entry.actor_json,
+                    render_timestamp(entry.recorded_at),
+                    entry.prev_hash,
                     entry.hash,
                 ),
-            )  # fmt: skip
+            )
             conn.execute("COMMIT")
             return entry
         except JournalError:
@@ -175,7 +185,8 @@ class SqliteJournalStore(JournalStore):
             rows = (
                 self._conn()
                 .execute(
-                    f"SELECT {_COLUMNS} FROM journal WHERE saga_id=? AND seq>? ORDER BY seq LIMIT ?",
+                    f"SELECT {_COLUMNS} FROM journal "
+                    "WHERE saga_id=? AND seq>? ORDER BY seq LIMIT ?",
                     (saga_id, last, _BATCH),
                 )
                 .fetchall()

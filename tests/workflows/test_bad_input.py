@@ -17,7 +17,9 @@ from .test_approval_flows import decision, pending
 
 async def failed_workflow_tasks(handle: WorkflowHandle) -> int:
     history = await handle.fetch_history()
-    return sum(1 for e in history.events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED)
+    return sum(
+        1 for e in history.events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+    )
 
 
 async def _async(value):
@@ -44,7 +46,9 @@ async def test_malformed_decisions_are_refused_and_journaled(saga) -> None:
         await handle.signal("approve", body)
     refused = await eventually(
         lambda: _async(
-            r if len(r := entries_of(saga.store, handle.id, "APPROVAL_REFUSED")) == len(MALFORMED) else None
+            r
+            if len(r := entries_of(saga.store, handle.id, "APPROVAL_REFUSED")) == len(MALFORMED)
+            else None
         )
     )
     assert all((e.error or "").startswith("MALFORMED") for e in refused), [e.error for e in refused]
@@ -66,11 +70,23 @@ async def test_malformed_decisions_are_refused_and_journaled(saga) -> None:
 async def test_invalid_model_calls_are_refused_and_returned_to_the_model(saga) -> None:
     script = [
         ModelTurn(tool_calls=[ToolCall(tool="launch_rockets", args={}, call_id="a")]),
-        ModelTurn(tool_calls=[ToolCall(tool="reserve_inventory", args={"sku": "widget", "qty": "many"}, call_id="b")]),
-        ModelTurn(tool_calls=[ToolCall(tool="reserve_inventory", args={"sku": "widget", "qty": 1}, call_id="c")]),
+        ModelTurn(
+            tool_calls=[
+                ToolCall(
+                    tool="reserve_inventory", args={"sku": "widget", "qty": "many"}, call_id="b"
+                )
+            ]
+        ),
+        ModelTurn(
+            tool_calls=[
+                ToolCall(tool="reserve_inventory", args={"sku": "widget", "qty": 1}, call_id="c")
+            ]
+        ),
         ModelTurn(final="reserved one widget"),
     ]
-    handle = await saga.start(SagaInput(goal="reserve a widget", model=ModelSettings(script=script)))
+    handle = await saga.start(
+        SagaInput(goal="reserve a widget", model=ModelSettings(script=script))
+    )
     result = await handle.result()
 
     assert result.status is SagaStatus.COMPLETED
