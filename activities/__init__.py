@@ -24,7 +24,12 @@ from activities.models import (
 )
 from activities.tool_runner import ToolRunner, entry_ref, store_call
 from sagacity.entry import EntryDraft
-from sagacity.errors import InvalidEntryError, JournalConflictError, SagaClosedError
+from sagacity.errors import (
+    InvalidEntryError,
+    JournalConflictError,
+    SagacityError,
+    SagaClosedError,
+)
 from sagacity.stores.base import JournalStore
 from sagacity.toolbox import Toolbox
 
@@ -108,5 +113,10 @@ class SagaActivities:
             )
         toolbox = self.toolbox
         if req.allowed_tools is not None:
-            toolbox = toolbox.restrict([n for n in req.allowed_tools if n in toolbox.names()])
+            try:
+                toolbox = toolbox.restrict(req.allowed_tools)
+            except SagacityError as exc:
+                raise ApplicationError(
+                    f"allowed_tools: {exc}", type="SagaConfigError", non_retryable=True
+                ) from exc
         return await client.next_turn(req, toolbox.schemas())

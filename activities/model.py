@@ -24,15 +24,15 @@ class ModelClient(Protocol):
 class ScriptedModel:
     """Plays the turns given in the saga's model settings, one per model call.
 
-    The turn index is the number of assistant messages already in the conversation, so a
-    retried call answers the same. Used by demos and tests; it sees the same tool schemas
-    and messages a real model would.
+    The turn index is the saga's count of earlier model calls (`req.turn`), so a retried
+    call answers the same and a bounded conversation does not shift the script. Used by
+    demos and tests; it sees the same tool schemas and messages a real model would.
     """
 
     async def next_turn(
         self, req: ModelTurnInput, tool_schemas: list[dict[str, object]]
     ) -> ModelTurn:
-        index = sum(1 for m in req.messages if m.role == "assistant")
+        index = req.turn
         script = req.settings.script
         if index >= len(script):
             raise ApplicationError(

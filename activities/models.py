@@ -142,6 +142,8 @@ class ModelTurnInput(_Model):
     settings: ModelSettings
     messages: list[ChatMessage]
     allowed_tools: list[str] | None = None
+    turn: int = 0
+    """How many model calls this saga made before this one (a scripted model's index)."""
 
 
 ModelSettings.model_rebuild()

@@ -234,7 +234,7 @@ class ToolRunner:
     def _resolve(self, req: RunToolInput) -> tuple[ToolSpec, dict[str, Any]]:
         toolbox = self.toolbox
         if req.allowed_tools is not None:
-            toolbox = toolbox.restrict([n for n in req.allowed_tools if n in toolbox.names()])
+            toolbox = toolbox.restrict(req.allowed_tools)
         spec = toolbox.get(req.call.tool)
         return spec, spec.validate(req.call.args)
 

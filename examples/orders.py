@@ -229,6 +229,13 @@ class Shop:
             )
         return {"shipment": ctx.idempotency_key, "address": address}
 
+    @tool
+    def catalog_export(self, size_bytes: int = 1_000) -> dict[str, Any]:
+        """Export the product catalogue (size chosen by the caller: large results are fine;
+        the model sees them cut, the journal keeps them whole)."""
+        line = "widget,gadget,gizmo;"
+        return {"rows": (line * (size_bytes // len(line) + 1))[:size_bytes]}
+
 
 def shop_path() -> str:
     return os.environ.get("SAGACITY_SHOP_PATH", DEFAULT_SHOP_PATH)

@@ -3,7 +3,8 @@
 The loop asks the model (or walks a plan), runs each tool call as a journaled activity
 one at a time, waits durably for a human on irreversible tools, and on failure,
 rejection, approval timeout or cancellation compensates executed steps in reverse
-order — exactly once, even if a second cancel arrives while compensating.
+order — exactly once, even if a second cancel arrives while compensating. A long saga
+continues as new, carrying its state, its pending compensations and its chain head.
 """
 
 from __future__ import annotations
@@ -17,13 +18,10 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
-    from activities import COMPENSATE, FENCE_STEP, JOURNAL_EVENT, NEXT_TURN, RUN_TOOL
+    from activities import JOURNAL_EVENT, NEXT_TURN, RUN_TOOL
     from activities.models import (
         ChatMessage,
-        CompensateInput,
-        CompensationOutcome,
         EntryRef,
-        FenceInput,
         JournalEventInput,
         ModelTurn,
         ModelTurnInput,
@@ -32,24 +30,30 @@ with workflow.unsafe.imports_passed_through():
         ToolCall,
         ToolOutcome,
     )
+    from sagacity.canonical import canonical_text
     from sagacity.phases import Phase, SagaStatus
-    from sagacity.tools import ToolKind
     from workflows.approval_gate import ApprovalGate
+    from workflows.compensator import LOCAL_OPTIONS, compensate, failure_cause
+    from workflows.conversation import bound_messages, tool_message
     from workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS, call_summary, steps_markdown
     from workflows.models import (
         CompensationReport,
         DecisionResult,
         PendingApproval,
+        SagaCarry,
         SagaInput,
         SagaResult,
         SagaView,
         StepReport,
     )
 
-JOURNAL_OPTIONS: dict[str, Any] = {
-    "start_to_close_timeout": timedelta(seconds=30),
-    "retry_policy": RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=20),
-}
+REPORTED_RESULT_LIMIT = 2_000
+"""Results longer than this (canonical characters) are left out of step reports; the
+journal entry named by the report's seq has them in full."""
+
+
+class _ContinueAsNew(Exception):
+    """Internal signal: this run has done enough steps; hand over to a new run."""
 
 
 @workflow.defn(name="AgentSaga")
@@ -66,6 +70,9 @@ class AgentSagaWorkflow:
         self._failure: str | None = None
         self._final_answer: str | None = None
         self._next_step = 0
+        self._plan_index = 0
+        self._model_turns = 0
+        self._invalid_in_a_row = 0
         self._compensation_started = False
         self._head: EntryRef | None = None
         self._gate = ApprovalGate(
@@ -73,32 +80,49 @@ class AgentSagaWorkflow:
             frozenset(inp.approvers) if inp.approvers is not None else None,
             self._journal,
         )
+        carry = inp.carry
+        self._generation = carry.generation if carry else 0
+        if carry is not None:
+            self._next_step = carry.next_step
+            self._plan_index = carry.plan_index
+            self._model_turns = carry.model_turns
+            self._invalid_in_a_row = carry.invalid_in_a_row
+            self._messages = list(carry.messages)
+            self._steps = {s.step: s for s in carry.steps}
+            self._outcomes = {o.step: o for o in carry.outcomes}
+            self._gate.restore(carry.decided_steps, carry.refusals)
+            self._head = carry.head
+        self._run_start_step = self._next_step
 
     # ---- run -----------------------------------------------------------------------------
 
     @workflow.run
     async def run(self, inp: SagaInput) -> SagaResult:
         self._publish()
-        await self._journal(
-            JournalEventInput(
-                saga_id=self._saga_id,
-                phase=Phase.SAGA_OPENED,
-                input=inp.model_dump(mode="json", exclude={"model": {"script"}}),
+        if inp.carry is None:
+            await self._journal(
+                JournalEventInput(
+                    saga_id=self._saga_id,
+                    phase=Phase.SAGA_OPENED,
+                    input=inp.model_dump(mode="json", exclude={"model": {"script"}, "carry": True}),
+                )
             )
-        )
         cancelled: BaseException | None = None
         try:
             await self._drive()
+        except _ContinueAsNew:
+            await workflow.wait_condition(workflow.all_handlers_finished)
+            workflow.continue_as_new(inp.model_copy(update={"carry": self._carry()}))
         except BaseException as exc:
             if not (
                 is_cancelled_exception(exc) or isinstance(exc, ActivityError | ApplicationError)
             ):
-                raise  # a bug in this workflow: fail the task, fix and redeploy
+                raise  # a bug in this workflow (or continue-as-new): let it out
             if is_cancelled_exception(exc):
                 cancelled = exc
                 self._fail("saga cancelled")
             else:
-                self._fail(f"{type(exc).__name__}: {_cause(exc)}")
+                self._fail(f"{type(exc).__name__}: {failure_cause(exc)}")
         if self._failure is not None:
             await self._compensate_shielded()
         result = await self._close()
@@ -107,25 +131,28 @@ class AgentSagaWorkflow:
         return result
 
     async def _drive(self) -> None:
-        if self._inp.plan is not None:
-            for call in self._inp.plan:
-                if self._next_step >= self._inp.max_steps:
-                    self._fail(f"step limit of {self._inp.max_steps} reached")
-                    return
-                outcome = await self._call(call)
-                if outcome.kind is OutcomeKind.REFUSED and self._failure is None:
-                    self._fail(f"plan step {outcome.step} refused: {outcome.error}")
-                if self._failure is not None:
-                    return
+        if self._inp.plan is None:
+            await self._agent_loop()
             return
-        await self._agent_loop()
+        while self._plan_index < len(self._inp.plan):
+            call = self._inp.plan[self._plan_index]
+            self._plan_index += 1
+            if not self._within_step_limit():
+                return
+            outcome = await self._call(call)
+            if outcome.kind is OutcomeKind.REFUSED:
+                self._fail(f"plan step {outcome.step} refused: {outcome.error}")
+            if self._failure is not None:
+                return
+            self._maybe_continue_as_new()
 
     async def _agent_loop(self) -> None:
-        if self._inp.system_prompt:
-            self._messages.append(ChatMessage(role="system", content=self._inp.system_prompt))
-        self._messages.append(ChatMessage(role="user", content=self._inp.goal or ""))
-        invalid_in_a_row = 0
+        if self._inp.carry is None:
+            if self._inp.system_prompt:
+                self._messages.append(ChatMessage(role="system", content=self._inp.system_prompt))
+            self._messages.append(ChatMessage(role="user", content=self._inp.goal or ""))
         while True:
+            self._messages = bound_messages(self._messages, self._inp.max_conversation_chars)
             turn: ModelTurn = await workflow.execute_activity(
                 NEXT_TURN,
                 ModelTurnInput(
@@ -133,14 +160,17 @@ class AgentSagaWorkflow:
                     settings=self._inp.model,
                     messages=self._messages,
                     allowed_tools=self._inp.allowed_tools,
+                    turn=self._model_turns,
                 ),
                 result_type=ModelTurn,
                 start_to_close_timeout=timedelta(minutes=5),
                 retry_policy=RetryPolicy(
-                    maximum_attempts=5, non_retryable_error_types=["ModelRequestError"]
+                    maximum_attempts=5,
+                    non_retryable_error_types=["ModelRequestError", "SagaConfigError"],
                 ),
                 summary="ask the model",
             )
+            self._model_turns += 1
             self._messages.append(
                 ChatMessage(role="assistant", content=turn.final, tool_calls=turn.tool_calls)
             )
@@ -148,22 +178,52 @@ class AgentSagaWorkflow:
                 self._final_answer = turn.final
                 return
             for call in turn.tool_calls:
-                if self._next_step >= self._inp.max_steps:
-                    self._fail(f"step limit of {self._inp.max_steps} reached")
+                if not self._within_step_limit():
                     return
                 outcome = await self._call(call)
-                self._messages.append(_tool_message(call, outcome))
+                self._messages.append(tool_message(call, outcome))
                 if self._failure is not None:
                     return  # the saga is failed; whatever the model says next is moot
-                if outcome.kind is OutcomeKind.REFUSED:
-                    invalid_in_a_row += 1
-                    if invalid_in_a_row >= self._inp.max_invalid_calls:
-                        self._fail(
-                            f"{invalid_in_a_row} invalid tool calls in a row; last: {outcome.error}"
-                        )
-                        return
-                else:
-                    invalid_in_a_row = 0
+                if outcome.kind is not OutcomeKind.REFUSED:
+                    self._invalid_in_a_row = 0
+                    continue
+                self._invalid_in_a_row += 1
+                if self._invalid_in_a_row >= self._inp.max_invalid_calls:
+                    self._fail(
+                        f"{self._invalid_in_a_row} invalid tool calls in a row; "
+                        f"last: {outcome.error}"
+                    )
+                    return
+            self._maybe_continue_as_new()
+
+    def _within_step_limit(self) -> bool:
+        if self._next_step < self._inp.max_steps:
+            return True
+        self._fail(f"step limit of {self._inp.max_steps} reached")
+        return False
+
+    def _maybe_continue_as_new(self) -> None:
+        done_here = self._next_step - self._run_start_step
+        if (
+            done_here >= self._inp.continue_as_new_after_steps
+            or workflow.info().is_continue_as_new_suggested()
+        ):
+            raise _ContinueAsNew()
+
+    def _carry(self) -> SagaCarry:
+        return SagaCarry(
+            generation=self._generation + 1,
+            next_step=self._next_step,
+            plan_index=self._plan_index,
+            model_turns=self._model_turns,
+            invalid_in_a_row=self._invalid_in_a_row,
+            messages=self._messages,
+            steps=list(self._steps.values()),
+            outcomes=[o.model_copy(update={"result": None}) for o in self._outcomes.values()],
+            decided_steps=sorted(self._gate.decided_steps),
+            refusals=dict(self._gate.refusals),
+            head=self._head,
+        )
 
     # ---- one tool call ---------------------------------------------------------------------
 
@@ -221,23 +281,15 @@ class AgentSagaWorkflow:
             )
             return outcome
         except ActivityError as exc:
+            unknown = ToolOutcome(kind=OutcomeKind.UNKNOWN, tool=call.tool, step=step)
             if is_cancelled_exception(exc):
                 # Interrupted mid-call: the tool may or may not have applied its effect.
-                self._record(
-                    ToolOutcome(
-                        kind=OutcomeKind.UNKNOWN,
-                        tool=call.tool,
-                        step=step,
-                        error="saga cancelled while the call was running",
-                    )
-                )
+                self._record(unknown.model_copy(update={"error": "cancelled during the call"}))
                 raise
             # Retries exhausted without an outcome: whatever the tool did is unknown.
-            return ToolOutcome(
-                kind=OutcomeKind.UNKNOWN,
-                tool=call.tool,
-                step=step,
-                error=f"no outcome after {inp.tool_attempts} attempts: {_cause(exc)}",
+            cause = failure_cause(exc)
+            return unknown.model_copy(
+                update={"error": f"no outcome after {inp.tool_attempts} attempts: {cause}"}
             )
 
     # ---- compensation ----------------------------------------------------------------------
@@ -257,74 +309,17 @@ class AgentSagaWorkflow:
             return
         self._compensation_started = True
         self._set_status(SagaStatus.COMPENSATING)
-        for outcome in self._outcomes.values():
-            if outcome.kind is OutcomeKind.UNKNOWN:
-                await workflow.execute_local_activity(
-                    FENCE_STEP,
-                    FenceInput(saga_id=self._saga_id, step=outcome.step),
-                    **JOURNAL_OPTIONS,
-                )
-        executed = [o for o in self._outcomes.values() if o.kind is OutcomeKind.EXECUTED]
-        executed.sort(key=lambda o: o.outcome.seq if o.outcome else 0, reverse=True)
-        for outcome in executed:
-            if outcome.tool_kind != ToolKind.COMPENSABLE.value:
-                continue
-            await self._compensate_step(outcome)
+        await compensate(
+            self._saga_id, self._inp, self._outcomes.values(), self._journal, self._on_compensated
+        )
 
-    async def _compensate_step(self, outcome: ToolOutcome) -> None:
-        try:
-            done: CompensationOutcome = await workflow.execute_activity(
-                COMPENSATE,
-                CompensateInput(
-                    saga_id=self._saga_id,
-                    step=outcome.step,
-                    tool=outcome.tool,
-                    args=outcome.args or {},
-                    result=outcome.result,
-                ),
-                result_type=CompensationOutcome,
-                start_to_close_timeout=timedelta(seconds=self._inp.tool_timeout_seconds),
-                retry_policy=RetryPolicy(
-                    initial_interval=timedelta(seconds=1),
-                    maximum_interval=timedelta(seconds=10),
-                    maximum_attempts=self._inp.compensation_attempts,
-                ),
-                summary="undo " + call_summary(outcome.tool, outcome.args or {}),
-            )
-            ref = done.entry
-            self._compensations.append(
-                CompensationReport(
-                    step=outcome.step,
-                    tool=outcome.tool,
-                    ok=True,
-                    seq=ref.seq if ref else None,
-                    hash=ref.hash if ref else None,
-                )
-            )
-            self._restatus(outcome.step, "COMPENSATED", ref)
-        except ActivityError as exc:
-            error = _cause(exc)
-            ref = await self._journal(
-                JournalEventInput(
-                    saga_id=self._saga_id,
-                    phase=Phase.COMPENSATION_FAILED,
-                    step=outcome.step,
-                    tool=outcome.tool,
-                    input=outcome.args,
-                    error=error[:10_000],
-                )
-            )
-            self._compensations.append(
-                CompensationReport(
-                    step=outcome.step,
-                    tool=outcome.tool,
-                    ok=False,
-                    seq=ref.seq,
-                    hash=ref.hash,
-                    error=error,
-                )
-            )
-            self._restatus(outcome.step, "COMPENSATION_FAILED", ref)
+    def _on_compensated(self, report: CompensationReport) -> None:
+        self._compensations.append(report)
+        status = "COMPENSATED" if report.ok else "COMPENSATION_FAILED"
+        self._steps[report.step] = self._steps[report.step].model_copy(
+            update={"status": status, "seq": report.seq, "hash": report.hash}
+        )
+        self._publish()
 
     # ---- close -----------------------------------------------------------------------------
 
@@ -338,17 +333,20 @@ class AgentSagaWorkflow:
         self._status = final
         unknown = sorted(s for s, o in self._outcomes.items() if o.kind is OutcomeKind.UNKNOWN)
         needs_human = bool(unknown) or final is SagaStatus.COMPENSATION_FAILED
-        closing = {
-            "status": final.value,
-            "first_failure": self._failure,
-            "final_answer": self._final_answer,
-            "unknown_outcome_steps": unknown,
-            "needs_human": needs_human,
-        }
         await workflow.wait_condition(workflow.all_handlers_finished)
         self._gate.close()
         ref = await self._journal(
-            JournalEventInput(saga_id=self._saga_id, phase=Phase.SAGA_CLOSED, result=closing)
+            JournalEventInput(
+                saga_id=self._saga_id,
+                phase=Phase.SAGA_CLOSED,
+                result={
+                    "status": final.value,
+                    "first_failure": self._failure,
+                    "final_answer": self._final_answer,
+                    "unknown_outcome_steps": unknown,
+                    "needs_human": needs_human,
+                },
+            )
         )
         self._publish()
         return SagaResult(
@@ -368,7 +366,7 @@ class AgentSagaWorkflow:
 
     async def _journal(self, event: JournalEventInput) -> EntryRef:
         ref: EntryRef = await workflow.execute_local_activity(
-            JOURNAL_EVENT, event, result_type=EntryRef, **JOURNAL_OPTIONS
+            JOURNAL_EVENT, event, result_type=EntryRef, **LOCAL_OPTIONS
         )
         self._head = ref
         return ref
@@ -400,19 +398,8 @@ class AgentSagaWorkflow:
             error=error or outcome.error,
             payload_sha256=outcome.payload_sha256,
             approver=approver or (previous.approver if previous else None),
-            result=outcome.result,
+            result=_reported(outcome),
             replayed=outcome.replayed,
-        )
-        self._publish()
-
-    def _restatus(self, step: int, status: str, ref: EntryRef | None) -> None:
-        report = self._steps[step]
-        self._steps[step] = report.model_copy(
-            update={
-                "status": status,
-                "seq": ref.seq if ref else report.seq,
-                "hash": ref.hash if ref else report.hash,
-            }
         )
         self._publish()
 
@@ -420,14 +407,22 @@ class AgentSagaWorkflow:
         self._status = status
         self._publish()
 
+    def _needs_human(self) -> bool:
+        return any(o.kind is OutcomeKind.UNKNOWN for o in self._outcomes.values())
+
     def _publish(self) -> None:
         """Search attributes and current details, as the Temporal UI shows them."""
-        needs_human = any(o.kind is OutcomeKind.UNKNOWN for o in self._outcomes.values())
         workflow.upsert_search_attributes(
-            [SAGA_STATUS.value_set(self._status.value), SAGA_NEEDS_HUMAN.value_set(needs_human)]
+            [
+                SAGA_STATUS.value_set(self._status.value),
+                SAGA_NEEDS_HUMAN.value_set(
+                    self._needs_human() or self._status is SagaStatus.COMPENSATION_FAILED
+                ),
+            ]
         )
+        recent = list(self._steps.values())[-50:]
         workflow.set_current_details(
-            steps_markdown(self._status.value, (r.model_dump() for r in self._steps.values()))
+            steps_markdown(self._status.value, (r.model_dump() for r in recent))
         )
 
     # ---- decisions and queries ---------------------------------------------------------------
@@ -453,7 +448,7 @@ class AgentSagaWorkflow:
         return SagaView(
             saga_id=self._saga_id,
             status=self._status,
-            needs_human=any(o.kind is OutcomeKind.UNKNOWN for o in self._outcomes.values()),
+            needs_human=self._needs_human(),
             steps=len(self._steps),
             first_failure=self._failure,
             pending_approval=self._gate.pending_view(),
@@ -468,23 +463,11 @@ class AgentSagaWorkflow:
         return self._gate.pending_view()
 
 
-def _cause(exc: BaseException) -> str:
-    """The innermost message of a Temporal failure chain."""
-    while exc.__cause__ is not None:
-        exc = exc.__cause__
-    return str(exc) or type(exc).__name__
-
-
-def _tool_message(call: ToolCall, outcome: ToolOutcome) -> ChatMessage:
-    if outcome.kind is OutcomeKind.EXECUTED:
-        content = {"ok": True, "result": outcome.result}
-    else:
-        content = {"ok": False, "error": outcome.error, "outcome": outcome.kind.value}
-    import json
-
-    return ChatMessage(
-        role="tool",
-        name=call.tool,
-        tool_call_id=call.call_id,
-        content=json.dumps(content, default=str),
-    )
+def _reported(outcome: ToolOutcome) -> Any:
+    if outcome.result is None:
+        return None
+    text = canonical_text(outcome.result)
+    if len(text) <= REPORTED_RESULT_LIMIT:
+        return outcome.result
+    seq = outcome.outcome.seq if outcome.outcome else "?"
+    return f"[{len(text)} characters; the journal holds the full result at seq {seq}]"

@@ -129,6 +129,20 @@ class ApprovalGate:
     def close(self) -> None:
         self._closed = True
 
+    @property
+    def decided_steps(self) -> set[int]:
+        return self._decided_steps
+
+    @property
+    def refusals(self) -> dict[int, int]:
+        return self._refusals
+
+    def restore(self, decided_steps: list[int], refusals: dict[int, int]) -> None:
+        """State carried across continue-as-new (so late decisions stay refused and
+        refusal attempt numbers stay unique)."""
+        self._decided_steps = set(decided_steps)
+        self._refusals = dict(refusals)
+
     # ---- decisions ---------------------------------------------------------------------------
 
     def _judge(self, raw: Any, approve: bool | None) -> ApprovalDecision | Refusal:

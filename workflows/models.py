@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.models import ChatMessage, ModelSettings, ModelTurn, ToolCall
+from activities.models import ChatMessage, EntryRef, ModelSettings, ModelTurn, ToolCall, ToolOutcome
 from sagacity.phases import SagaStatus
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "ModelSettings",
     "ModelTurn",
     "PendingApproval",
+    "SagaCarry",
     "SagaInput",
     "SagaResult",
     "SagaView",
@@ -56,6 +57,12 @@ class SagaInput(_Model):
     never retried: it fails the saga."""
     compensation_attempts: int = Field(default=5, ge=1)
     model_result_limit: int = Field(default=16_000, ge=100)
+    max_conversation_chars: int = Field(default=400_000, ge=10_000)
+    """Budget of the conversation sent to the model (and carried across continue-as-new)."""
+    continue_as_new_after_steps: int = Field(default=100, ge=1)
+    """Steps per workflow run before the saga continues as new with its state."""
+    carry: SagaCarry | None = None
+    """State handed over by continue-as-new; None when a saga starts."""
 
 
 class StepReport(_Model):
@@ -131,3 +138,25 @@ class SagaResult(_Model):
     needs_human: bool = False
     head_seq: int | None = None
     head_hash: str | None = None
+
+
+class SagaCarry(_Model):
+    """A saga's state across continue-as-new: enough to go on, and to compensate.
+
+    Results are not carried (the journal has them; compensations read the EXECUTED entry),
+    which keeps the carry small however long the saga runs."""
+
+    generation: int
+    next_step: int
+    plan_index: int = 0
+    model_turns: int = 0
+    invalid_in_a_row: int = 0
+    messages: list[ChatMessage] = Field(default_factory=list)
+    steps: list[StepReport] = Field(default_factory=list)
+    outcomes: list[ToolOutcome] = Field(default_factory=list)
+    decided_steps: list[int] = Field(default_factory=list)
+    refusals: dict[int, int] = Field(default_factory=dict)
+    head: EntryRef | None = None
+
+
+SagaInput.model_rebuild()

@@ -1,0 +1,61 @@
+"""The conversation with the model, kept within Temporal's payload limits.
+
+Every model call carries the conversation as activity input, and a continued-as-new saga
+carries it as workflow input, so it is bounded: the opening messages (system prompt and
+goal) stay, and the oldest exchanges are dropped whole — an assistant message with its
+tool results — so that no tool result is left without the call it answers.
+"""
+
+from __future__ import annotations
+
+import json
+
+from activities.models import ChatMessage, OutcomeKind, ToolCall, ToolOutcome
+
+DROPPED_NOTE = "[earlier steps omitted to stay within payload limits; the journal has them]"
+
+
+def tool_message(call: ToolCall, outcome: ToolOutcome) -> ChatMessage:
+    """What the model learns of one call: its result, or why it did not run."""
+    if outcome.kind is OutcomeKind.EXECUTED:
+        content: dict[str, object] = {"ok": True, "result": outcome.result}
+    else:
+        content = {"ok": False, "error": outcome.error, "outcome": outcome.kind.value}
+    return ChatMessage(
+        role="tool",
+        name=call.tool,
+        tool_call_id=call.call_id,
+        content=json.dumps(content, default=str, ensure_ascii=False),
+    )
+
+
+def _size(message: ChatMessage) -> int:
+    calls = sum(len(c.tool) + len(json.dumps(c.args, default=str)) for c in message.tool_calls)
+    return len(message.content or "") + calls + 64
+
+
+def bound_messages(messages: list[ChatMessage], budget_chars: int) -> list[ChatMessage]:
+    """Drop the oldest exchanges until the conversation fits `budget_chars`."""
+    if sum(_size(m) for m in messages) <= budget_chars:
+        return messages
+    head_len = 0
+    while head_len < len(messages) and messages[head_len].role in ("system", "user"):
+        head_len += 1
+    head, tail = messages[:head_len], messages[head_len:]
+    exchanges: list[list[ChatMessage]] = []
+    for message in tail:
+        if message.role == "tool" and exchanges:
+            exchanges[-1].append(message)
+        else:
+            exchanges.append([message])
+    note = ChatMessage(role="user", content=DROPPED_NOTE)
+    used = sum(_size(m) for m in head) + _size(note)
+    kept: list[list[ChatMessage]] = []
+    for exchange in reversed(exchanges):
+        size = sum(_size(m) for m in exchange)
+        if used + size > budget_chars and kept:
+            break
+        kept.append(exchange)
+        used += size
+    kept.reverse()
+    return [*head, note, *(m for exchange in kept for m in exchange)]
