@@ -1,1 +1,105 @@
-"""sagacity core: journal, chain, phases, tools, approvals, audit. Never imports temporalio."""
+"""sagacity core: journal, chain, phases, tools, approvals, audit.
+
+Never imports temporalio (a test pins it): the core is engine-agnostic, which is what
+makes another engine or framework adapter possible.
+"""
+
+from sagacity.approvals import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Refusal,
+    RefusalReason,
+    Verdict,
+    approval_hash,
+    approval_payload,
+    judge,
+    parse_decision,
+)
+from sagacity.audit import export_jsonl, verify_all, verify_jsonl, verify_store
+from sagacity.canonical import canonical_bytes, canonical_text, payload_sha256
+from sagacity.chain import GENESIS_HASH, BreakReason, VerifyReport, verify_chain
+from sagacity.compensation import CompensationPlan, plan_compensation
+from sagacity.entry import EntryDraft, JournalEntry
+from sagacity.errors import (
+    AuditFileError,
+    InvalidEntryError,
+    JournalConflictError,
+    JournalError,
+    JournalWriteError,
+    NotCanonicalError,
+    PayloadTooLargeError,
+    SagacityError,
+    SagaClosedError,
+    StoreUnavailableError,
+    ToolboxError,
+    ToolInputError,
+    UnknownStoreURLError,
+    UnknownToolError,
+)
+from sagacity.phases import Phase, SagaStatus
+from sagacity.stores import JournalStore, open_store
+from sagacity.toolbox import Toolbox, ToolResultError, ToolSpec
+from sagacity.tools import (
+    CompensationContext,
+    ToolContext,
+    ToolKind,
+    compensable,
+    compensation,
+    irreversible,
+    tool,
+)
+
+__all__ = [
+    "GENESIS_HASH",
+    "ApprovalDecision",
+    "ApprovalRequest",
+    "AuditFileError",
+    "BreakReason",
+    "CompensationContext",
+    "CompensationPlan",
+    "EntryDraft",
+    "InvalidEntryError",
+    "JournalConflictError",
+    "JournalEntry",
+    "JournalError",
+    "JournalStore",
+    "JournalWriteError",
+    "NotCanonicalError",
+    "PayloadTooLargeError",
+    "Phase",
+    "Refusal",
+    "RefusalReason",
+    "SagaClosedError",
+    "SagaStatus",
+    "SagacityError",
+    "StoreUnavailableError",
+    "ToolContext",
+    "ToolInputError",
+    "ToolKind",
+    "ToolResultError",
+    "ToolSpec",
+    "Toolbox",
+    "ToolboxError",
+    "UnknownStoreURLError",
+    "UnknownToolError",
+    "Verdict",
+    "VerifyReport",
+    "approval_hash",
+    "approval_payload",
+    "canonical_bytes",
+    "canonical_text",
+    "compensable",
+    "compensation",
+    "export_jsonl",
+    "irreversible",
+    "judge",
+    "open_store",
+    "parse_decision",
+    "payload_sha256",
+    "plan_compensation",
+    "tool",
+    "verify_all",
+    "verify_chain",
+    "verify_jsonl",
+    "verify_store",
+]

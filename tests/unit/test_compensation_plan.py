@@ -1,0 +1,64 @@
+"""The pure compensation planner: reverse seq order, compensated steps skipped, unknown
+outcomes reported and never planned for compensation."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sagacity.compensation import plan_compensation
+from sagacity.entry import EntryDraft
+from sagacity.phases import Phase
+from sagacity.stores import MemoryJournalStore
+
+AT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+
+
+def journal(*rows: tuple[str, int, str]) -> MemoryJournalStore:
+    store = MemoryJournalStore(clock=lambda: AT)
+    store.append(EntryDraft.new("s", Phase.SAGA_OPENED))
+    for phase, step, tool in rows:
+        store.append(
+            EntryDraft.new("s", phase, step=step, tool=tool, input={"n": step}, result={"r": step})
+        )
+    return store
+
+
+def test_executed_steps_are_planned_in_reverse_seq_order() -> None:
+    store = journal(
+        ("INTENT", 1, "a"), ("EXECUTED", 1, "a"),
+        ("INTENT", 2, "b"), ("EXECUTED", 2, "b"),
+        ("INTENT", 3, "c"), ("FAILED", 3, "c"),
+    )  # fmt: skip
+    plan = plan_compensation(store.entries("s"))
+    assert [(s.step, s.tool) for s in plan.to_compensate] == [(2, "b"), (1, "a")]
+    assert plan.to_compensate[0].input == {"n": 2} and plan.to_compensate[0].result == {"r": 2}
+    assert plan.unknown == []
+
+
+def test_compensated_steps_are_not_planned_again_but_failed_compensations_are() -> None:
+    store = journal(
+        ("INTENT", 1, "a"), ("EXECUTED", 1, "a"),
+        ("INTENT", 2, "b"), ("EXECUTED", 2, "b"),
+        ("COMPENSATED", 2, "b"), ("COMPENSATION_FAILED", 1, "a"),
+    )  # fmt: skip
+    plan = plan_compensation(store.entries("s"))
+    assert [s.step for s in plan.to_compensate] == [1]
+
+
+def test_intent_without_outcome_is_unknown_and_not_compensated() -> None:
+    store = journal(
+        ("INTENT", 1, "a"), ("EXECUTED", 1, "a"),
+        ("INTENT", 2, "charge"),
+    )  # fmt: skip
+    plan = plan_compensation(store.entries("s"))
+    assert [s.step for s in plan.to_compensate] == [1]
+    assert [(u.step, u.tool, u.intent_seq) for u in plan.unknown] == [(2, "charge", 4)]
+
+
+def test_a_retried_attempt_that_executed_makes_the_step_known() -> None:
+    store = MemoryJournalStore(clock=lambda: AT)
+    store.append(EntryDraft.new("s", Phase.INTENT, step=1, attempt=1, tool="a"))
+    store.append(EntryDraft.new("s", Phase.INTENT, step=1, attempt=2, tool="a"))
+    store.append(EntryDraft.new("s", Phase.EXECUTED, step=1, attempt=2, tool="a"))
+    plan = plan_compensation(store.entries("s"))
+    assert [s.step for s in plan.to_compensate] == [1] and plan.unknown == []
