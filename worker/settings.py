@@ -6,7 +6,7 @@ arguments.
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_JOURNAL_URL = "sqlite:///.sagacity/journal.db"
@@ -26,6 +26,18 @@ class Settings(BaseSettings):
     tools: str = Field(default="examples.orders:toolbox", description="module:attr of a Toolbox")
     max_concurrent_activities: int = Field(default=100, ge=1)
     max_concurrent_workflow_tasks: int = Field(default=100, ge=1)
-    openai_base_url: str | None = None
-    openai_api_key: str | None = None
-    openai_model: str | None = None
+    openai_base_url: str | None = Field(
+        default=None,
+        description="chat-completions endpoint, e.g. http://localhost:11434/v1 for Ollama; "
+        "OpenAI's when unset and a key or model is given",
+    )
+    openai_api_key: SecretStr | None = None
+    """Secret: kept out of reprs and logs."""
+    openai_model: str | None = Field(default=None, description="default model name")
+    openai_timeout_seconds: float = Field(
+        default=120, gt=0, lt=300, description="per request; below the 5-minute model activity"
+    )
+    openai_allowed_base_urls: list[str] = Field(
+        default_factory=list,
+        description="other base URLs a saga's model settings may choose (the key goes there too)",
+    )

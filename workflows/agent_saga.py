@@ -408,16 +408,16 @@ class AgentSagaWorkflow:
         self._publish()
 
     def _needs_human(self) -> bool:
-        return any(o.kind is OutcomeKind.UNKNOWN for o in self._outcomes.values())
+        return self._status is SagaStatus.COMPENSATION_FAILED or any(
+            o.kind is OutcomeKind.UNKNOWN for o in self._outcomes.values()
+        )
 
     def _publish(self) -> None:
         """Search attributes and current details, as the Temporal UI shows them."""
         workflow.upsert_search_attributes(
             [
                 SAGA_STATUS.value_set(self._status.value),
-                SAGA_NEEDS_HUMAN.value_set(
-                    self._needs_human() or self._status is SagaStatus.COMPENSATION_FAILED
-                ),
+                SAGA_NEEDS_HUMAN.value_set(self._needs_human()),
             ]
         )
         recent = list(self._steps.values())[-50:]

@@ -13,7 +13,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities import COMPENSATE, FENCE_STEP
@@ -41,8 +41,9 @@ LOCAL_OPTIONS: dict[str, Any] = {
 
 
 def failure_cause(exc: BaseException) -> str:
-    """The innermost message of a Temporal failure chain."""
-    while exc.__cause__ is not None:
+    """The message that explains a Temporal failure: the first ApplicationError in the
+    chain (what the activity raised, with its own words), else the innermost cause."""
+    while not isinstance(exc, ApplicationError) and exc.__cause__ is not None:
         exc = exc.__cause__
     return str(exc) or type(exc).__name__
 

@@ -10,6 +10,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from types import TracebackType
+from typing import Self
 
 from sagacity.chain import GENESIS_HASH, seal
 from sagacity.entry import EntryDraft, JournalEntry
@@ -105,7 +106,7 @@ class JournalStore(ABC):
     def close(self) -> None:  # noqa: B027 - optional for stores without resources
         """Release connections."""
 
-    def __enter__(self) -> JournalStore:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(

@@ -38,7 +38,9 @@ class SagaHarness:
     task_queue: str
     worker: Worker
 
-    async def start(self, inp: SagaInput, saga_id: str | None = None) -> WorkflowHandle[object, SagaResult]:
+    async def start(
+        self, inp: SagaInput, saga_id: str | None = None
+    ) -> WorkflowHandle[object, SagaResult]:
         return await self.client.start_workflow(
             "AgentSaga",
             inp,
@@ -60,7 +62,9 @@ def journal(tmp_path: Path) -> Iterator[JournalStore]:
 
 
 @pytest.fixture
-async def saga(temporal_env: WorkflowEnvironment, journal: JournalStore, tmp_path: Path) -> AsyncIterator[SagaHarness]:
+async def saga(
+    temporal_env: WorkflowEnvironment, journal: JournalStore, tmp_path: Path
+) -> AsyncIterator[SagaHarness]:
     shop = Shop(tmp_path / "shop.db")
     task_queue = f"tq-{uuid.uuid4().hex[:8]}"
     worker = new_worker(

@@ -1,0 +1,432 @@
+"""PostgreSQL journal store: the production backend.
+
+URL: ``postgresql://user[:password]@host[:port]/database[?schema=NAME&<libpq params>]``.
+Tables live in the schema named by the optional ``schema`` parameter (default ``public``),
+which sagacity strips before libpq sees the URL, creates if needed, and uses to qualify
+every name, so nothing depends on search_path. Tests isolate each module in a fresh
+schema this way; deployments can keep the journal apart from other tables.
+
+Opening migrates (sagacity.stores.migrations) over one direct connection first, which
+reports an unreachable database promptly with libpq's reason and leaves no pool behind;
+then the pool opens with a bounded wait, and is closed again on any failure.
+
+Append has two paths; next_entry (sagacity.stores.base) makes every decision on both.
+
+- Locked (two round trips, pipeline mode): ``BEGIN; pg_advisory_xact_lock(key);
+  <existing-key lookup UNION ALL head>``, decide in Python, ``SELECT sagacity_append(...);
+  COMMIT``. Lock and lookup are separate statements: under READ COMMITTED a statement's
+  snapshot is taken when it starts, so a head read in the lock's statement could be stale.
+- Optimistic (one round trip): when this store itself saw the saga's last entry, it
+  seals the next entry against that cached head and calls `sagacity_append` (migration
+  0002), which takes the lock and inserts only if the key is free and the head is still
+  the one the entry links to. A miss falls back to the locked path; a saga that saw
+  another writer stays there until this store is alone on it again. Only inserts are
+  decided on the guess, checked by the database under the lock; returning an existing
+  entry, conflicts and closed sagas are decided from rows read under the lock.
+
+Measured for one writer: locked path about 0.4x a plain INSERT, optimistic about 0.65x
+(target 0.6x). Pooled connections set lock_timeout once (instead of a SET LOCAL per
+append) and READ COMMITTED, which the after-the-lock checks rely on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import fields
+from typing import Any, LiteralString
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
+
+import psycopg
+from psycopg import sql
+from psycopg.pq import TransactionStatus
+from psycopg.rows import TupleRow
+from psycopg_pool import ConnectionPool
+
+from sagacity.entry import EntryDraft, JournalEntry, parse_timestamp, render_timestamp
+from sagacity.errors import (
+    InvalidEntryError,
+    JournalConflictError,
+    JournalError,
+    JournalWriteError,
+    SagaClosedError,
+    StoreUnavailableError,
+)
+from sagacity.phases import Phase
+from sagacity.stores.base import Clock, JournalStore, next_entry
+from sagacity.stores.migrations import migrate
+
+DEFAULT_SCHEMA = "public"
+_SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+COLUMNS = tuple(f.name for f in fields(JournalEntry))
+"""Journal columns: named and ordered as JournalEntry's fields (migration 0001)."""
+_RETRY = "the append was NOT written; retry it (appends are idempotent, so retrying is safe)"
+_INT4_MAX = 2**31 - 1
+"""step and attempt are `integer` columns."""
+
+Conn = psycopg.Connection[TupleRow]
+
+
+def lock_key(saga_id: str) -> int:
+    """Advisory lock key of a saga: signed 64 bits of a domain-separated SHA-256, computed
+    here so that every client (any language) derives the same key from the id alone."""
+    digest = hashlib.sha256(b"sagacity.lock:" + saga_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _query(url: str) -> tuple[str, list[tuple[str, str]]]:
+    """(URL before "?", its query pairs). String surgery, not urlunsplit, which would turn
+    `postgresql:///db` (local socket) into `postgresql:/db`."""
+    base, _, query = url.partition("?")
+    return base, parse_qsl(query, keep_blank_values=True)
+
+
+def _with_query(base: str, pairs: list[tuple[str, str]]) -> str:
+    return f"{base}?{urlencode(pairs, quote_via=quote)}" if pairs else base
+
+
+def redact_url(url: str) -> str:
+    """`url` without its password (userinfo or query parameter): safe for messages."""
+    base, pairs = _query(url)
+    netloc = urlsplit(base).netloc
+    if "@" in netloc:
+        userinfo, _, hostinfo = netloc.rpartition("@")
+        base = base.replace(netloc, userinfo.split(":", 1)[0] + "@" + hostinfo, 1)
+    return _with_query(base, [(k, v) for k, v in pairs if k != "password"])
+
+
+def split_schema(url: str) -> tuple[str, str]:
+    """(libpq URL without the `schema` parameter, schema name)."""
+    base, pairs = _query(url)
+    schemas = [v for k, v in pairs if k == "schema"]
+    rest = [(k, v) for k, v in pairs if k != "schema"]
+    return _with_query(base, rest), (schemas[-1] if schemas else DEFAULT_SCHEMA)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def row_to_entry(row: Sequence[Any]) -> JournalEntry:
+    """A stored row (COLUMNS order) as an entry. A phase or timestamp no sagacity version
+    writes can only come from an edit outside sagacity, and is reported as such."""
+    try:
+        phase = Phase(row[5])
+        recorded_at = parse_timestamp(row[10])
+    except (ValueError, TypeError) as exc:
+        raise JournalError(
+            f"saga {row[0]!r} seq {row[1]}: stored row is not a sagacity entry ({exc}); "
+            "it was altered outside sagacity"
+        ) from exc
+    fields_ = dict(zip(COLUMNS, row, strict=True))
+    return JournalEntry(**(fields_ | {"phase": phase, "recorded_at": recorded_at}))
+
+
+def _entry_params(e: JournalEntry) -> tuple[Any, ...]:
+    """An entry as INSERT parameters, COLUMNS order, recorded_at as the hashed text."""
+    head = (e.saga_id, e.seq, e.step, e.attempt, e.tool, e.phase.value)
+    payload = (e.input_json, e.result_json, e.error_json, e.actor_json)
+    return (*head, *payload, render_timestamp(e.recorded_at), e.prev_hash, e.hash)
+
+
+class _Queries:
+    """Every statement, rendered once per store with the schema quoted in, as bytes so
+    psycopg prepares each one once per connection."""
+
+    def __init__(self, schema: str) -> None:
+        self.names: dict[str, sql.Composable] = {
+            "cols": sql.SQL(", ").join(map(sql.Identifier, COLUMNS)),
+            "journal": sql.Identifier(schema, "sagacity_journal"),
+            "fences": sql.Identifier(schema, "sagacity_fences"),
+            "append_fn": sql.Identifier(schema, "sagacity_append"),
+        }
+        self.lock = self._q("SELECT pg_advisory_xact_lock(%s)")
+        args = ", ".join(["%s"] * (len(COLUMNS) + 1))
+        self.append = self._q("SELECT {append_fn}(") + args.encode() + b")"
+        self.lookup = self._q(
+            "SELECT 0, {cols} FROM {journal} WHERE saga_id = %(saga)s AND step = %(step)s"
+            " AND phase = %(phase)s AND attempt = %(attempt)s"
+            " UNION ALL"
+            " (SELECT 1, {cols} FROM {journal} WHERE saga_id = %(saga)s"
+            " ORDER BY seq DESC LIMIT 1)"
+        )
+        self.entries = self._q(
+            "SELECT {cols} FROM {journal} WHERE saga_id = %s AND seq > %s ORDER BY seq LIMIT %s"
+        )
+        self.head = self._q(
+            "SELECT {cols} FROM {journal} WHERE saga_id = %s ORDER BY seq DESC LIMIT 1"
+        )
+        self.step = self._q(
+            "SELECT {cols} FROM {journal} WHERE saga_id = %s AND step = %s ORDER BY seq"
+        )
+        self.first_sagas = self._q(
+            "SELECT DISTINCT saga_id FROM {journal} ORDER BY saga_id LIMIT %s"
+        )
+        self.next_sagas = self._q(
+            "SELECT DISTINCT saga_id FROM {journal} WHERE saga_id > %s ORDER BY saga_id LIMIT %s"
+        )
+        self.fence = self._q(
+            "INSERT INTO {fences} (saga_id, step) VALUES (%s, %s) ON CONFLICT DO NOTHING"
+        )
+        self.is_fenced = self._q(
+            "SELECT EXISTS (SELECT 1 FROM {fences} WHERE saga_id = %s AND step = %s)"
+        )
+
+    def _q(self, text: LiteralString) -> bytes:
+        return sql.SQL(text).format(**self.names).as_bytes(None)
+
+
+class PostgresJournalStore(JournalStore):
+    """Journal in PostgreSQL: one chain per saga, appends serialized per saga by an advisory
+    transaction lock, (saga_id, seq) unique as the safety net, UPDATE/DELETE/TRUNCATE
+    refused by triggers enabled ALWAYS."""
+
+    batch_size = 1000
+    """Rows per round trip when streaming entries or saga ids (keyset pagination keeps
+    memory constant and holds no connection between batches)."""
+    head_cache_size = 10_000
+
+    def __init__(
+        self, pool: ConnectionPool[Conn], *, schema: str, url: str, clock: Clock | None = None
+    ) -> None:
+        super().__init__(clock)
+        self.url = url
+        self.schema = schema
+        self._pool = pool
+        self._q = _Queries(schema)
+        self._heads: dict[str, tuple[JournalEntry, bool]] = {}
+        """saga -> (last head this store saw, whether to try the one-round-trip path)."""
+        self._stripes = [threading.Lock() for _ in range(64)]
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        clock: Clock | None = None,
+        max_size: int = 10,
+        open_timeout: float = 5.0,
+        lock_timeout: str = "5s",
+    ) -> PostgresJournalStore:
+        """Open (and migrate) the journal at `url`; raises StoreUnavailableError promptly
+        when the database cannot be reached, authenticated to or migrated.
+
+        `max_size` bounds the pool, `open_timeout` (seconds) bounds connecting and
+        opening, and `lock_timeout` (a Postgres interval) bounds how long an append waits
+        for its saga's lock before failing with JournalWriteError."""
+        shown = redact_url(url)
+        conninfo, schema = split_schema(url)
+        if not _SCHEMA_NAME.match(schema):
+            raise StoreUnavailableError(
+                f"journal URL {shown}: schema {schema!r} is not a plain identifier; "
+                "use letters, digits and underscores (at most 63)"
+            )
+        kwargs: dict[str, Any] = {"autocommit": True}
+        try:
+            if "connect_timeout" not in psycopg.conninfo.conninfo_to_dict(conninfo):
+                kwargs["connect_timeout"] = max(2, round(open_timeout))
+            conn = psycopg.connect(conninfo, **kwargs)
+        except psycopg.Error as exc:
+            raise StoreUnavailableError(
+                f"cannot reach the sagacity journal at {shown} ({_one_line(exc)}); "
+                "check that PostgreSQL is running and the URL's host, port, database, "
+                "user and password are right"
+            ) from exc
+        try:
+            with conn:
+                migrate(conn, schema)
+        except psycopg.Error as exc:
+            raise StoreUnavailableError(
+                f"cannot migrate the sagacity journal schema {schema!r} at {shown} "
+                f"({_one_line(exc)}); open it once as a role that may create the schema "
+                "and its tables"
+            ) from exc
+        pool: ConnectionPool[Conn] = ConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=max_size,
+            kwargs=kwargs,
+            configure=_session_setup(lock_timeout),
+            open=False,
+            name="sagacity-journal",
+            timeout=30.0,
+        )
+        try:
+            pool.open(wait=True, timeout=open_timeout)
+        except BaseException as exc:
+            pool.close()
+            if not isinstance(exc, Exception):
+                raise
+            raise StoreUnavailableError(
+                f"cannot open a connection pool to the sagacity journal at {shown} "
+                f"({_one_line(exc)}); check that PostgreSQL accepts more connections"
+            ) from exc
+        return cls(pool, schema=schema, url=shown, clock=clock)
+
+    def append(self, draft: EntryDraft) -> JournalEntry:
+        for value, what in ((draft.step, "step"), (draft.attempt, "attempt")):
+            if value > _INT4_MAX:
+                raise InvalidEntryError(
+                    f"{what} {value} is over {_INT4_MAX}, the PostgreSQL journal's limit; "
+                    "nothing was written"
+                )
+        key = lock_key(draft.saga_id)
+        try:
+            with self._stripes[key % len(self._stripes)], self._pool.connection() as conn:
+                return self._append_on(conn, draft, key)
+        except psycopg.Error as exc:
+            raise JournalWriteError(
+                f"saga {draft.saga_id!r}: {draft.phase} step {draft.step} could not be "
+                f"journaled at {self.url} ({_one_line(exc)}); {_RETRY}"
+            ) from exc
+
+    def _append_on(self, conn: Conn, draft: EntryDraft, key: int) -> JournalEntry:
+        cached = self._heads.get(draft.saga_id)
+        if cached is not None and cached[1]:
+            entry = self._append_optimistic(conn, draft, key, cached[0])
+            if entry is not None:
+                return entry
+        return self._append_locked(conn, draft, key, cached[0] if cached else None)
+
+    def _append_optimistic(
+        self, conn: Conn, draft: EntryDraft, key: int, head: JournalEntry
+    ) -> JournalEntry | None:
+        """One round trip if `head` (cached) is still the head and the key is free; None
+        on any miss. Only an insert is decided here, and the database checks it under the
+        lock; the cache knows nothing of `existing`, so refusals are left to the locked
+        path, which reads the facts."""
+        try:
+            entry = next_entry(draft, existing=None, head=head, now=self.clock())
+        except (JournalConflictError, SagaClosedError):
+            return None
+        if entry is None:
+            return None
+        row = conn.execute(self._q.append, (key, *_entry_params(entry)), prepare=True).fetchone()
+        if row is None or row[0] != 0:
+            return None
+        self._remember(entry, True)
+        return entry
+
+    def _append_locked(
+        self, conn: Conn, draft: EntryDraft, key: int, previous: JournalEntry | None
+    ) -> JournalEntry:
+        """Lock, read, decide, insert, commit: one transaction in two round trips (pipeline
+        mode). Waiting in the lock queue, it cannot lose a race, so contention costs time,
+        never starvation. Conflict and closed-saga errors propagate after rollback."""
+        saga, step, phase, attempt = draft.key
+        lookup = {"saga": saga, "step": step, "phase": phase, "attempt": attempt}
+        try:
+            with conn.pipeline():
+                conn.execute(b"BEGIN")
+                conn.execute(self._q.lock, (key,), prepare=True)
+                found: list[JournalEntry | None] = [None, None]
+                for row in conn.execute(self._q.lookup, lookup, prepare=True).fetchall():
+                    found[row[0]] = row_to_entry(row[1:])
+                existing, head = found
+                entry = next_entry(draft, existing=existing, head=head, now=self.clock())
+                if entry is not None:
+                    params = (key, *_entry_params(entry))
+                    inserted = conn.execute(self._q.append, params, prepare=True)
+                conn.execute(b"COMMIT")
+        except BaseException:
+            if conn.info.transaction_status != TransactionStatus.IDLE:
+                with contextlib.suppress(psycopg.Error):  # a broken connection is discarded
+                    conn.rollback()
+            raise
+        # Optimistic next time only if nobody else wrote since our last append here.
+        alone = previous is None or (head is not None and head.hash == previous.hash)
+        if entry is None:
+            assert existing is not None
+            if head is not None:
+                self._remember(head, alone)
+            return existing
+        outcome = inserted.fetchone()
+        if outcome is None or outcome[0] != 0:
+            raise JournalWriteError(
+                f"saga {draft.saga_id!r}: the database refused {draft.phase} step {draft.step} "
+                f"under the saga's lock ({outcome}): something writes without the lock; "
+                f"{_RETRY}"
+            )
+        self._remember(entry, alone)
+        return entry
+
+    def _remember(self, head: JournalEntry, optimistic: bool) -> None:
+        if len(self._heads) >= self.head_cache_size:
+            self._heads.clear()  # a miss costs one locked append; correctness never depends on it
+        self._heads[head.saga_id] = (head, optimistic)
+
+    def _fetch(self, query: bytes, params: Sequence[Any]) -> list[TupleRow]:
+        try:
+            with self._pool.connection() as conn:
+                return conn.execute(query, params, prepare=True).fetchall()
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailableError(
+                f"cannot read the sagacity journal at {self.url} ({_one_line(exc)}); "
+                "check that PostgreSQL is up and retry"
+            ) from exc
+        except psycopg.Error as exc:
+            raise JournalError(
+                f"reading the sagacity journal at {self.url} failed ({_one_line(exc)})"
+            ) from exc
+
+    def entries(self, saga_id: str, *, after_seq: int = 0) -> Iterator[JournalEntry]:
+        last = after_seq
+        while True:
+            rows = self._fetch(self._q.entries, (saga_id, last, self.batch_size))
+            for row in rows:
+                yield row_to_entry(row)
+            if len(rows) < self.batch_size:
+                return
+            last = rows[-1][1]
+
+    def head(self, saga_id: str) -> JournalEntry | None:
+        rows = self._fetch(self._q.head, (saga_id,))
+        return row_to_entry(rows[0]) if rows else None
+
+    def sagas(self) -> Iterator[str]:
+        rows = self._fetch(self._q.first_sagas, (self.batch_size,))
+        while True:
+            for row in rows:
+                yield row[0]
+            if len(rows) < self.batch_size:
+                return
+            rows = self._fetch(self._q.next_sagas, (rows[-1][0], self.batch_size))
+
+    def step_entries(self, saga_id: str, step: int) -> list[JournalEntry]:
+        return [row_to_entry(row) for row in self._fetch(self._q.step, (saga_id, step))]
+
+    def fence(self, saga_id: str, step: int) -> None:
+        try:
+            with self._pool.connection() as conn:
+                conn.execute(self._q.fence, (saga_id, step), prepare=True)
+        except psycopg.Error as exc:
+            raise JournalWriteError(
+                f"saga {saga_id!r}: fence for step {step} could not be written at "
+                f"{self.url} ({_one_line(exc)}); it was NOT written; retry it"
+            ) from exc
+
+    def is_fenced(self, saga_id: str, step: int) -> bool:
+        rows = self._fetch(self._q.is_fenced, (saga_id, step))
+        return bool(rows and rows[0][0])
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+def _session_setup(lock_timeout: str) -> Callable[[Conn], None]:
+    """Per-connection setup: bound every lock wait (an append that cannot get its saga's
+    lock fails with JournalWriteError instead of hanging a worker), and READ COMMITTED,
+    under which sagacity_append's check after the lock sees a fresh snapshot."""
+
+    def configure(conn: Conn) -> None:
+        conn.execute(
+            "SELECT set_config('lock_timeout', %s, false),"
+            " set_config('default_transaction_isolation', 'read committed', false)",
+            (lock_timeout,),
+        )
+
+    return configure

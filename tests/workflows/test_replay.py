@@ -1,0 +1,213 @@
+"""Must-show 12: recorded histories replay against the current workflow code.
+
+The histories in histories/*.json were recorded by `python -m tests.workflows.record_histories`
+(one per flow: happy path, failure with compensation, a failing compensation, approve by
+signal, reject, a stale hash refused then approved, approve by update, cancel while
+awaiting approval, the agent loop with a scripted model). Replaying them needs no server.
+The replayer is configured as the production worker is: the pydantic data converter and
+the sandbox with worker.app.PASSTHROUGH.
+
+The mutant tests show the replay test can fail: a workflow that runs its activities in a
+different order is caught as nondeterministic. They also pin a limit worth knowing:
+Temporal compares commands (activity type and sequence), not their arguments, so
+reordering activities of the same type — e.g. running a plan backwards — replays cleanly;
+that ordering is guarded by the journal-order assertions of the other tests.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from temporalio import workflow
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+with workflow.unsafe.imports_passed_through():
+    from activities.models import EntryRef, JournalEventInput, ToolCall, ToolOutcome
+    from sagacity.phases import Phase
+    from tests.workflows.record_histories import FLOWS, HISTORIES
+    from worker.app import PASSTHROUGH
+    from workflows.agent_saga import AgentSagaWorkflow
+    from workflows.models import SagaInput, SagaResult
+
+CLOSING_EVENTS = {
+    "workflow_execution_completed_event_attributes",
+    "workflow_execution_failed_event_attributes",
+    "workflow_execution_canceled_event_attributes",
+}
+
+
+def _runner() -> SandboxedWorkflowRunner:
+    """The workflow runner worker.app.new_worker gives the production worker."""
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH)
+    )
+
+
+def _replayer(*workflows: type) -> Replayer:
+    """A replayer configured like worker.app.new_worker configures the worker."""
+    return Replayer(
+        workflows=list(workflows), data_converter=pydantic_data_converter, workflow_runner=_runner()
+    )
+
+
+def _load(name: str) -> WorkflowHistory:
+    path = HISTORIES / f"{name}.json"
+    assert path.exists(), f"{path} missing; run `python -m tests.workflows.record_histories`"
+    history = WorkflowHistory.from_json(name, path.read_text())
+    last = history.events[-1].WhichOneof("attributes")
+    assert last in CLOSING_EVENTS, f"{name}: history ends with {last}, not a closing event"
+    return history
+
+
+async def _replay_failure(history: WorkflowHistory, workflow_cls: type) -> Exception | None:
+    result = await _replayer(workflow_cls).replay_workflow(history, raise_on_replay_failure=False)
+    return result.replay_failure
+
+
+def test_every_flow_has_a_committed_history_and_nothing_else() -> None:
+    on_disk = {p.stem for p in HISTORIES.glob("*.json")}
+    assert on_disk == set(FLOWS), (
+        f"missing {sorted(set(FLOWS) - on_disk)}, unexpected {sorted(on_disk - set(FLOWS))}"
+    )
+    for path in HISTORIES.glob("*.json"):
+        assert json.loads(path.read_text())["events"], path
+
+
+@pytest.mark.parametrize("name", sorted(FLOWS))
+async def test_recorded_history_replays_deterministically(name: str) -> None:
+    failure = await _replay_failure(_load(name), AgentSagaWorkflow)
+    assert failure is None, f"{name}: {type(failure).__name__}: {failure}"
+
+
+# ---- the replay test can fail ----------------------------------------------------------------
+
+
+@workflow.defn(name="AgentSaga")
+class OpensAfterFirstStep(AgentSagaWorkflow):
+    """A plausible edit: journal SAGA_OPENED after the first tool call instead of before.
+    The same activities, run in a different order."""
+
+    _deferred: JournalEventInput | None = None
+
+    @workflow.run
+    async def run(self, inp: SagaInput) -> SagaResult:
+        return await super().run(inp)
+
+    async def _journal(self, event: JournalEventInput) -> EntryRef:
+        if event.phase == Phase.SAGA_OPENED:
+            self._deferred = event
+            return EntryRef(seq=1, hash="0" * 64, phase=event.phase)
+        return await super()._journal(event)
+
+    async def _run_tool(self, step: int, call: ToolCall, approved: str | None) -> ToolOutcome:
+        outcome = await super()._run_tool(step, call, approved)
+        if self._deferred is not None:
+            event, self._deferred = self._deferred, None
+            await super()._journal(event)
+        return outcome
+
+
+@workflow.defn(name="AgentSaga")
+class SkipsTheApprovalJournal(AgentSagaWorkflow):
+    """Another plausible edit: stop journaling decisions (an activity fewer)."""
+
+    @workflow.run
+    async def run(self, inp: SagaInput) -> SagaResult:
+        return await super().run(inp)
+
+    async def _journal(self, event: JournalEventInput) -> EntryRef:
+        if event.phase in (Phase.APPROVED, Phase.REJECTED):
+            return EntryRef(seq=0, hash="0" * 64, phase=event.phase)
+        return await super()._journal(event)
+
+
+@workflow.defn(name="AgentSaga")
+class RunsPlanBackwards(AgentSagaWorkflow):
+    """Runs the plan's tool calls last to first: wrong, but the same commands (one
+    sagacity.run_tool activity per step) in the same sequence."""
+
+    @workflow.init
+    def __init__(self, inp: SagaInput) -> None:
+        plan = list(reversed(inp.plan)) if inp.plan is not None else None
+        super().__init__(inp.model_copy(update={"plan": plan}))
+
+    @workflow.run
+    async def run(self, inp: SagaInput) -> SagaResult:
+        return await super().run(inp)
+
+
+@pytest.mark.parametrize(
+    ("mutant", "name"),
+    [
+        (OpensAfterFirstStep, "happy_path"),
+        (OpensAfterFirstStep, "agent_scripted"),
+        (SkipsTheApprovalJournal, "approve_by_signal"),
+        (SkipsTheApprovalJournal, "reject_by_signal"),
+    ],
+)
+async def test_replay_catches_a_nondeterministic_edit(mutant: type, name: str) -> None:
+    failure = await _replay_failure(_load(name), mutant)
+    assert failure is not None, f"{mutant.__name__} replayed {name} without complaint"
+    assert isinstance(failure, workflow.NondeterminismError), repr(failure)
+
+    with pytest.raises(workflow.NondeterminismError):
+        await _replayer(mutant).replay_workflow(_load(name))
+
+
+async def test_replay_does_not_see_reordered_activities_of_one_type() -> None:
+    """Pins the limit described in the module docstring; if Temporal ever starts
+    comparing activity arguments on replay, this fails and the docstring must change."""
+    for name in ("happy_path", "approve_by_signal"):
+        failure = await _replay_failure(_load(name), RunsPlanBackwards)
+        assert failure is None, f"{name}: {failure!r}"
+
+
+# ---- freshly recorded histories replay too -------------------------------------------------
+
+
+@pytest.mark.temporal
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", sorted(FLOWS))
+async def test_fresh_history_replays(saga: Any, name: str) -> None:
+    """Record the flow now on the test server and replay it: catches nondeterminism in the
+    current code (a stray clock read, random, set iteration) that the committed histories,
+    recorded by older code, would not exercise."""
+    handle = await FLOWS[name](saga, f"fresh-{name}-{saga.task_queue}")
+    history = await handle.fetch_history()
+    failure = await _replay_failure(history, AgentSagaWorkflow)
+    assert failure is None, f"{name}: {type(failure).__name__}: {failure}"
+
+
+@pytest.mark.temporal
+@pytest.mark.timeout(60)
+async def test_the_backwards_mutant_really_runs_backwards(saga: Any) -> None:
+    """So the test above is not vacuous: run live, the mutant does reorder the effects."""
+    from temporalio.worker import Worker
+
+    from activities import SagaActivities
+    from sagacity.toolbox import Toolbox
+
+    task_queue = f"{saga.task_queue}-backwards"
+    async with Worker(
+        saga.client,
+        task_queue=task_queue,
+        workflows=[RunsPlanBackwards],
+        activities=SagaActivities(saga.store, Toolbox.build(saga.shop)).all(),
+        workflow_runner=_runner(),
+    ):
+        handle = await FLOWS["happy_path"](
+            _OnQueue(saga, task_queue), f"backwards-{saga.task_queue}"
+        )
+    intents = [e.tool for e in saga.store.entries(handle.id) if e.phase is Phase.INTENT]
+    assert intents == ["ship_order", "charge_card", "reserve_inventory"]
+
+
+class _OnQueue:
+    def __init__(self, harness: Any, task_queue: str) -> None:
+        self.client, self.store, self.shop = harness.client, harness.store, harness.shop
+        self.task_queue = task_queue
