@@ -75,6 +75,7 @@ class AgentSagaWorkflow:
         self._invalid_in_a_row = 0
         self._compensation_started = False
         self._head: EntryRef | None = None
+        self._published: tuple[str, bool] | None = None
         self._gate = ApprovalGate(
             self._saga_id,
             frozenset(inp.approvers) if inp.approvers is not None else None,
@@ -413,13 +414,17 @@ class AgentSagaWorkflow:
         )
 
     def _publish(self) -> None:
-        """Search attributes and current details, as the Temporal UI shows them."""
-        workflow.upsert_search_attributes(
-            [
-                SAGA_STATUS.value_set(self._status.value),
-                SAGA_NEEDS_HUMAN.value_set(self._needs_human()),
-            ]
-        )
+        """Search attributes and current details, as the Temporal UI shows them.
+
+        Search attributes are upserted only when they change: each upsert is a command
+        and an event in history, and a saga of hundreds of steps should not pay for one
+        per step."""
+        attributes = (self._status.value, self._needs_human())
+        if attributes != self._published:
+            self._published = attributes
+            workflow.upsert_search_attributes(
+                [SAGA_STATUS.value_set(attributes[0]), SAGA_NEEDS_HUMAN.value_set(attributes[1])]
+            )
         recent = list(self._steps.values())[-50:]
         workflow.set_current_details(
             steps_markdown(self._status.value, (r.model_dump() for r in recent))
