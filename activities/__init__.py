@@ -30,6 +30,7 @@ from sagacity.errors import (
     SagacityError,
     SagaClosedError,
 )
+from sagacity.phases import Phase
 from sagacity.stores.base import JournalStore
 from sagacity.toolbox import Toolbox
 
@@ -93,7 +94,17 @@ class SagaActivities:
                 actor=req.actor,
             )
             return entry_ref(await store_call(self.store.append, draft))
-        except (InvalidEntryError, JournalConflictError, SagaClosedError) as exc:
+        except JournalConflictError as exc:
+            if req.phase == Phase.SAGA_OPENED:
+                raise ApplicationError(
+                    f"saga id {req.saga_id!r} was used before: its journal is already open "
+                    "(or closed) by another run. Saga ids are never reused; start the saga "
+                    "with a new id.",
+                    type="SagaIdReused",
+                    non_retryable=True,
+                ) from exc
+            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+        except (InvalidEntryError, SagaClosedError) as exc:
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
 
     @activity.defn(name=FENCE_STEP)

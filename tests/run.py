@@ -10,10 +10,28 @@ died before finishing) is a failure.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+
+
+def _stop_group(pgid: int) -> None:
+    """Terminate what is left in the test run's process group, then kill stragglers."""
+    for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 0.0)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
 
 
 def main(argv: list[str]) -> int:
@@ -21,7 +39,14 @@ def main(argv: list[str]) -> int:
         status_file = Path(scratch) / "exitstatus"
         env = dict(os.environ, SAGACITY_TEST_STATUS_FILE=str(status_file))
         cmd = [sys.executable, "-m", "pytest", "-p", "tests.status_plugin", *argv]
-        child = subprocess.run(cmd, env=env, check=False)
+        child = subprocess.Popen(cmd, env=env, start_new_session=True)
+        try:
+            child.wait()
+        except KeyboardInterrupt:  # its own session does not get the terminal's Ctrl-C
+            child.send_signal(signal.SIGINT)
+            child.wait()
+        finally:
+            _stop_group(child.pid)
         if child.returncode >= 0 and child.returncode != 139:
             return child.returncode
         if status_file.exists():

@@ -1,67 +1,75 @@
-"""The `sagacity` command line: worker, dev server, demo.
+"""The `sagacity` command line (also `python -m worker`).
 
-User errors print one line and exit non-zero; no tracebacks for things a user can fix.
+Commands are grouped by concern: sagas (worker.cli_sagas), approvals
+(worker.cli_approvals), the journal (worker.cli_journal), servers (worker.cli_server).
+Configuration comes from SAGACITY_ environment variables (worker.settings), overridden by
+the global options. User errors print one line and exit non-zero; no tracebacks for
+things a user can fix.
 """
 
 from __future__ import annotations
 
-import asyncio
-import sys
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from sagacity.errors import SagacityError
-from worker.settings import Settings
+from worker import cli_approvals, cli_journal, cli_sagas, cli_server
+from worker.cli_common import CliState, err, fail
+
+__all__ = ["app", "err", "fail", "main"]
 
 app = typer.Typer(
-    add_completion=False, no_args_is_help=True, help="Safe real-world actions for AI agents."
+    add_completion=False,
+    no_args_is_help=True,
+    help="Safe real-world actions for AI agents: durable sagas on Temporal.",
+    pretty_exceptions_show_locals=False,  # locals would print settings, API keys included
 )
-console = Console(width=None if sys.stdout.isatty() else 120)
-err = Console(stderr=True)
 
 
-def fail(message: str, code: int = 1) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
-    return typer.Exit(code)
-
-
-@app.command()
-def worker(
-    tools: Annotated[str | None, typer.Option(help="module:attr of the Toolbox to serve")] = None,
-    journal: Annotated[
-        str | None, typer.Option(help="journal URL (overrides SAGACITY_JOURNAL_URL)")
+@app.callback()
+def _global_options(
+    ctx: typer.Context,
+    address: Annotated[
+        str | None,
+        typer.Option("--address", help="Temporal host:port \\[env: SAGACITY_TEMPORAL_ADDRESS]"),
     ] = None,
-    task_queue: Annotated[str | None, typer.Option(help="task queue")] = None,
+    namespace: Annotated[
+        str | None, typer.Option(help="Temporal namespace \\[env: SAGACITY_NAMESPACE]")
+    ] = None,
+    task_queue: Annotated[
+        str | None, typer.Option(help="task queue of the sagas \\[env: SAGACITY_TASK_QUEUE]")
+    ] = None,
+    journal: Annotated[
+        str | None,
+        typer.Option(
+            "--journal",
+            help="journal URL: sqlite:///path.db or postgresql://… \\[env: SAGACITY_JOURNAL_URL]",
+        ),
+    ] = None,
 ) -> None:
-    """Run a saga worker until interrupted."""
-    from worker.run import run_worker
-
-    overrides = {"tools": tools, "journal_url": journal, "task_queue": task_queue}
-    settings = Settings().model_copy(update={k: v for k, v in overrides.items() if v})
-    try:
-        asyncio.run(run_worker(settings))
-    except SagacityError as exc:
-        raise fail(str(exc)) from None
-    except RuntimeError as exc:  # temporalio raises RuntimeError when it cannot connect
-        raise fail(f"cannot reach Temporal at {settings.temporal_address}: {exc}") from None
+    overrides = {
+        "temporal_address": address,
+        "namespace": namespace,
+        "task_queue": task_queue,
+        "journal_url": journal,
+    }
+    ctx.obj = CliState({k: v for k, v in overrides.items() if v is not None})
 
 
-@app.command()
-def demo(
-    keep_server: Annotated[
-        bool, typer.Option("--keep-server", help="keep the dev server and UI up")
-    ] = False,
-) -> None:
-    """Run three example sagas on an embedded dev server and verify their journals."""
-    from worker.demo import run_demo
-
-    try:
-        code = asyncio.run(run_demo(keep_server=keep_server, console=console))
-    except SagacityError as exc:
-        raise fail(str(exc)) from None
-    raise typer.Exit(code)
+app.command()(cli_server.dev)
+app.command()(cli_server.worker)
+app.command()(cli_sagas.start)
+app.command()(cli_sagas.status)
+app.command("list")(cli_sagas.list_cmd)
+app.command()(cli_sagas.pending)
+app.command()(cli_approvals.approve)
+app.command()(cli_approvals.reject)
+app.command()(cli_sagas.cancel)
+app.command()(cli_journal.journal)
+app.command()(cli_journal.verify)
+app.command()(cli_journal.export)
+app.command("verify-file")(cli_journal.verify_file)
+app.command()(cli_server.demo)
 
 
 def main() -> None:

@@ -1,17 +1,51 @@
-"""Rich renderings shared by the CLI and the demo: journal tables and verify lines."""
+"""Rich renderings shared by the CLI and the demo: journal, saga and approval tables and
+verify lines.
+
+Every value that comes from a saga (ids, tool names, payloads, errors, approvers) is put
+in a `Text`, never in a markup string: `[/x]` in an approver's name must print as itself,
+not restyle the table or crash it.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
 
+from rich.console import Group, RenderableType
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from sagacity.chain import VerifyReport
 from sagacity.entry import JournalEntry
+from workflows.models import PendingApproval, SagaResult, SagaView, StepReport
+
+STATUS_STYLE = {
+    "COMPLETED": "green",
+    "COMPENSATED": "yellow",
+    "COMPENSATION_FAILED": "bold red",
+    "COMPENSATING": "yellow",
+    "AWAITING_APPROVAL": "bold magenta",
+    "RUNNING": "cyan",
+}
+
+
+def _t(value: object, style: str = "") -> Text:
+    return Text("" if value is None else str(value), style=style)
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S") if moment else ""
+
+
+def status_text(status: str | None) -> Text:
+    return _t(status or "-", STATUS_STYLE.get(status or "", ""))
 
 
 def journal_table(saga_id: str, entries: Iterable[JournalEntry]) -> Table:
-    table = Table(title=f"journal of {saga_id}", title_justify="left", show_lines=False)
+    table = Table(title=_t(f"journal of {saga_id}"), title_justify="left", show_lines=False)
     for column in ("seq", "phase", "step", "tool", "actor", "detail", "hash"):
         table.add_column(column, overflow="fold", no_wrap=column in ("seq", "step", "hash"))
     for entry in entries:
@@ -19,25 +53,139 @@ def journal_table(saga_id: str, entries: Iterable[JournalEntry]) -> Table:
         if not detail and entry.phase.is_lifecycle and isinstance(entry.result, dict):
             detail = str(entry.result.get("status") or "")
         table.add_row(
-            str(entry.seq),
-            entry.phase.value,
-            str(entry.step),
-            entry.tool,
-            entry.actor or "",
-            detail[:60],
-            entry.hash[:12],
+            _t(entry.seq),
+            _t(entry.phase.value),
+            _t(entry.step),
+            _t(entry.tool),
+            _t(entry.actor or ""),
+            _t(detail[:60]),
+            _t(entry.hash[:12]),
         )
     return table
 
 
 def verify_line(report: VerifyReport) -> str:
+    """One line of rich markup; saga-provided text is escaped."""
+    saga = escape(report.saga_id)
     if report.ok:
         state = "closed" if report.closed else "open"
         return (
-            f"[green]verified[/] {report.saga_id}: {report.entries} entries, chain intact "
+            f"[green]verified[/] {saga}: {report.entries} entries, chain intact "
             f"({state}), head {report.head_hash[:16]}"
         )
+    reason = report.reason.value if report.reason is not None else "broken"
     return (
-        f"[red]BROKEN[/] {report.saga_id}: first broken seq {report.first_broken_seq} "
-        f"({report.reason}): {report.detail}"
+        f"[red]BROKEN[/] {saga}: first broken seq {report.first_broken_seq} "
+        f"({reason}): {escape(report.detail)}"
     )
+
+
+def sagas_table(summaries: Iterable[Any]) -> Table:
+    """worker.client.SagaSummary rows: what visibility knows without a worker."""
+    table = Table(title_justify="left")
+    for column in ("saga", "status", "needs human", "started (UTC)", "closed (UTC)", "workflow"):
+        table.add_column(column, overflow="fold")
+    for s in summaries:
+        table.add_row(
+            _t(s.saga_id),
+            status_text(s.status or s.execution_status),
+            _t("YES", "bold red") if s.needs_human else _t("no" if s.needs_human is False else ""),
+            _t(_when(s.started)),
+            _t(_when(s.closed)),
+            _t(s.execution_status),
+        )
+    return table
+
+
+def payload_json(payload: Any) -> str:
+    return json.dumps(payload, ensure_ascii=False, sort_keys=True, indent=2)
+
+
+def _pending_grid(p: PendingApproval) -> Table:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
+    grid.add_row("saga", _t(p.saga_id))
+    grid.add_row("step", _t(f"{p.step} ({p.tool})"))
+    grid.add_row("requested", _t(f"{_when(p.requested_at)} UTC"))
+    if p.deadline is not None:
+        grid.add_row("deadline", _t(f"{_when(p.deadline)} UTC"))
+    grid.add_row("payload", _t(p.canonical_payload))
+    grid.add_row("sha256", _t(p.payload_sha256))
+    return grid
+
+
+def pending_list(items: Iterable[Any]) -> RenderableType:
+    """worker.client.PendingItem blocks: every saga waiting for a human, one block each so
+    that a hash is never folded across lines when it is copied."""
+    blocks: list[RenderableType] = []
+    for item in items:
+        if blocks:
+            blocks.append(Text(""))
+        if item.pending is None:
+            blocks.append(_t(f"{item.summary.saga_id}: {item.error}", "red"))
+        else:
+            blocks.append(_pending_grid(item.pending))
+    return Group(*blocks)
+
+
+def pending_panel(p: PendingApproval, local_hash: str) -> RenderableType:
+    """What an approver reviews before deciding: the exact payload and both hashes."""
+    grid = _pending_grid(p)
+    grid.add_row("recomputed", _t(f"{local_hash} (matches)", "green"))
+    return Group(
+        Text("payload to approve:", style="bold"),
+        _t(payload_json({"tool": p.tool, "args": p.payload})),
+        grid,
+    )
+
+
+def steps_table(steps: Iterable[StepReport]) -> Table:
+    table = Table(title="steps", title_justify="left")
+    for column in ("step", "tool", "status", "seq", "hash", "approver", "error"):
+        table.add_column(column, overflow="fold", no_wrap=column in ("step", "seq"))
+    for s in steps:
+        table.add_row(
+            _t(s.step),
+            _t(s.tool),
+            status_text(s.status),
+            _t(s.seq),
+            _t((s.hash or "")[:12]),
+            _t(s.approver),
+            _t(s.error, "red"),
+        )
+    return table
+
+
+def saga_overview(summary: Any, view: SagaView | SagaResult | None) -> Table:
+    """Key facts of one saga: visibility's summary plus the query or result, if known."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column(overflow="fold")
+    status = view.status.value if view is not None else summary.status
+    grid.add_row("saga", _t(summary.saga_id))
+    grid.add_row("status", status_text(status))
+    grid.add_row("workflow", _t(f"{summary.execution_status} on task queue {summary.task_queue}"))
+    grid.add_row("started", _t(f"{_when(summary.started)} UTC"))
+    if summary.closed is not None:
+        grid.add_row("closed", _t(f"{_when(summary.closed)} UTC"))
+    needs_human = view.needs_human if view is not None else summary.needs_human
+    if needs_human:
+        grid.add_row("needs human", _t("YES: a step has an unknown outcome", "bold red"))
+    if view is not None and view.first_failure:
+        grid.add_row("failure", _t(view.first_failure, "red"))
+    if isinstance(view, SagaResult):
+        if view.final_answer:
+            grid.add_row("answer", _t(view.final_answer))
+        if view.head_seq is not None:
+            grid.add_row("journal head", _t(f"seq {view.head_seq} {view.head_hash or ''}"))
+        for c in view.compensations:
+            outcome = "compensated" if c.ok else f"COMPENSATION FAILED: {c.error}"
+            grid.add_row("compensation", _t(f"step {c.step} {c.tool}: {outcome}"))
+    if isinstance(view, SagaView) and view.pending_approval is not None:
+        p = view.pending_approval
+        grid.add_row(
+            "awaiting",
+            _t(f"step {p.step} {p.tool} sha256 {p.payload_sha256}", "magenta"),
+        )
+    return grid

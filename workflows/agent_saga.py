@@ -105,7 +105,10 @@ class AgentSagaWorkflow:
                 JournalEventInput(
                     saga_id=self._saga_id,
                     phase=Phase.SAGA_OPENED,
-                    input=inp.model_dump(mode="json", exclude={"model": {"script"}, "carry": True}),
+                    input={
+                        "run_id": workflow.info().run_id,
+                        **inp.model_dump(mode="json", exclude={"model": {"script"}, "carry": True}),
+                    },
                 )
             )
         cancelled: BaseException | None = None

@@ -13,6 +13,8 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -75,6 +77,13 @@ def _row_to_entry(row: tuple[object, ...]) -> JournalEntry:
     )
 
 
+@dataclass
+class _Slot:
+    conn: sqlite3.Connection
+    lock: threading.Lock
+    closed: bool = False
+
+
 class SqliteJournalStore(JournalStore):
     """One connection per thread; appends serialized by SQLite's write lock."""
 
@@ -84,11 +93,13 @@ class SqliteJournalStore(JournalStore):
         self.url = f"sqlite:///{path}"
         self._busy_timeout_s = busy_timeout_s
         self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
+        self._slots: list[_Slot] = []
         self._all_lock = threading.Lock()
+        self._closed = False
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn().executescript(_SCHEMA)
+            with self._using() as conn:
+                conn.executescript(_SCHEMA)
         except (OSError, sqlite3.Error) as exc:
             self.close()
             raise StoreUnavailableError(
@@ -106,24 +117,40 @@ class SqliteJournalStore(JournalStore):
         # SQLAlchemy convention: sqlite:///relative.db, sqlite:////absolute/path.db
         return cls(Path(raw[1:] if raw.startswith("/") else raw), clock)
 
-    def _conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(
-                self.path,
-                timeout=self._busy_timeout_s,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
-            self._local.conn = conn
+    @contextmanager
+    def _using(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection, held under its own lock.
+
+        A sqlite3 connection must not be closed while a statement runs on it: `close()`
+        takes each connection's lock first, so a straggling thread (an activity's
+        to_thread call outliving a cancel) finishes its statement before the close.
+        """
+        slot: _Slot | None = getattr(self._local, "slot", None)
+        if slot is None:
             with self._all_lock:
-                self._all.append(conn)
-        return conn
+                if self._closed:
+                    raise StoreUnavailableError(f"the SQLite journal at {self.path} is closed")
+                conn = sqlite3.connect(
+                    self.path,
+                    timeout=self._busy_timeout_s,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=FULL")
+                slot = _Slot(conn, threading.Lock())
+                self._slots.append(slot)
+            self._local.slot = slot
+        with slot.lock:
+            if slot.closed:
+                raise StoreUnavailableError(f"the SQLite journal at {self.path} is closed")
+            yield slot.conn
 
     def append(self, draft: EntryDraft) -> JournalEntry:
-        conn = self._conn()
+        with self._using() as conn:
+            return self._append(conn, draft)
+
+    def _append(self, conn: sqlite3.Connection, draft: EntryDraft) -> JournalEntry:
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
@@ -178,46 +205,37 @@ class SqliteJournalStore(JournalStore):
                 f"journal append for saga {draft.saga_id!r} not written: {exc}; retry"
             ) from exc
 
+    def _rows(self, sql: str, params: tuple[object, ...]) -> list[tuple[object, ...]]:
+        with self._using() as conn:
+            return conn.execute(sql, params).fetchall()
+
     def entries(self, saga_id: str, *, after_seq: int = 0) -> Iterator[JournalEntry]:
         """Keyset pagination in batches: constant memory, no long-lived read transaction."""
         last = after_seq
         while True:
-            rows = (
-                self._conn()
-                .execute(
-                    f"SELECT {_COLUMNS} FROM journal "
-                    "WHERE saga_id=? AND seq>? ORDER BY seq LIMIT ?",
-                    (saga_id, last, _BATCH),
-                )
-                .fetchall()
+            rows = self._rows(
+                f"SELECT {_COLUMNS} FROM journal WHERE saga_id=? AND seq>? ORDER BY seq LIMIT ?",
+                (saga_id, last, _BATCH),
             )
             for row in rows:
                 yield _row_to_entry(row)
             if len(rows) < _BATCH:
                 return
-            last = int(rows[-1][1])
+            last = int(rows[-1][1])  # type: ignore[call-overload]
 
     def head(self, saga_id: str) -> JournalEntry | None:
-        row = (
-            self._conn()
-            .execute(
-                f"SELECT {_COLUMNS} FROM journal WHERE saga_id=? ORDER BY seq DESC LIMIT 1",
-                (saga_id,),
-            )
-            .fetchone()
+        rows = self._rows(
+            f"SELECT {_COLUMNS} FROM journal WHERE saga_id=? ORDER BY seq DESC LIMIT 1",
+            (saga_id,),
         )
-        return _row_to_entry(row) if row else None
+        return _row_to_entry(rows[0]) if rows else None
 
     def sagas(self) -> Iterator[str]:
         last = ""
         while True:
-            rows = (
-                self._conn()
-                .execute(
-                    "SELECT DISTINCT saga_id FROM journal WHERE saga_id>? ORDER BY saga_id LIMIT ?",
-                    (last, _BATCH),
-                )
-                .fetchall()
+            rows = self._rows(
+                "SELECT DISTINCT saga_id FROM journal WHERE saga_id>? ORDER BY saga_id LIMIT ?",
+                (last, _BATCH),
             )
             for (saga,) in rows:
                 yield str(saga)
@@ -226,32 +244,26 @@ class SqliteJournalStore(JournalStore):
             last = str(rows[-1][0])
 
     def step_entries(self, saga_id: str, step: int) -> list[JournalEntry]:
-        rows = (
-            self._conn()
-            .execute(
-                f"SELECT {_COLUMNS} FROM journal WHERE saga_id=? AND step=? ORDER BY seq",
-                (saga_id, step),
-            )
-            .fetchall()
+        rows = self._rows(
+            f"SELECT {_COLUMNS} FROM journal WHERE saga_id=? AND step=? ORDER BY seq",
+            (saga_id, step),
         )
         return [_row_to_entry(row) for row in rows]
 
     def fence(self, saga_id: str, step: int) -> None:
-        self._conn().execute(
-            "INSERT OR IGNORE INTO fences (saga_id, step) VALUES (?, ?)", (saga_id, step)
-        )
+        with self._using() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO fences (saga_id, step) VALUES (?, ?)", (saga_id, step)
+            )
 
     def is_fenced(self, saga_id: str, step: int) -> bool:
-        row = (
-            self._conn()
-            .execute("SELECT 1 FROM fences WHERE saga_id=? AND step=?", (saga_id, step))
-            .fetchone()
-        )
-        return row is not None
+        return bool(self._rows("SELECT 1 FROM fences WHERE saga_id=? AND step=?", (saga_id, step)))
 
     def close(self) -> None:
         with self._all_lock:
-            for conn in self._all:
-                conn.close()
-            self._all.clear()
-        self._local = threading.local()
+            self._closed = True
+            slots, self._slots = self._slots, []
+        for slot in slots:
+            with slot.lock:
+                slot.closed = True
+                slot.conn.close()

@@ -28,11 +28,8 @@ from activities.openai_model import OpenAIChatModel
 from examples.orders import Shop
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
-from tests.workflows.conftest import journal, temporal_env
 from worker.app import new_worker
 from workflows.models import ModelSettings, SagaInput, SagaResult
-
-__all__ = ["journal", "temporal_env"]  # fixtures shared with the workflow tests
 
 _ids = itertools.count(1)
 

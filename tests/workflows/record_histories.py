@@ -57,7 +57,7 @@ Handle = WorkflowHandle[object, SagaResult]
 
 
 class Harness(Protocol):
-    """What a flow needs; tests.workflows.conftest.SagaHarness fits."""
+    """What a flow needs; tests.conftest.SagaHarness fits."""
 
     client: Client
     store: JournalStore

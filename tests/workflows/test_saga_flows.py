@@ -92,3 +92,19 @@ async def test_compensation_that_keeps_failing_is_journaled_and_the_rest_still_r
     assert saga.shop.stock("widget") == 10  # step 1 was still compensated after step 2 failed
     assert [(c.step, c.ok) for c in result.compensations] == [(2, False), (1, True)]
     assert verify_chain(result.saga_id, saga.store.entries(result.saga_id)).ok
+
+
+async def test_a_reused_saga_id_is_refused_and_the_old_journal_untouched(saga) -> None:
+    from temporalio.client import WorkflowFailureError
+
+    first = await saga.run(SagaInput(plan=[RESERVE]))
+    before = list(saga.store.entries(first.saga_id))
+
+    handle = await saga.start(SagaInput(plan=[RESERVE]), saga_id=first.saga_id)
+    try:
+        await handle.result()
+        raise AssertionError("a reused saga id must not run")
+    except WorkflowFailureError as exc:
+        assert "never reused" in str(exc.cause)
+    assert list(saga.store.entries(first.saga_id)) == before
+    assert saga.shop.stock("widget") == 8  # the second run reserved nothing

@@ -1,0 +1,35 @@
+# The sagacity worker image: `docker compose build worker`, or
+#   docker build -t sagacity-worker .
+# It installs the project (not editable) into a virtual environment and runs the worker;
+# configuration comes from SAGACITY_* environment variables (worker/settings.py).
+
+FROM python:3.11-slim AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+# The packages pyproject.toml ships (a test checks this list against it), plus the files
+# its metadata names. Copied explicitly so nothing else (tests, .env, journals) gets in.
+COPY pyproject.toml README.md ./
+COPY sagacity ./sagacity
+COPY activities ./activities
+COPY workflows ./workflows
+COPY worker ./worker
+COPY examples ./examples
+RUN python -m venv /opt/sagacity \
+    && /opt/sagacity/bin/pip install --no-cache-dir . \
+    && /opt/sagacity/bin/python -c "import sagacity, activities, workflows, worker, examples"
+
+FROM python:3.11-slim
+ENV PATH=/opt/sagacity/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1
+COPY --from=build /opt/sagacity /opt/sagacity
+# An unprivileged user; /app/.sagacity is where the example shop and a SQLite journal
+# would live (a volume in docker-compose.yml).
+RUN useradd --system --uid 10001 --user-group --home-dir /app --shell /usr/sbin/nologin sagacity \
+    && mkdir -p /app/.sagacity \
+    && chown -R sagacity:sagacity /app
+WORKDIR /app
+USER sagacity
+# SIGTERM stops polling and lets running activities finish (worker/run.py).
+STOPSIGNAL SIGTERM
+CMD ["python", "-m", "worker", "worker"]

@@ -1,0 +1,196 @@
+"""Long-running commands as real processes: `dev` (its own server, UI and worker), `worker`
+(against the shared dev server) and `demo`; each stops cleanly and leaves nothing behind."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from examples.orders import Shop
+
+from .conftest import Ran, cli_env, invoke_sync, run_subprocess
+
+pytestmark = [pytest.mark.temporal, pytest.mark.timeout(240)]
+
+RESERVE = {"tool": "reserve_inventory", "args": {"sku": "widget", "qty": 1}}
+WIRE = {"tool": "send_wire_transfer", "args": {"iban": "DE89370400440532013000", "amount": 7}}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def nothing_listens(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+def processes_mentioning(text: str) -> list[str]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if text in cmdline:
+            found.append(f"{pid}: {cmdline}")
+    return found
+
+
+@asynccontextmanager
+async def process(
+    *args: str, env: dict[str, str], cwd: Path, ready: str
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, list[str]]]:
+    """`python -m worker ARGS`, yielded once it printed `ready`; stopped with SIGINT."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "worker", *args, env=env, cwd=cwd,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    lines: list[str] = []
+    try:
+        async with asyncio.timeout(90):
+            while not any(ready in line for line in lines):
+                line = (await proc.stdout.readline()).decode()
+                if not line:
+                    err = (await proc.stderr.read()).decode() if proc.stderr else ""
+                    pytest.fail(f"{args} exited before {ready!r}: {lines} {err}")
+                lines.append(line)
+        yield proc, lines
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                await asyncio.wait_for(proc.wait(), 30)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+                raise
+
+
+async def stop(proc: asyncio.subprocess.Process, sig: int = signal.SIGINT) -> Ran:
+    proc.send_signal(sig)
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode is not None
+    return Ran(proc.returncode, out.decode(), err.decode())
+
+
+async def cli(env: dict[str, str], *args: str) -> Ran:
+    return await asyncio.to_thread(invoke_sync, list(args), env)
+
+
+async def test_dev_serves_temporal_the_ui_and_a_worker_then_stops(tmp_path: Path) -> None:
+    port, ui_port = free_port(), free_port()
+    journal_url = f"sqlite:///{tmp_path}/journal.db"
+    env = cli_env(SAGACITY_JOURNAL_URL=journal_url, SAGACITY_SHOP_PATH=str(tmp_path / "shop.db"))
+    args = ("dev", "--port", str(port), "--ui-port", str(ui_port))
+    async with process(*args, env=env, cwd=tmp_path, ready="press Ctrl-C") as (proc, lines):
+        text = "".join(lines)
+        assert f"Temporal UI: http://127.0.0.1:{ui_port}" in text
+        assert f"export SAGACITY_TEMPORAL_ADDRESS=127.0.0.1:{port}" in text
+        page = await asyncio.to_thread(
+            lambda: urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/", timeout=10).status
+        )
+        assert page == 200
+
+        user = {
+            "SAGACITY_TEMPORAL_ADDRESS": f"127.0.0.1:{port}",
+            "SAGACITY_JOURNAL_URL": journal_url,
+        }
+        plan = tmp_path / "plan.json"
+        plan.write_text(json.dumps([RESERVE, WIRE]))
+        started = await cli(user, "start", "--plan", str(plan), "--id", "dev-saga")
+        assert started.code == 0, started.output
+        deadline = time.monotonic() + 30
+        while True:  # listed by SagaStatus: the search attributes are registered
+            pending = await cli(user, "pending", "--json")
+            assert pending.code == 0, pending.output
+            if [i["saga_id"] for i in json.loads(pending.stdout)] == ["dev-saga"]:
+                break
+            assert time.monotonic() < deadline, pending.output
+            await asyncio.sleep(0.3)
+        approved = await cli(user, "approve", "dev-saga", "--approver", "dev", "--yes")
+        assert approved.code == 0, approved.output
+        deadline = time.monotonic() + 30
+        while "COMPLETED" not in (status := await cli(user, "status", "dev-saga")).stdout:
+            assert time.monotonic() < deadline, status.output
+            await asyncio.sleep(0.3)
+        assert (await cli(user, "verify", "dev-saga")).code == 0
+        assert len(Shop(tmp_path / "shop.db").wires()) == 1
+
+        ran = await stop(proc)
+    assert ran.code == 0, ran
+    assert "stopping" in ran.stdout
+    assert "Traceback" not in ran.stderr
+    assert nothing_listens(port) and nothing_listens(ui_port)
+    assert processes_mentioning(f"--port {port} ") == []
+
+
+async def test_dev_refuses_a_port_in_use(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        env = cli_env(SAGACITY_JOURNAL_URL=f"sqlite:///{tmp_path}/journal.db")
+        ran = await asyncio.to_thread(
+            invoke_sync, ["dev", "--port", str(port)], {k: env[k] for k in env if "SAGACITY" in k}
+        )
+    assert ran.code == 1
+    assert ran.stderr.strip().splitlines() == [
+        f"error: server port {port} is in use (another `sagacity dev` or Temporal?); pick "
+        "another with --port"
+    ]
+
+
+async def test_worker_runs_sagas_until_sigterm(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    task_queue = f"cli-worker-{uuid.uuid4().hex[:8]}"
+    journal_url = f"sqlite:///{tmp_path}/journal.db"
+    env = cli_env(
+        SAGACITY_TEMPORAL_ADDRESS=temporal_env.client.service_client.config.target_host,
+        SAGACITY_TASK_QUEUE=task_queue,
+        SAGACITY_JOURNAL_URL=journal_url,
+        SAGACITY_SHOP_PATH=str(tmp_path / "shop.db"),
+    )
+    async with process("worker", env=env, cwd=tmp_path, ready="sagacity worker:") as (proc, _):
+        plan = tmp_path / "plan.json"
+        plan.write_text(json.dumps([RESERVE]))
+        user = {k: v for k, v in env.items() if k.startswith("SAGACITY_")}
+        ran = await cli(user, "start", "--plan", str(plan), "--wait")
+        assert ran.code == 0, ran.output
+        assert "COMPLETED" in ran.stdout
+        assert Shop(tmp_path / "shop.db").stock("widget") == 9
+        stopped = await stop(proc, signal.SIGTERM)
+    assert stopped.code == 0, stopped
+    assert "Traceback" not in stopped.stderr
+
+
+async def test_demo_runs_three_sagas_and_leaves_nothing_running(tmp_path: Path) -> None:
+    ran = await run_subprocess("demo", env=cli_env(), cwd=tmp_path, timeout=180)
+    assert ran.code == 0, ran.output
+    assert ran.stdout.count("verified demo-") == 3
+    for status in ("COMPLETED", "COMPENSATED"):
+        assert f"final status: {status}" in ran.stdout
+    assert "demo finished" in ran.stdout
+    assert processes_mentioning(str(tmp_path)) == []

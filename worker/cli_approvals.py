@@ -1,0 +1,163 @@
+"""`sagacity approve` and `sagacity reject`: a person at a terminal deciding on the exact
+payload an irreversible step will run with.
+
+The command shows the pending payload, recomputes its hash here from what it shows (and
+refuses to go on if the workflow reports another), asks for confirmation, and sends the
+decision through worker.client.decide, which journals a refusal as evidence.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from sagacity.errors import SagacityError
+from worker.cli_common import console, fail, note, run, say, settings_of
+from worker.client import (
+    NothingPendingError,
+    check_pending,
+    connect,
+    decide,
+    describe_saga,
+    pending_approval,
+    saga_handle,
+)
+from worker.render import pending_panel
+from workflows.models import DecisionResult
+
+SagaId = Annotated[str, typer.Argument(help="the saga id (its workflow id)", show_default=False)]
+Approver = Annotated[
+    str | None,
+    typer.Option(
+        "--approver",
+        envvar="SAGACITY_APPROVER",
+        help="your identity, journaled with the decision \\[env: SAGACITY_APPROVER]",
+        show_envvar=False,
+    ),
+]
+Yes = Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")]
+GivenHash = Annotated[
+    str | None,
+    typer.Option(
+        "--hash",
+        help="the payload sha256 you reviewed (e.g. from `sagacity pending`); sent as given, "
+        "so a stale hash is refused and journaled. Default: the hash of the payload shown",
+    ),
+]
+
+
+class DeclinedError(SagacityError):
+    """The operator answered no at the confirmation prompt."""
+
+
+def _decide(
+    ctx: typer.Context,
+    saga_id: str,
+    *,
+    approve: bool,
+    approver: str | None,
+    yes: bool,
+    given_hash: str | None,
+    reason: str,
+) -> DecisionResult:
+    settings = settings_of(ctx)
+    verb = "approve" if approve else "reject"
+    if not approver or not approver.strip():
+        raise fail(f"{verb} needs --approver NAME (or $SAGACITY_APPROVER): it is journaled")
+
+    async def main() -> DecisionResult:
+        handle = saga_handle(await connect(settings), saga_id)
+        summary = await describe_saga(handle)
+        if not summary.running:
+            raise NothingPendingError(
+                f"saga {saga_id!r} has finished ({summary.status or summary.execution_status}); "
+                f"nothing to {verb}"
+            )
+        pending = await pending_approval(handle)
+        if pending is None:
+            raise NothingPendingError(
+                f"saga {saga_id!r} has nothing pending approval (status "
+                f"{summary.status or summary.execution_status}); see `sagacity pending`"
+            )
+        local = check_pending(pending)
+        console.print(pending_panel(pending, local))
+        sent = local if given_hash is None else given_hash.strip()
+        if sent != local:
+            note(
+                f"warning: the hash you gave ({sent[:16]}…) is not the hash of the payload "
+                "shown; the saga will refuse it and journal the refusal",
+            )
+        if not yes:
+            question = (
+                f"{verb} step {pending.step} ({pending.tool}) of saga {saga_id} as {approver}?"
+            )
+            try:
+                confirmed = typer.confirm(question, default=False, err=True)
+            except typer.Abort:
+                confirmed = False
+            if not sys.stdin.isatty():
+                note("")  # the answer came from a pipe, which echoed no newline
+            if not confirmed:
+                raise DeclinedError(f"not {verb}d: nothing was sent")
+        return await decide(
+            handle,
+            step=pending.step,
+            payload_sha256=sent,
+            approver=approver,
+            approve=approve,
+            reason=reason,
+        )
+
+    return run(main())
+
+
+def approve(
+    ctx: typer.Context,
+    saga_id: SagaId,
+    approver: Approver = None,
+    yes: Yes = False,
+    given_hash: GivenHash = None,
+    reason: Annotated[str, typer.Option(help="a note journaled with the approval")] = "",
+) -> None:
+    """Approve the step a saga is waiting on, bound to the hash of its exact payload."""
+    result = _decide(
+        ctx,
+        saga_id,
+        approve=True,
+        approver=approver,
+        yes=yes,
+        given_hash=given_hash,
+        reason=reason,
+    )
+    say(
+        f"approved step {result.step} of saga {saga_id} as {approver}: journaled APPROVED at "
+        f"seq {result.seq}, hash {result.hash}"
+    )
+
+
+def reject(
+    ctx: typer.Context,
+    saga_id: SagaId,
+    reason: Annotated[str, typer.Option(help="why: journaled with the rejection")],
+    approver: Approver = None,
+    yes: Yes = False,
+    given_hash: GivenHash = None,
+) -> None:
+    """Reject the step a saga is waiting on; the saga compensates its executed steps."""
+    if not reason.strip():
+        raise fail("reject needs a non-empty --reason")
+    result = _decide(
+        ctx,
+        saga_id,
+        approve=False,
+        approver=approver,
+        yes=yes,
+        given_hash=given_hash,
+        reason=reason,
+    )
+    say(
+        f"rejected step {result.step} of saga {saga_id} as {approver}: journaled REJECTED at "
+        f"seq {result.seq}, hash {result.hash}; the saga compensates its executed steps"
+    )

@@ -1,0 +1,324 @@
+"""Saga commands: start, status, list, pending, cancel. (Approvals: worker.cli_approvals.)
+
+They talk to Temporal only, through worker.client; what needs no worker (visibility,
+describe, the result of a closed saga) is read without one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import uuid
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
+
+from sagacity.errors import SagacityError
+from sagacity.phases import SagaStatus
+from worker.cli_common import console, fail, note, run, say, settings_of
+from worker.client import (
+    NoWorkerError,
+    SagaHandle,
+    SagaSummary,
+    cancel_saga,
+    connect,
+    describe_saga,
+    list_sagas,
+    pending_approvals,
+    saga_handle,
+    saga_result,
+    saga_steps,
+    saga_view,
+    start_saga,
+)
+from worker.render import pending_list, saga_overview, sagas_table, steps_table
+from worker.settings import Settings
+from workflows.models import ModelSettings, SagaInput, SagaResult, SagaView, StepReport, ToolCall
+
+RUNNING = WorkflowExecutionStatus.RUNNING.name
+COMPLETED = WorkflowExecutionStatus.COMPLETED.name
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON instead of tables")]
+SagaId = Annotated[str, typer.Argument(help="the saga id (its workflow id)", show_default=False)]
+
+
+def _echo_json(value: Any) -> None:
+    typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def _summary_json(summary: SagaSummary) -> dict[str, Any]:
+    data = asdict(summary)
+    for key in ("started", "closed"):
+        data[key] = data[key].isoformat() if data[key] else None
+    return data
+
+
+def _validation_message(source: str, exc: ValidationError) -> str:
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}"
+        for e in exc.errors(include_url=False)[:5]
+    )
+    return f"{source} is not a valid saga input: {problems}"
+
+
+def read_plan(path: Path, settings: Settings, approvers: list[str] | None) -> SagaInput:
+    """A plan file: a JSON list of {"tool", "args"} calls, or a full SagaInput object."""
+    source = "stdin" if str(path) == "-" else str(path)
+    try:
+        text = sys.stdin.read() if source == "stdin" else path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise fail(f"cannot read plan {source}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno} column {exc.colno}"
+        raise fail(f"{source} is not JSON: {exc.msg} at {where}") from None
+    try:
+        if isinstance(data, list):
+            return SagaInput(
+                plan=[ToolCall.model_validate(call) for call in data],
+                approval_timeout_seconds=settings.approval_timeout_seconds,
+                approvers=approvers,
+            )
+        if not isinstance(data, dict):
+            raise fail(f"{source} must hold a list of tool calls or a saga input object")
+        inp = SagaInput.model_validate(data)
+    except ValidationError as exc:
+        raise fail(_validation_message(source, exc)) from None
+    return inp.model_copy(update={"approvers": approvers}) if approvers else inp
+
+
+async def _announce_approval(handle: SagaHandle) -> None:
+    """While --wait waits, say once when the saga starts waiting for a human."""
+    while True:
+        await asyncio.sleep(1.0)
+        try:
+            summary = await describe_saga(handle)
+        except SagacityError:
+            return  # only a hint; the wait itself reports real trouble
+        if summary.status == SagaStatus.AWAITING_APPROVAL.value:
+            note(
+                f"saga {handle.id} awaits approval: `sagacity pending`, then "
+                f"`sagacity approve {handle.id}` or `sagacity reject {handle.id}`",
+            )
+            return
+
+
+async def _closed_view(handle: SagaHandle) -> SagaResult | None:
+    """The result of a saga that ended with one (completed or compensated); None when it
+    was cancelled or terminated (those end without a result)."""
+    try:
+        return await saga_result(handle)
+    except WorkflowFailureError:
+        return None
+
+
+def start(
+    ctx: typer.Context,
+    plan: Annotated[
+        Path | None,
+        typer.Option(
+            "--plan",
+            help='JSON file ("-" for stdin): a list of {"tool", "args"} or a full SagaInput',
+        ),
+    ] = None,
+    goal: Annotated[str | None, typer.Option(help="the goal for a model-driven saga")] = None,
+    saga_id: Annotated[str | None, typer.Option("--id", help="saga id (default: random)")] = None,
+    allow_approver: Annotated[
+        list[str] | None,
+        typer.Option("--allow-approver", help="only these approvers may decide (repeatable)"),
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="model name for --goal")] = None,
+    provider: Annotated[str, typer.Option(help="model provider for --goal")] = "openai",
+    wait: Annotated[bool, typer.Option("--wait", help="wait for the saga's result")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Start a saga from a plan file or a goal and print its id.
+
+    With --wait, print its result too, and exit 0 only if it COMPLETED.
+    """
+    settings = settings_of(ctx)
+    if (plan is None) == (goal is None):
+        raise fail("give exactly one of --plan FILE or --goal TEXT")
+    if plan is not None:
+        inp = read_plan(plan, settings, allow_approver)
+    else:
+        inp = SagaInput(
+            goal=goal,
+            model=ModelSettings(
+                provider=provider,
+                model=model or settings.openai_model,
+            ),
+            approval_timeout_seconds=settings.approval_timeout_seconds,
+            approvers=allow_approver,
+        )
+    sid = saga_id or f"saga-{uuid.uuid4().hex[:12]}"
+
+    async def main() -> SagaResult | None:
+        client = await connect(settings)
+        handle = await start_saga(client, inp, saga_id=sid, task_queue=settings.task_queue)
+        say(sid)
+        note(
+            f"started saga {sid} on task queue {settings.task_queue}; follow it with "
+            f"`sagacity status {sid}`",
+        )
+        if not wait:
+            return None
+        watcher = asyncio.ensure_future(_announce_approval(handle))
+        try:
+            return await _closed_view(handle)
+        finally:
+            watcher.cancel()
+
+    result = run(main())
+    if not wait:
+        return
+    if result is None:
+        raise fail(f"saga {sid} was cancelled or terminated; see `sagacity journal {sid}`")
+    if as_json:
+        _echo_json(result.model_dump(mode="json"))
+    else:
+        console.print(saga_overview(_result_summary(result, settings), result))
+        console.print(steps_table(result.steps))
+    if result.status is not SagaStatus.COMPLETED:
+        raise typer.Exit(1)
+
+
+def _result_summary(result: SagaResult, settings: Settings) -> SagaSummary:
+    return SagaSummary(
+        saga_id=result.saga_id,
+        run_id=None,
+        status=result.status.value,
+        execution_status=COMPLETED,
+        needs_human=result.needs_human,
+        started=None,
+        closed=None,
+        task_queue=settings.task_queue,
+    )
+
+
+def status(ctx: typer.Context, saga_id: SagaId, as_json: JsonOpt = False) -> None:
+    """Show a saga: status, steps, pending approval, failure, compensations."""
+    settings = settings_of(ctx)
+
+    async def main() -> tuple[SagaSummary, SagaView | SagaResult | None, list[StepReport], str]:
+        handle = saga_handle(await connect(settings), saga_id)
+        summary = await describe_saga(handle)
+        if summary.execution_status == RUNNING:
+            try:
+                view = await saga_view(handle)
+                return summary, view, await saga_steps(handle), ""
+            except NoWorkerError as exc:
+                return summary, None, [], f"{exc}; showing what visibility knows"
+        if summary.execution_status == COMPLETED:
+            result = await _closed_view(handle)
+            if result is not None:
+                return summary, result, result.steps, ""
+        remark = (
+            f"the saga ended {summary.execution_status} without a result; its journal has "
+            f"every step: `sagacity journal {saga_id}`"
+        )
+        return summary, None, [], remark
+
+    summary, view, steps, remark = run(main())
+    if as_json:
+        data = _summary_json(summary)
+        if view is not None:
+            data.update(view.model_dump(mode="json", exclude={"steps"}))
+        data["steps"] = [s.model_dump(mode="json") for s in steps]
+        _echo_json(data)
+    else:
+        console.print(saga_overview(summary, view))
+        if steps:
+            console.print(steps_table(steps))
+    if remark:
+        note(remark)
+
+
+def list_cmd(
+    ctx: typer.Context,
+    status_filter: Annotated[
+        SagaStatus | None,
+        typer.Option("--status", case_sensitive=False, help='filter: SagaStatus="..."'),
+    ] = None,
+    needs_human: Annotated[
+        bool, typer.Option("--needs-human", help="only sagas with an unknown outcome")
+    ] = False,
+    limit: Annotated[int, typer.Option(min=1, help="at most this many, newest first")] = 50,
+    as_json: JsonOpt = False,
+) -> None:
+    """List sagas (a Temporal visibility query), newest first."""
+    settings = settings_of(ctx)
+
+    async def main() -> list[SagaSummary]:
+        client = await connect(settings)
+        return await list_sagas(
+            client, status=status_filter, needs_human=True if needs_human else None, limit=limit
+        )
+
+    found = run(main())
+    if as_json:
+        _echo_json([_summary_json(s) for s in found])
+    elif not found:
+        note("no sagas match")
+    else:
+        console.print(sagas_table(found))
+
+
+def pending(
+    ctx: typer.Context,
+    limit: Annotated[int, typer.Option(min=1, help="at most this many sagas")] = 100,
+    as_json: JsonOpt = False,
+) -> None:
+    """Every saga awaiting approval, with the tool, the exact payload and its hash."""
+    settings = settings_of(ctx)
+
+    async def main() -> list[Any]:
+        return await pending_approvals(await connect(settings), limit=limit)
+
+    items = run(main())
+    if as_json:
+        _echo_json(
+            [
+                {
+                    "saga_id": i.summary.saga_id,
+                    "pending": i.pending.model_dump(mode="json") if i.pending else None,
+                    "error": i.error,
+                }
+                for i in items
+            ]
+        )
+    elif not items:
+        note("no saga is awaiting approval")
+    else:
+        console.print(pending_list(items))
+        note(
+            "decide with `sagacity approve SAGA_ID` or `sagacity reject SAGA_ID --reason ...`",
+        )
+
+
+def cancel(
+    ctx: typer.Context,
+    saga_id: SagaId,
+    wait: Annotated[bool, typer.Option("--wait", help="wait until it has compensated")] = False,
+) -> None:
+    """Cancel a running saga: it compensates its executed steps in reverse order."""
+    settings = settings_of(ctx)
+
+    async def main() -> SagaSummary | None:
+        handle = saga_handle(await connect(settings), saga_id)
+        await cancel_saga(handle)
+        say(f"cancel requested for saga {saga_id}; it compensates its executed steps")
+        if not wait:
+            return None
+        await _closed_view(handle)
+        return await describe_saga(handle)
+
+    closed = run(main())
+    if closed is not None:
+        say(f"saga {saga_id} closed: {closed.status or closed.execution_status}")

@@ -1,0 +1,165 @@
+"""Long-running commands: `dev` (embedded server, UI and worker), `worker`, `demo`."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sagacity.errors import SagacityError
+from sagacity.stores import open_store
+from worker.cli_common import console, fail, run, say, settings_of
+from worker.client import connect_reason
+from worker.settings import Settings
+
+ToolsOpt = Annotated[
+    str | None, typer.Option("--tools", help="module:attr of the Toolbox to serve")
+]
+
+
+class PortInUseError(SagacityError):
+    """The dev server's port (or its UI's) is taken."""
+
+
+def _port_of(address: str, default: int = 7233) -> int:
+    _, _, port = address.rpartition(":")
+    return int(port) if port.isdigit() else default
+
+
+def _check_free(port: int, what: str) -> None:
+    # The dev server does not fail when its port is taken, and the client would then
+    # silently talk to whatever already listens there: refuse up front instead.
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            raise PortInUseError(
+                f"{what} port {port} is in use (another `sagacity dev` or Temporal?); "
+                f"pick another with --{'ui-' if what == 'UI' else ''}port"
+            ) from None
+
+
+async def run_dev(settings: Settings, *, port: int, ui_port: int, db_file: Path | None) -> None:
+    """Start the dev server (UI, search attributes) and a worker; stop both on SIGINT or
+    SIGTERM. The journal and toolbox are opened first, so a bad one starts nothing."""
+    from worker.app import load_toolbox, new_worker
+    from worker.devserver import start_dev_server
+    from worker.run import openai_model
+
+    store = open_store(settings.journal_url)
+    model = None
+    try:
+        model = openai_model(settings)
+        toolbox = load_toolbox(settings.tools)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        env = await start_dev_server(
+            ui=True, port=port, ui_port=ui_port, db_file=str(db_file) if db_file else None
+        )
+        try:
+            worker = new_worker(
+                env.client,
+                store=store,
+                toolbox=toolbox,
+                task_queue=settings.task_queue,
+                max_concurrent_activities=settings.max_concurrent_activities,
+                max_concurrent_workflow_tasks=settings.max_concurrent_workflow_tasks,
+                models={"openai": model} if model is not None else None,
+            )
+            async with worker:
+                address = f"127.0.0.1:{port}"
+                say(f"Temporal dev server: {address} (namespace default)")
+                say(f"Temporal UI: http://127.0.0.1:{ui_port}")
+                say(
+                    f"worker: task queue {settings.task_queue}, journal {store.url}, "
+                    f"tools {', '.join(toolbox.names())}"
+                )
+                if settings.temporal_address != address:
+                    say(f"point other commands here: export SAGACITY_TEMPORAL_ADDRESS={address}")
+                say("press Ctrl-C to stop")
+                await stop.wait()
+                say("stopping…")
+        finally:
+            await env.shutdown()
+    finally:
+        store.close()
+        if model is not None:
+            await model.aclose()
+
+
+def dev(
+    ctx: typer.Context,
+    port: Annotated[
+        int | None, typer.Option(help="frontend port \\[default: from SAGACITY_TEMPORAL_ADDRESS]")
+    ] = None,
+    ui_port: Annotated[int | None, typer.Option(help="UI port \\[default: port + 1000]")] = None,
+    db_file: Annotated[
+        Path | None, typer.Option(help="persist the server's state in this SQLite file")
+    ] = None,
+    tools: ToolsOpt = None,
+) -> None:
+    """Run a local Temporal dev server with its UI, plus a worker, until Ctrl-C.
+
+    The server has sagacity's search attributes registered; its state is in memory unless
+    --db-file is given.
+    """
+    settings = settings_of(ctx, tools=tools)
+    if settings.namespace != "default":
+        raise fail(
+            f"the dev server serves namespace 'default', not {settings.namespace!r}; "
+            "unset SAGACITY_NAMESPACE"
+        )
+    port = port or _port_of(settings.temporal_address)
+    ui_port = ui_port or port + 1000
+
+    async def main() -> None:
+        _check_free(port, "server")
+        _check_free(ui_port, "UI")
+        await run_dev(settings, port=port, ui_port=ui_port, db_file=db_file)
+
+    run(main())
+
+
+def worker(
+    ctx: typer.Context,
+    tools: ToolsOpt = None,
+    journal: Annotated[
+        str | None, typer.Option(help="journal URL (overrides SAGACITY_JOURNAL_URL)")
+    ] = None,
+    task_queue: Annotated[str | None, typer.Option(help="task queue")] = None,
+) -> None:
+    """Run a saga worker until interrupted."""
+    from worker.run import run_worker
+
+    settings = settings_of(ctx, tools=tools, journal_url=journal, task_queue=task_queue)
+
+    async def main() -> None:
+        try:
+            await run_worker(settings)
+        except RuntimeError as exc:  # temporalio raises RuntimeError when it cannot connect
+            if "connect" not in str(exc).lower():
+                raise
+            raise fail(
+                f"cannot reach Temporal at {settings.temporal_address} ({connect_reason(exc)}); "
+                "start one with `sagacity dev` or set SAGACITY_TEMPORAL_ADDRESS"
+            ) from None
+
+    run(main())
+
+
+def demo(
+    keep_server: Annotated[
+        bool, typer.Option("--keep-server", help="keep the dev server and UI up")
+    ] = False,
+) -> None:
+    """Run three example sagas on an embedded dev server and verify their journals."""
+    from worker.demo import run_demo
+
+    code = run(run_demo(keep_server=keep_server, console=console))
+    raise typer.Exit(code)

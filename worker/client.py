@@ -1,0 +1,423 @@
+"""The client side of a saga: start, inspect, decide, cancel — for the CLI and for users.
+
+Every function takes a connected Temporal client (see `connect`) or a saga's workflow
+handle, and turns Temporal's transport errors into typed sagacity errors that say what to
+do, so callers never have to read gRPC status codes.
+
+Approvals go through `decide`: it sends the validated `decide` update, which answers at
+once with the journaled APPROVED/REJECTED entry or a refusal. A refused update leaves no
+trace in history, so `decide` then re-sends the same decision as the `approve`/`reject`
+signal: the workflow judges it again, refuses it again, and journals the refusal as
+evidence (see workflows/approval_gate.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from sagacity.approvals import approval_hash
+from sagacity.errors import SagacityError
+from sagacity.phases import SagaStatus
+from worker.app import connect as _connect
+from worker.settings import Settings
+from workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
+from workflows.models import (
+    DecisionResult,
+    PendingApproval,
+    SagaInput,
+    SagaResult,
+    SagaView,
+    StepReport,
+)
+
+__all__ = [
+    "SAGA_WORKFLOW",
+    "ApprovalRefusedError",
+    "NoWorkerError",
+    "NothingPendingError",
+    "PendingHashMismatchError",
+    "PendingItem",
+    "SagaAlreadyClosedError",
+    "SagaClientError",
+    "SagaExistsError",
+    "SagaHandle",
+    "SagaNotFoundError",
+    "SagaSummary",
+    "TemporalUnavailableError",
+    "cancel_saga",
+    "check_pending",
+    "connect",
+    "decide",
+    "describe_saga",
+    "list_sagas",
+    "pending_approval",
+    "pending_approvals",
+    "saga_handle",
+    "saga_result",
+    "saga_steps",
+    "saga_view",
+    "start_saga",
+]
+
+SAGA_WORKFLOW = "AgentSaga"
+QUERY_TIMEOUT = timedelta(seconds=10)
+"""Queries and updates need a worker; without one they would wait forever."""
+
+SagaHandle = WorkflowHandle[Any, SagaResult]
+
+
+class SagaClientError(SagacityError):
+    """Base of the errors a saga client call raises on purpose."""
+
+
+class TemporalUnavailableError(SagaClientError):
+    """The Temporal server cannot be reached (or the namespace does not exist)."""
+
+
+class SagaNotFoundError(SagaClientError, LookupError):
+    """No saga with this id in the namespace."""
+
+
+class SagaExistsError(SagaClientError):
+    """A saga with this id exists (running or closed): saga ids are never reused."""
+
+
+class SagaAlreadyClosedError(SagaClientError):
+    """The saga has finished; it takes no more decisions or cancels."""
+
+
+class NoWorkerError(SagaClientError):
+    """No worker answered a query or update in time."""
+
+
+class NothingPendingError(SagaClientError):
+    """The saga is not waiting for an approval."""
+
+
+class PendingHashMismatchError(SagaClientError):
+    """The hash the workflow reports is not the hash of the payload it shows: refuse to
+    approve anything until someone finds out why."""
+
+
+class ApprovalRefusedError(SagaClientError):
+    """The saga refused the decision. `journaled` says whether the refusal was re-sent as a
+    signal so the workflow records it in the journal."""
+
+    def __init__(self, reason: str, detail: str, *, journaled: bool) -> None:
+        self.reason = reason
+        self.detail = detail
+        self.journaled = journaled
+        evidence = "journaled as evidence" if journaled else "could not be journaled"
+        super().__init__(f"decision refused: {detail} ({evidence})")
+
+
+@dataclass(frozen=True)
+class SagaSummary:
+    """One saga as Temporal visibility lists it (no worker needed)."""
+
+    saga_id: str
+    run_id: str | None
+    status: str | None
+    """The SagaStatus search attribute, None before the saga's first workflow task."""
+    execution_status: str
+    needs_human: bool | None
+    started: datetime | None
+    closed: datetime | None
+    task_queue: str
+
+    @property
+    def running(self) -> bool:
+        return self.execution_status == WorkflowExecutionStatus.RUNNING.name
+
+
+async def connect(settings: Settings) -> Client:
+    """A client for `settings`, or TemporalUnavailableError saying where it looked."""
+    try:
+        return await _connect(settings)
+    except RuntimeError as exc:  # temporalio raises RuntimeError when it cannot connect
+        raise TemporalUnavailableError(
+            f"cannot reach Temporal at {settings.temporal_address} ({connect_reason(exc)}); "
+            "start one with `sagacity dev` or set SAGACITY_TEMPORAL_ADDRESS"
+        ) from exc
+
+
+def saga_handle(client: Client, saga_id: str) -> SagaHandle:
+    return client.get_workflow_handle(saga_id, result_type=SagaResult)
+
+
+def _client_of(handle: SagaHandle) -> Client:
+    # WorkflowHandle has no public accessor for its client; the messages need its address.
+    client: Client = handle._client
+    return client
+
+
+@contextlib.contextmanager
+def _rpc(client: Client, saga_id: str | None = None) -> Iterator[None]:
+    """Translate Temporal's RPC errors into sagacity errors that say what to do."""
+    try:
+        yield
+    except RPCError as exc:
+        raise _translate(exc, client, saga_id) from exc
+
+
+def _translate(exc: RPCError, client: Client, saga_id: str | None) -> SagacityError:
+    target = client.service_client.config.target_host
+    message = exc.message or str(exc)
+    if exc.status is RPCStatusCode.NOT_FOUND:
+        if "namespace" in message.lower():
+            return TemporalUnavailableError(
+                f"namespace {client.namespace!r} does not exist at {target}; set "
+                "SAGACITY_NAMESPACE or create it"
+            )
+        if "already completed" in message.lower():
+            return SagaAlreadyClosedError(f"saga {saga_id!r} has already finished")
+        return SagaNotFoundError(
+            f"no saga {saga_id!r} in namespace {client.namespace!r} at {target}"
+        )
+    if exc.status in (RPCStatusCode.CANCELLED, RPCStatusCode.DEADLINE_EXCEEDED):
+        if saga_id is None:
+            return TemporalUnavailableError(f"Temporal at {target} did not answer: {message}")
+        return NoWorkerError(
+            f"no worker answered for saga {saga_id!r} within {QUERY_TIMEOUT.seconds}s; is "
+            "`sagacity worker` running on the saga's task queue?"
+        )
+    if exc.status is RPCStatusCode.UNAVAILABLE:
+        return TemporalUnavailableError(f"cannot reach Temporal at {target}: {message}")
+    if exc.status is RPCStatusCode.ALREADY_EXISTS:
+        return SagaExistsError(f"a saga with id {saga_id!r} already exists; pick another id")
+    if exc.status is RPCStatusCode.INVALID_ARGUMENT and "search attribute" in message:
+        return SagaClientError(
+            f"Temporal at {target} refused the query ({message}); register sagacity's search "
+            "attributes SagaStatus (Keyword) and SagaNeedsHuman (Bool) — `sagacity dev` does"
+        )
+    return SagaClientError(f"Temporal refused the request ({exc.status.name}): {message}")
+
+
+def connect_reason(exc: BaseException) -> str:
+    """The readable part of temporalio's connect error ("Connection refused"), not the
+    transport's debug rendering."""
+    text = str(exc)
+    found = re.search(r'message: "([^"]+)"', text) or re.search(r"\(([^()]*error[^()]*)\)", text)
+    if found:
+        return found.group(1)
+    lines = text.strip().splitlines()
+    return lines[0][:200] if lines else type(exc).__name__
+
+
+# ---- starting and reading --------------------------------------------------------------------
+
+
+async def start_saga(
+    client: Client, inp: SagaInput, *, saga_id: str, task_queue: str
+) -> SagaHandle:
+    """Start a saga; its id is the workflow id. An id is never reused, not even after its
+    saga closed: it names the saga's journal chain, and a closed chain takes no entries."""
+    with _rpc(client, saga_id):
+        try:
+            return await client.start_workflow(
+                SAGA_WORKFLOW,
+                inp,
+                id=saga_id,
+                task_queue=task_queue,
+                result_type=SagaResult,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            )
+        except WorkflowAlreadyStartedError as exc:
+            raise SagaExistsError(
+                f"a saga with id {saga_id!r} already exists; pick another id"
+            ) from exc
+
+
+def _summary(saga_id: str, desc: Any) -> SagaSummary:
+    attrs = desc.typed_search_attributes
+    status = desc.status
+    return SagaSummary(
+        saga_id=saga_id,
+        run_id=desc.run_id,
+        status=attrs.get(SAGA_STATUS),
+        execution_status=status.name if status is not None else "UNKNOWN",
+        needs_human=attrs.get(SAGA_NEEDS_HUMAN),
+        started=desc.start_time,
+        closed=desc.close_time,
+        task_queue=desc.task_queue,
+    )
+
+
+async def describe_saga(handle: SagaHandle) -> SagaSummary:
+    """What Temporal knows of the saga without asking a worker."""
+    with _rpc(_client_of(handle), handle.id):
+        desc = await handle.describe()
+    return _summary(handle.id, desc)
+
+
+async def _query(handle: SagaHandle, name: str, result_type: Any) -> Any:
+    with _rpc(_client_of(handle), handle.id):
+        return await handle.query(name, result_type=result_type, rpc_timeout=QUERY_TIMEOUT)
+
+
+async def saga_view(handle: SagaHandle) -> SagaView:
+    """The `status` query (needs a worker)."""
+    view: SagaView = await _query(handle, "status", SagaView)
+    return view
+
+
+async def saga_steps(handle: SagaHandle) -> list[StepReport]:
+    """The `steps` query (needs a worker)."""
+    steps: list[StepReport] = await _query(handle, "steps", list[StepReport])
+    return steps
+
+
+async def pending_approval(handle: SagaHandle) -> PendingApproval | None:
+    """The approval the saga waits for, or None (needs a worker)."""
+    pending: PendingApproval | None = await _query(
+        handle, "pending_approval", PendingApproval | None
+    )
+    return pending
+
+
+async def saga_result(handle: SagaHandle) -> SagaResult:
+    """Wait for the saga's result (read from history: a closed saga needs no worker).
+    Raises temporalio's WorkflowFailureError for a cancelled or terminated saga."""
+    with _rpc(_client_of(handle), handle.id):
+        return await handle.result()
+
+
+def check_pending(pending: PendingApproval) -> str:
+    """Recompute the pending payload's hash here, from the payload shown, and return it;
+    raise PendingHashMismatchError when the workflow reports another hash (an approver must
+    never sign a hash they cannot reproduce from what they saw)."""
+    local = approval_hash(pending.tool, pending.payload)
+    if local != pending.payload_sha256:
+        raise PendingHashMismatchError(
+            f"saga {pending.saga_id!r} reports hash {pending.payload_sha256[:16]}… for step "
+            f"{pending.step} but its payload hashes to {local[:16]}… here; not deciding — "
+            "check that worker and client run the same sagacity version"
+        )
+    return local
+
+
+async def list_sagas(
+    client: Client,
+    *,
+    status: SagaStatus | str | None = None,
+    needs_human: bool | None = None,
+    limit: int | None = None,
+) -> list[SagaSummary]:
+    """Sagas by visibility query, newest first, optionally filtered by SagaStatus."""
+    query = f'WorkflowType="{SAGA_WORKFLOW}"'
+    if status is not None:
+        query += f' AND SagaStatus="{SagaStatus(status).value}"'
+    if needs_human is not None:
+        query += f" AND SagaNeedsHuman={'true' if needs_human else 'false'}"
+    found: list[SagaSummary] = []
+    with _rpc(client):
+        async for wf in client.list_workflows(query, limit=limit):
+            found.append(_summary(wf.id, wf))
+    return found
+
+
+@dataclass(frozen=True)
+class PendingItem:
+    summary: SagaSummary
+    pending: PendingApproval | None
+    error: str | None = None
+
+
+async def pending_approvals(client: Client, *, limit: int | None = None) -> list[PendingItem]:
+    """Every saga listed as AWAITING_APPROVAL with what it waits for. Visibility lags, so a
+    saga decided a moment ago is left out (its query answers None); a saga whose query
+    fails is kept with the error, so nothing awaiting a human is silently hidden."""
+    listed = await list_sagas(client, status=SagaStatus.AWAITING_APPROVAL, limit=limit)
+
+    async def one(summary: SagaSummary) -> PendingItem:
+        try:
+            pending = await pending_approval(saga_handle(client, summary.saga_id))
+        except SagacityError as exc:
+            return PendingItem(summary, None, str(exc))
+        return PendingItem(summary, pending)
+
+    items = await asyncio.gather(*(one(s) for s in listed))
+    return [item for item in items if item.pending is not None or item.error is not None]
+
+
+# ---- deciding and cancelling ---------------------------------------------------------------
+
+
+async def decide(
+    handle: SagaHandle,
+    *,
+    step: int,
+    payload_sha256: str,
+    approver: str,
+    approve: bool,
+    reason: str = "",
+) -> DecisionResult:
+    """Approve or reject the pending step and return where the decision was journaled.
+
+    Raises ApprovalRefusedError when the saga refuses the decision (wrong hash or step,
+    approver not allowed, already decided...), after re-sending it as a signal so that the
+    refusal is journaled as evidence.
+    """
+    body: dict[str, Any] = {
+        "saga_id": handle.id,
+        "step": step,
+        "payload_sha256": payload_sha256,
+        "approver": approver,
+        "approve": approve,
+        "reason": reason,
+    }
+    client = _client_of(handle)
+    with _rpc(client, handle.id):
+        try:
+            result: DecisionResult = await handle.execute_update(
+                "decide", body, result_type=DecisionResult, rpc_timeout=QUERY_TIMEOUT
+            )
+            return result
+        except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
+            raise NoWorkerError(
+                f"no worker answered the decision for saga {handle.id!r} within "
+                f"{QUERY_TIMEOUT.seconds}s; it may still be applied when a worker polls — "
+                "check with `sagacity status` before deciding again"
+            ) from exc
+        except WorkflowUpdateFailedError as exc:
+            cause = exc.cause
+            if not (isinstance(cause, ApplicationError) and cause.type == "ApprovalRefused"):
+                raise SagaClientError(f"decision failed: {cause or exc}") from exc
+            reason_code = str(cause.details[0]) if cause.details else "REFUSED"
+            journaled = True
+            try:
+                await handle.signal("approve" if approve else "reject", body)
+            except RPCError:
+                journaled = False
+            raise ApprovalRefusedError(reason_code, cause.message, journaled=journaled) from exc
+
+
+async def cancel_saga(handle: SagaHandle) -> SagaSummary:
+    """Ask a running saga to stop; it compensates its executed steps and closes. Temporal
+    accepts a cancel of a finished workflow silently, so that case is refused here."""
+    summary = await describe_saga(handle)
+    if not summary.running:
+        raise SagaAlreadyClosedError(
+            f"saga {handle.id!r} has already finished "
+            f"({summary.status or summary.execution_status}); nothing to cancel"
+        )
+    with _rpc(_client_of(handle), handle.id):
+        await handle.cancel()
+    return summary

@@ -1,0 +1,1 @@
+"""The AgentSaga workflow and its public models. Deterministic code only."""
