@@ -20,13 +20,13 @@ __all__ = ["app", "err", "fail", "main"]
 
 app = typer.Typer(
     add_completion=False,
-    no_args_is_help=True,
+    no_args_is_help=False,
     help="Safe real-world actions for AI agents: durable sagas on Temporal.",
     pretty_exceptions_show_locals=False,  # locals would print settings, API keys included
 )
 
 
-@app.callback()
+@app.callback(invoke_without_command=True)
 def _global_options(
     ctx: typer.Context,
     address: Annotated[
@@ -46,7 +46,12 @@ def _global_options(
             help="journal URL: sqlite:///path.db or postgresql://… \\[env: SAGACITY_JOURNAL_URL]",
         ),
     ] = None,
+    tools: Annotated[
+        str | None,
+        typer.Option(help="with no command: run a worker serving this module:attr toolbox"),
+    ] = None,
 ) -> None:
+    """Run `python -m worker --tools module:attr` to serve a toolbox, or a command below."""
     overrides = {
         "temporal_address": address,
         "namespace": namespace,
@@ -54,6 +59,11 @@ def _global_options(
         "journal_url": journal,
     }
     ctx.obj = CliState({k: v for k, v in overrides.items() if v is not None})
+    if ctx.invoked_subcommand is None:
+        if tools is None:
+            typer.echo(ctx.get_help())
+            raise typer.Exit(0)
+        cli_server.worker(ctx, tools=tools)
 
 
 app.command()(cli_server.dev)

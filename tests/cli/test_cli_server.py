@@ -14,12 +14,14 @@ import urllib.request
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from examples.orders import Shop
+from workflows.models import SagaInput, SagaResult, ToolCall
 
 from .conftest import Ran, cli_env, invoke_sync, run_subprocess
 
@@ -194,3 +196,38 @@ async def test_demo_runs_three_sagas_and_leaves_nothing_running(tmp_path: Path) 
         assert f"final status: {status}" in ran.stdout
     assert "demo finished" in ran.stdout
     assert processes_mentioning(str(tmp_path)) == []
+
+
+async def test_python_m_worker_with_tools_runs_a_worker(tmp_path: Path, temporal_env) -> None:
+    """`python -m worker --tools module:attr` (no command) serves that toolbox: a saga
+    started on its queue completes, then SIGTERM stops it cleanly."""
+    queue = f"m-{uuid.uuid4().hex[:8]}"
+    env = cli_env(
+        SAGACITY_TEMPORAL_ADDRESS=temporal_env.client.service_client.config.target_host,
+        SAGACITY_TASK_QUEUE=queue,
+        SAGACITY_JOURNAL_URL=f"sqlite:///{tmp_path}/journal.db",
+        SAGACITY_SHOP_PATH=str(tmp_path / "shop.db"),
+    )
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "worker", "--tools", "examples.orders:toolbox",
+        env=env, cwd=tmp_path,
+    )  # fmt: skip
+    try:
+        result = await temporal_env.client.execute_workflow(
+            "AgentSaga",
+            SagaInput(plan=[ToolCall(tool="catalog_export", args={"size_bytes": 5})]),
+            id=f"m-{uuid.uuid4().hex[:8]}",
+            task_queue=queue,
+            result_type=SagaResult,
+            execution_timeout=timedelta(seconds=60),
+        )
+        assert result.status.value == "COMPLETED"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 30) == 0
+
+
+async def test_python_m_worker_with_bad_tools_says_so(tmp_path: Path) -> None:
+    ran = await run_subprocess("--tools", "no_such_module:toolbox", env=cli_env(), cwd=tmp_path)
+    assert ran.code != 0
+    assert "no_such_module" in ran.stderr and "Traceback" not in ran.output
