@@ -4,7 +4,8 @@ The step is fenced before the compensation runs, so a late forward attempt (Temp
 cannot stop an activity that timed out) sees the tombstone and refuses to apply. A
 COMPENSATED entry already journaled means an earlier attempt finished: it is returned,
 never run twice. A compensation that raises is retried by its own retry policy; when the
-workflow gives up it journals COMPENSATION_FAILED.
+workflow gives up it journals COMPENSATION_FAILED. Journal outages are retried in place,
+so they never use up the compensation's own attempts.
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.models import CompensateInput, CompensationOutcome
-from activities.tool_runner import _heartbeating, append_retrying, entry_ref, store_call
+from activities.tool_runner import entry_ref, heartbeating, retrying
 from sagacity.entry import EntryDraft
 from sagacity.errors import SagacityError
 from sagacity.phases import Phase
 from sagacity.stores.base import JournalStore
 from sagacity.toolbox import Toolbox
-from sagacity.tools import CompensationContext
+from sagacity.tools import CompensationContext, idempotency_key
 
 __all__ = ["CompensationRunner"]
 
@@ -30,11 +31,14 @@ class CompensationRunner:
         self.toolbox = toolbox
 
     async def run(self, req: CompensateInput) -> CompensationOutcome:
-        await store_call(self.store.fence, req.saga_id, req.step)
-        prior = await store_call(self.store.step_entries, req.saga_id, req.step)
+        return await heartbeating(self._run(req))
+
+    async def _run(self, req: CompensateInput) -> CompensationOutcome:
+        await retrying(self.store.fence, req.saga_id, req.step)
+        prior = await retrying(self.store.step_entries, req.saga_id, req.step)
         done = next((e for e in prior if e.phase is Phase.COMPENSATED), None)
         if done is not None:
-            return CompensationOutcome(step=req.step, tool=req.tool, ok=True, entry=entry_ref(done))
+            return CompensationOutcome(step=req.step, tool=req.tool, entry=entry_ref(done))
         try:
             spec = self.toolbox.get(req.tool)
         except SagacityError as exc:
@@ -48,26 +52,25 @@ class CompensationRunner:
         # The journal's EXECUTED entry is the authority on what ran and what it returned
         # (the workflow only holds the result as cut for the model).
         executed = next((e for e in prior if e.phase is Phase.EXECUTED), None)
-        info = activity.info()
         ctx = CompensationContext(
             saga_id=req.saga_id,
             step=req.step,
             tool=req.tool,
             input=executed.input if executed else req.args,
             result=executed.result if executed else req.result,
-            idempotency_key=f"{req.saga_id}:{req.step}",
-            attempt=info.attempt,
+            idempotency_key=idempotency_key(req.saga_id, req.step),
+            attempt=activity.info().attempt,
             heartbeat=activity.heartbeat,
         )
-        await _heartbeating(spec.compensation.invoke(ctx))
-        entry = await append_retrying(
-            self.store,
+        await spec.compensation.invoke(ctx)
+        entry = await retrying(
+            self.store.append,
             EntryDraft.new(
                 req.saga_id,
                 Phase.COMPENSATED,
                 step=req.step,
                 tool=req.tool,
-                input={"compensation": spec.compensation.name, "attempt": info.attempt},
+                input={"compensation": spec.compensation.name},
             ),
         )
-        return CompensationOutcome(step=req.step, tool=req.tool, ok=True, entry=entry_ref(entry))
+        return CompensationOutcome(step=req.step, tool=req.tool, entry=entry_ref(entry))

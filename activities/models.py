@@ -14,7 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    """Extra fields are ignored, not refused: these models are recorded in workflow
+    history, and a replay of an older history must still decode after a field is retired."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
 
 
 INVALID_ARGUMENTS_KEY = "__invalid_json__"
@@ -74,11 +77,13 @@ class ToolOutcome(_Model):
     result: Any = None
     """The result for the model (possibly cut; see result_truncated)."""
     result_truncated: bool = False
+    result_unjournalable: bool = False
+    """The tool ran but its result could not be journaled (not JSON, too large): it is
+    journaled EXECUTED with a stand-in, so it is compensated, and the saga fails."""
     error: str | None = None
     payload_sha256: str | None = None
     intent: EntryRef | None = None
     outcome: EntryRef | None = None
-    compensation: str | None = None
     replayed: bool = False
     """True when a retry found the outcome already journaled and did not run the tool."""
 
@@ -109,11 +114,12 @@ class FenceInput(_Model):
 
 
 class CompensationOutcome(_Model):
+    """A compensation that finished (a failing one raises, and the workflow journals
+    COMPENSATION_FAILED when its retries run out)."""
+
     step: int
     tool: str
-    ok: bool
-    entry: EntryRef | None = None
-    error: str | None = None
+    entry: EntryRef
 
 
 class ChatMessage(_Model):

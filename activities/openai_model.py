@@ -131,7 +131,7 @@ class OpenAIChatModel:
                 "activity retries",
                 type="ModelUnavailable",
             ) from None
-        turn_index = sum(1 for m in req.messages if m.role == "assistant") + 1
+        turn_index = req.turn + 1  # the saga's own count: stable when old turns are trimmed
         return _turn(completion, base_url, model, turn_index)
 
     def _base_url_for(self, req: ModelTurnInput) -> str:

@@ -1,17 +1,19 @@
 """The journaled tool call: INTENT, run, EXECUTED or FAILED, with retries made safe.
 
-Temporal runs activities at least once, so this activity reads the step's journal first:
-an outcome already journaled is returned without running the tool again, and an INTENT
-with no outcome (a worker that died mid-call, an attempt that timed out) is reported as
-UNKNOWN rather than run a second time — a second charge is worse than asking a human.
+Temporal runs activities at least once, so the step is claimed under the saga's lock
+first (`JournalStore.begin_step`): an outcome already journaled is returned without
+running the tool again, and an INTENT of another attempt with no outcome (a worker that
+died mid-call, an attempt that timed out and may still be running) is reported UNKNOWN
+rather than run a second time — a second charge is worse than asking a human.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
+import functools
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from temporalio import activity
@@ -24,23 +26,27 @@ from activities.models import (
     ToolOutcome,
 )
 from sagacity.approvals import approval_hash
-from sagacity.canonical import canonical_text
+from sagacity.canonical import canonical_text, sha256_hex
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import (
+    InvalidEntryError,
     JournalWriteError,
     SagacityError,
     StoreUnavailableError,
     ToolInputError,
 )
 from sagacity.phases import Phase
-from sagacity.stores.base import JournalStore
-from sagacity.toolbox import Toolbox, ToolSpec
-from sagacity.tools import ToolContext, ToolKind
+from sagacity.stores.base import JournalStore, StepClaim
+from sagacity.toolbox import Toolbox, ToolResultError, ToolSpec
+from sagacity.tools import ToolContext, ToolKind, idempotency_key
 
 T = TypeVar("T")
 
 HEARTBEAT_EVERY_S = 5.0
 TRUNCATION_MARKER = "…[truncated for the model; the journal holds the full result]"
+STORE_EXECUTOR = ThreadPoolExecutor(max_workers=16, thread_name_prefix="sagacity-journal")
+"""Journal I/O gets its own threads, so slow sync tools (which use the default pool)
+never delay a journal write."""
 
 
 def entry_ref(entry: JournalEntry) -> EntryRef:
@@ -48,28 +54,26 @@ def entry_ref(entry: JournalEntry) -> EntryRef:
 
 
 async def store_call(func: Callable[..., T], *args: Any) -> T:
-    """Run a blocking store call off the event loop."""
-    return await asyncio.to_thread(func, *args)
+    """Run a blocking store call off the event loop, on the journal's own threads."""
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(STORE_EXECUTOR, functools.partial(func, *args))
 
 
-async def append_retrying(
-    store: JournalStore, draft: EntryDraft, attempts: int = 5
-) -> JournalEntry:
-    """Append, retrying transient write failures in place.
+async def retrying(func: Callable[..., T], *args: Any) -> T:
+    """A store call retried in place while the journal is unreachable.
 
-    Used for the outcome of a tool that already ran: failing the activity there would
-    leave an orphan INTENT and turn a known outcome into an unknown one.
+    Used where giving up would turn a known fact into an unknown one (the outcome of a
+    tool that already ran, a fence before an undo). It is bounded by the activity's own
+    timeout, and the activity heartbeats meanwhile.
     """
     delay = 0.2
-    for attempt in range(1, attempts + 1):
+    while True:
         try:
-            return await store_call(store.append, draft)
-        except (JournalWriteError, StoreUnavailableError):
-            if attempt == attempts:
-                raise
+            return await store_call(func, *args)
+        except (JournalWriteError, StoreUnavailableError) as exc:
+            activity.logger.warning("journal unavailable, retrying in %.1fs: %s", delay, exc)
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
-    raise AssertionError("unreachable")
 
 
 def for_model(result: Any, limit: int) -> tuple[Any, bool]:
@@ -90,7 +94,7 @@ def _heartbeat_period() -> float:
     return max(0.05, min(HEARTBEAT_EVERY_S, timeout.total_seconds() / 3))
 
 
-async def _heartbeating(work: Awaitable[T]) -> T:
+async def heartbeating(work: Awaitable[T]) -> T:
     """Await `work` while heartbeating, so cancellation and worker loss are noticed."""
     task = asyncio.ensure_future(work)
     try:
@@ -106,6 +110,20 @@ async def _heartbeating(work: Awaitable[T]) -> T:
                 await task
 
 
+def _unjournalable(result: Any, error: Exception) -> dict[str, Any]:
+    """Stand-in for a result the journal cannot hold: the step ran, so it is journaled
+    EXECUTED (and compensated) with what can be said about the result."""
+    text = repr(result)
+    return {
+        "unjournalable_result": {
+            "type": type(result).__name__,
+            "repr_prefix": text[:2_000],
+            "repr_sha256": sha256_hex(text.encode("utf-8", "backslashreplace")),
+            "error": str(error)[:2_000],
+        }
+    }
+
+
 class ToolRunner:
     """Runs one tool step under the journal. Dependencies injected by the worker."""
 
@@ -114,7 +132,10 @@ class ToolRunner:
         self.toolbox = toolbox
 
     async def run(self, req: RunToolInput) -> ToolOutcome:
-        base = {"tool": req.call.tool, "step": req.step}
+        return await heartbeating(self._run(req))
+
+    async def _run(self, req: RunToolInput) -> ToolOutcome:
+        base: dict[str, Any] = {"tool": req.call.tool, "step": req.step}
         try:
             spec, args = self._resolve(req)
         except SagacityError as exc:
@@ -132,9 +153,7 @@ class ToolRunner:
             return ToolOutcome(
                 kind=OutcomeKind.REFUSED, error=str(exc), outcome=entry_ref(refused), **base
             )
-        base["tool_kind"] = spec.kind.value
-        base["args"] = args
-        base["compensation"] = spec.compensation.name if spec.compensation else None
+        base.update(tool_kind=spec.kind.value, args=args)
 
         if spec.kind is ToolKind.IRREVERSIBLE:
             digest = approval_hash(spec.name, args)
@@ -149,40 +168,53 @@ class ToolRunner:
                     **base,
                 )
 
-        prior = await store_call(self.store.step_entries, req.saga_id, req.step)
-        recorded = _recorded_outcome(prior)
-        if recorded is not None:
-            return _replay(recorded, prior, req, base)
-        intent_prior = next((e for e in prior if e.phase is Phase.INTENT), None)
-        if intent_prior is not None:
-            await store_call(self.store.fence, req.saga_id, req.step)
+        attempt = activity.info().attempt
+        intent = EntryDraft.new(
+            req.saga_id, Phase.INTENT, step=req.step, attempt=attempt, tool=spec.name, input=args
+        )
+        claim = await store_call(self.store.begin_step, intent)
+        if not claim.claimed:
+            return await self._not_claimed(claim, req, base)
+        assert claim.intent is not None
+        return await self._execute(spec, args, req, attempt, claim.intent, base)
+
+    async def _not_claimed(
+        self, claim: StepClaim, req: RunToolInput, base: dict[str, Any]
+    ) -> ToolOutcome:
+        intent = entry_ref(claim.intent) if claim.intent else None
+        if claim.outcome is not None:
+            recorded = claim.outcome
+            if recorded.phase is Phase.FAILED:
+                return ToolOutcome(
+                    kind=OutcomeKind.FAILED,
+                    error=recorded.error,
+                    replayed=True,
+                    intent=intent,
+                    outcome=entry_ref(recorded),
+                    **base,
+                )
+            shown, cut = for_model(recorded.result, req.model_result_limit)
+            return ToolOutcome(
+                kind=OutcomeKind.EXECUTED,
+                result=shown,
+                result_truncated=cut,
+                replayed=True,
+                intent=intent,
+                outcome=entry_ref(recorded),
+                **base,
+            )
+        if claim.intent is not None:
+            await retrying(self.store.fence, req.saga_id, req.step)
             return ToolOutcome(
                 kind=OutcomeKind.UNKNOWN,
                 error=(
-                    f"attempt {intent_prior.attempt} journaled INTENT (seq {intent_prior.seq}) "
+                    f"attempt {claim.intent.attempt} journaled INTENT (seq {claim.intent.seq}) "
                     "and no outcome; not run again — a human must check whether it took effect"
                 ),
-                intent=entry_ref(intent_prior),
+                intent=intent,
                 **base,
             )
-        if await store_call(self.store.is_fenced, req.saga_id, req.step):
-            return ToolOutcome(
-                kind=OutcomeKind.FENCED, error="step fenced off by compensation", **base
-            )
-
-        attempt = activity.info().attempt
-        intent = await store_call(
-            self.store.append,
-            EntryDraft.new(
-                req.saga_id,
-                Phase.INTENT,
-                step=req.step,
-                attempt=attempt,
-                tool=spec.name,
-                input=args,
-            ),
-        )
-        return await self._execute(spec, args, req, attempt, intent, base)
+        return ToolOutcome(kind=OutcomeKind.FENCED, error="step fenced off by compensation", **base)
 
     async def _execute(
         self,
@@ -193,46 +225,33 @@ class ToolRunner:
         intent: JournalEntry,
         base: dict[str, Any],
     ) -> ToolOutcome:
+        store = self.store
         ctx = ToolContext(
             saga_id=req.saga_id,
             step=req.step,
             attempt=attempt,
             tool=spec.name,
-            idempotency_key=f"{req.saga_id}:{req.step}",
+            idempotency_key=idempotency_key(req.saga_id, req.step),
             heartbeat=activity.heartbeat,
-            is_fenced=lambda: self.store.is_fenced(req.saga_id, req.step),
+            is_fenced=lambda: store.is_fenced(req.saga_id, req.step),
         )
-        started = time.monotonic()
+
+        def draft(phase: Phase, **fields: Any) -> EntryDraft:
+            return EntryDraft.new(
+                req.saga_id, phase, step=req.step, attempt=attempt, tool=spec.name, input=args,
+                **fields,
+            )  # fmt: skip
+
+        unjournalable: str | None = None
         try:
-            result = await _heartbeating(spec.invoke(args, ctx))
-            draft = EntryDraft.new(
-                req.saga_id,
-                Phase.EXECUTED,
-                step=req.step,
-                attempt=attempt,
-                tool=spec.name,
-                input=args,
-                result=result,
-            )
+            result = await spec.invoke(args, ctx)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # the tool's own failure (or an unjournalable result)
+        except ToolResultError as exc:  # it ran: its effect is live, only the result is bad
+            result, unjournalable = _unjournalable(exc.value, exc), str(exc)
+        except Exception as exc:  # the tool's own failure
             error = f"{type(exc).__name__}: {exc}"
-            failed = await append_retrying(
-                self.store,
-                EntryDraft.new(
-                    req.saga_id,
-                    Phase.FAILED,
-                    step=req.step,
-                    attempt=attempt,
-                    tool=spec.name,
-                    input=args,
-                    error=error[:10_000],
-                ),
-            )
-            activity.logger.info(
-                "tool %s failed after %.3fs: %s", spec.name, time.monotonic() - started, error
-            )
+            failed = await retrying(store.append, draft(Phase.FAILED, error=error[:10_000]))
             return ToolOutcome(
                 kind=OutcomeKind.FAILED,
                 error=error,
@@ -240,22 +259,31 @@ class ToolRunner:
                 outcome=entry_ref(failed),
                 **base,
             )
-        executed = await append_retrying(self.store, draft)
+        try:
+            executed_draft = draft(Phase.EXECUTED, result=result)
+        except InvalidEntryError as exc:  # e.g. over the journal's size limit
+            result, unjournalable = _unjournalable(result, exc), str(exc)
+            executed_draft = draft(Phase.EXECUTED, result=result)
+        executed = await retrying(store.append, executed_draft)
         shown, cut = for_model(executed.result, req.model_result_limit)
         return ToolOutcome(
             kind=OutcomeKind.EXECUTED,
             result=shown,
             result_truncated=cut,
+            error=None if unjournalable is None else f"result not journaled: {unjournalable}",
+            result_unjournalable=unjournalable is not None,
             intent=entry_ref(intent),
             outcome=entry_ref(executed),
             **base,
         )
 
     def _resolve(self, req: RunToolInput) -> tuple[ToolSpec, dict[str, Any]]:
-        toolbox = self.toolbox
-        if req.allowed_tools is not None:
-            toolbox = toolbox.restrict(req.allowed_tools)
-        spec = toolbox.get(req.call.tool)
+        name = req.call.tool
+        if req.allowed_tools is not None and name not in req.allowed_tools:
+            raise ToolInputError(
+                f"tool {name!r} is not allowed in this saga; allowed: {sorted(req.allowed_tools)}"
+            )
+        spec = self.toolbox.get(name)
         if set(req.call.args) == {INVALID_ARGUMENTS_KEY}:
             raw = str(req.call.args[INVALID_ARGUMENTS_KEY])
             raise ToolInputError(
@@ -264,37 +292,6 @@ class ToolRunner:
                 "its parameters schema"
             )
         return spec, spec.validate(req.call.args)
-
-
-def _recorded_outcome(prior: list[JournalEntry]) -> JournalEntry | None:
-    return next((e for e in prior if e.phase in (Phase.EXECUTED, Phase.FAILED)), None)
-
-
-def _replay(
-    recorded: JournalEntry, prior: list[JournalEntry], req: RunToolInput, base: dict[str, Any]
-) -> ToolOutcome:
-    intent = next(
-        (e for e in prior if e.phase is Phase.INTENT and e.attempt == recorded.attempt), None
-    )
-    if recorded.phase is Phase.FAILED:
-        return ToolOutcome(
-            kind=OutcomeKind.FAILED,
-            error=recorded.error,
-            replayed=True,
-            intent=entry_ref(intent) if intent else None,
-            outcome=entry_ref(recorded),
-            **base,
-        )
-    shown, cut = for_model(recorded.result, req.model_result_limit)
-    return ToolOutcome(
-        kind=OutcomeKind.EXECUTED,
-        result=shown,
-        result_truncated=cut,
-        replayed=True,
-        intent=entry_ref(intent) if intent else None,
-        outcome=entry_ref(recorded),
-        **base,
-    )
 
 
 def _jsonable_or_repr(value: Any) -> Any:

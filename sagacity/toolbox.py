@@ -13,6 +13,7 @@ so the approved bytes and the executed arguments cannot drift apart.
 
 from __future__ import annotations
 
+import collections.abc
 import copy
 import dataclasses
 import difflib
@@ -90,11 +91,12 @@ class CompensationSpec:
     name: str
     fn: Callable[[CompensationContext], Any] = field(repr=False)
 
-    async def invoke(self, ctx: CompensationContext) -> JsonValue:
-        """Run the compensation; its return value is converted to JSON for the journal."""
+    async def invoke(self, ctx: CompensationContext) -> None:
+        """Run the compensation. Its return value is ignored: an undo that ran must never
+        be reported failed because of what it returned."""
         if not inspect.iscoroutinefunction(self.fn):
             ctx = dataclasses.replace(ctx, heartbeat=thread_safe_heartbeat(ctx.heartbeat))
-        return result_to_json(await call_in_loop(self.fn, [ctx], {}), f"compensation {self.name!r}")
+        await call_in_loop(self.fn, [ctx], {})
 
 
 @dataclass(frozen=True, eq=False)
@@ -213,6 +215,14 @@ def _type_hints(fn: Callable[..., Any], what: str) -> dict[str, Any]:
         ) from exc
 
 
+def _mentions_set(annotation: object) -> bool:
+    """True if a set or frozenset appears anywhere in the annotation."""
+    origin = typing.get_origin(annotation) or annotation
+    if origin in (set, frozenset, collections.abc.Set, collections.abc.MutableSet):
+        return True
+    return any(_mentions_set(arg) for arg in typing.get_args(annotation))
+
+
 def _tool_spec(
     name: str, mark: ToolMark, fn: Callable[..., Any], compensation: CompensationSpec | None
 ) -> ToolSpec:
@@ -238,6 +248,12 @@ def _tool_spec(
             raise ToolboxError(
                 f"{what}: parameter {p.name!r} has no type hint; annotate it "
                 f"(e.g. `{p.name}: str`) so it can be validated and described to the model"
+            )
+        if _mentions_set(annotation):
+            raise ToolboxError(
+                f"{what}: parameter {p.name!r} is a set; its JSON form depends on the process's "
+                "hash seed, so the approved payload could differ from the one that runs. Use "
+                "a list (sorted if order does not matter)"
             )
         # Internal field names with the parameter name as alias: any parameter name works,
         # even ones pydantic reserves (model_config, schema, _private).

@@ -299,7 +299,11 @@ def compensation_signature_problem(fn: Callable[..., Any]) -> str | None:
 class ToolResultError(SagacityError, TypeError):
     """A tool or compensation returned a value with no exact JSON form, so its result
     cannot be journaled. Return dict/list/str/int/float/bool/None, a pydantic model or a
-    dataclass; pass big integers and binary data as strings."""
+    dataclass; pass big integers and binary data as strings.
+
+    `value` is what the tool returned, so a runner can still describe it as evidence."""
+
+    value: object = None
 
 
 def result_to_json(value: object, what: str) -> JsonValue:
@@ -308,15 +312,19 @@ def result_to_json(value: object, what: str) -> JsonValue:
     try:
         data = pydantic_core.to_jsonable_python(value)
     except (pydantic_core.PydanticSerializationError, TypeError, ValueError) as exc:
-        raise ToolResultError(
+        error = ToolResultError(
             f"{what} returned a {type(value).__name__}, which cannot be converted to JSON "
             f"({exc}); return dict, list, str, int, float, bool, None, a pydantic model or "
             "a dataclass"
-        ) from exc
+        )
+        error.value = value
+        raise error from exc
     try:
         canonical_bytes(data, what=f"the result of {what}")
     except NotCanonicalError as exc:
-        raise ToolResultError(str(exc)) from exc
+        error = ToolResultError(str(exc))
+        error.value = value
+        raise error from exc
     return data
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Mapping
+from datetime import timedelta
 from pathlib import Path
 
 from temporalio.client import Client
@@ -21,9 +22,10 @@ from sagacity.toolbox import Toolbox
 from worker.settings import Settings
 from workflows.agent_saga import AgentSagaWorkflow
 
-PASSTHROUGH = ("sagacity", "activities", "workflows", "pydantic", "pydantic_core", "rfc8785")
-"""Our modules are deterministic and import-safe: pass them through the sandbox instead of
-re-importing them for every workflow run."""
+PASSTHROUGH = ("sagacity", "activities", "workflows.models", "pydantic", "pydantic_core", "rfc8785")
+"""The core, the activity and saga models (pydantic classes must be the same objects the
+data converter sees) and their libraries are passed through the sandbox. The workflow's own
+logic modules are not: the sandbox re-imports and checks them with every run."""
 
 
 class ToolboxImportError(SagacityError):
@@ -68,6 +70,7 @@ def new_worker(
     models: Mapping[str, ModelClient] | None = None,
     max_concurrent_activities: int = 100,
     max_concurrent_workflow_tasks: int = 100,
+    graceful_shutdown: timedelta = timedelta(0),
 ) -> Worker:
     """The saga worker. The client must use the pydantic data converter (see `connect`)."""
     activities = SagaActivities(store, toolbox, models)
@@ -78,6 +81,9 @@ def new_worker(
         activities=activities.all(),
         max_concurrent_activities=max_concurrent_activities,
         max_concurrent_workflow_tasks=max_concurrent_workflow_tasks,
+        # Let running tool calls finish on shutdown: a call cut off mid-way is an unknown
+        # outcome that needs a human. Production workers set this (Settings).
+        graceful_shutdown_timeout=graceful_shutdown,
         workflow_runner=SandboxedWorkflowRunner(
             restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH)
         ),

@@ -372,8 +372,9 @@ async def decide(
     """Approve or reject the pending step and return where the decision was journaled.
 
     Raises ApprovalRefusedError when the saga refuses the decision (wrong hash or step,
-    approver not allowed, already decided...), after re-sending it as a signal so that the
-    refusal is journaled as evidence.
+    approver not allowed, already decided...). A refusal by the update's validator leaves
+    no history, so the body is re-sent as the `record_refusal` signal, which journals it as
+    evidence and can never approve or reject anything.
     """
     body: dict[str, Any] = {
         "saga_id": handle.id,
@@ -401,11 +402,13 @@ async def decide(
             if not (isinstance(cause, ApplicationError) and cause.type == "ApprovalRefused"):
                 raise SagaClientError(f"decision failed: {cause or exc}") from exc
             reason_code = str(cause.details[0]) if cause.details else "REFUSED"
-            journaled = True
-            try:
-                await handle.signal("approve" if approve else "reject", body)
-            except RPCError:
-                journaled = False
+            journaled = len(cause.details) > 1 and cause.details[1] == "journaled"
+            if not journaled:  # refused by the validator: no history, so journal it now
+                try:
+                    await handle.signal("record_refusal", body)
+                    journaled = True
+                except RPCError:
+                    journaled = False
             raise ApprovalRefusedError(reason_code, cause.message, journaled=journaled) from exc
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from datetime import timedelta
 
 from activities.openai_model import OpenAIChatModel
 from sagacity.stores import open_store
@@ -50,6 +51,7 @@ async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) 
             models={"openai": model} if model is not None else None,
             max_concurrent_activities=settings.max_concurrent_activities,
             max_concurrent_workflow_tasks=settings.max_concurrent_workflow_tasks,
+            graceful_shutdown=timedelta(seconds=settings.graceful_shutdown_seconds),
         )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

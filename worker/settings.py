@@ -25,6 +25,9 @@ class Settings(BaseSettings):
     approval_timeout_seconds: float = Field(default=7 * 24 * 3600, gt=0)
     tools: str = Field(default="examples.orders:toolbox", description="module:attr of a Toolbox")
     approver: str | None = Field(default=None, description="identity the CLI approves as")
+    graceful_shutdown_seconds: float = Field(
+        default=60, ge=0, description="how long running tool calls may finish on shutdown"
+    )
     max_concurrent_activities: int = Field(default=100, ge=1)
     max_concurrent_workflow_tasks: int = Field(default=100, ge=1)
     openai_base_url: str | None = Field(

@@ -10,8 +10,9 @@ continues as new, carrying its state, its pending compensations and its chain he
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -32,10 +33,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from sagacity.canonical import canonical_text
     from sagacity.phases import Phase, SagaStatus
-    from workflows.approval_gate import ApprovalGate
-    from workflows.compensator import LOCAL_OPTIONS, compensate, failure_cause
-    from workflows.conversation import bound_messages, tool_message
-    from workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS, call_summary, steps_markdown
     from workflows.models import (
         CompensationReport,
         DecisionResult,
@@ -47,7 +44,16 @@ with workflow.unsafe.imports_passed_through():
         StepReport,
     )
 
-REPORTED_RESULT_LIMIT = 2_000
+# Workflow logic modules are imported inside the sandbox (not passed through), so the
+# sandbox checks them as it checks this one; the models and the core are passed through.
+from workflows.approval_gate import ApprovalGate
+from workflows.compensator import LOCAL_OPTIONS, compensate, failure_cause
+from workflows.conversation import bound_messages, tool_message
+from workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS, call_summary, steps_markdown
+
+T = TypeVar("T")
+
+REPORTED_RESULT_LIMIT = 500
 """Results longer than this (canonical characters) are left out of step reports; the
 journal entry named by the report's seq has them in full."""
 
@@ -82,7 +88,6 @@ class AgentSagaWorkflow:
             self._journal,
         )
         carry = inp.carry
-        self._generation = carry.generation if carry else 0
         if carry is not None:
             self._next_step = carry.next_step
             self._plan_index = carry.plan_index
@@ -113,26 +118,45 @@ class AgentSagaWorkflow:
             )
         cancelled: BaseException | None = None
         try:
-            await self._drive()
-        except _ContinueAsNew:
-            await workflow.wait_condition(workflow.all_handlers_finished)
-            workflow.continue_as_new(inp.model_copy(update={"carry": self._carry()}))
+            try:
+                await self._drive()
+            except _ContinueAsNew:
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                workflow.continue_as_new(inp.model_copy(update={"carry": self._carry()}))
         except BaseException as exc:
             if not (
                 is_cancelled_exception(exc) or isinstance(exc, ActivityError | ApplicationError)
             ):
-                raise  # a bug in this workflow (or continue-as-new): let it out
+                raise  # continue-as-new, or a bug in this workflow: let it out
             if is_cancelled_exception(exc):
                 cancelled = exc
                 self._fail("saga cancelled")
             else:
                 self._fail(f"{type(exc).__name__}: {failure_cause(exc)}")
-        if self._failure is not None:
-            await self._compensate_shielded()
-        result = await self._close()
+        result = await self._shielded(self._finish())
         if cancelled is not None:
             raise cancelled
         return result
+
+    async def _finish(self) -> SagaResult:
+        """Compensate (if the saga failed) and close: one unit that cancels cannot split."""
+        if self._gate.abandoned and workflow.patched("journal-abandoned-approval"):
+            await self._gate.journal_abandoned()  # (histories from before replay as before)
+        if self._failure is not None:
+            await self._compensate()
+        return await self._close()
+
+    @staticmethod
+    async def _shielded(work: Awaitable[T]) -> T:
+        """Run `work` to the end even if cancels keep arriving (DESIGN.md §4: a bare
+        shield abandons the work on a second cancel; looping does not)."""
+        task = asyncio.ensure_future(work)
+        while not task.done():
+            try:
+                await asyncio.shield(task)
+            except asyncio.CancelledError:
+                continue
+        return task.result()
 
     async def _drive(self) -> None:
         if self._inp.plan is None:
@@ -216,14 +240,17 @@ class AgentSagaWorkflow:
 
     def _carry(self) -> SagaCarry:
         return SagaCarry(
-            generation=self._generation + 1,
             next_step=self._next_step,
             plan_index=self._plan_index,
             model_turns=self._model_turns,
             invalid_in_a_row=self._invalid_in_a_row,
             messages=self._messages,
             steps=list(self._steps.values()),
-            outcomes=[o.model_copy(update={"result": None}) for o in self._outcomes.values()],
+            outcomes=[
+                o.model_copy(update={"result": None, "args": None})
+                for o in self._outcomes.values()
+                if o.kind in (OutcomeKind.EXECUTED, OutcomeKind.UNKNOWN)
+            ],
             decided_steps=sorted(self._gate.decided_steps),
             refusals=dict(self._gate.refusals),
             head=self._head,
@@ -254,6 +281,8 @@ class AgentSagaWorkflow:
                 self._fail(f"step {step} ({outcome.tool}) refused after approval: {outcome.error}")
         else:
             self._record(outcome)
+        if outcome.result_unjournalable:
+            self._fail(f"step {step} ({outcome.tool}) ran, but {outcome.error}")
         if outcome.kind in (OutcomeKind.FAILED, OutcomeKind.UNKNOWN, OutcomeKind.FENCED):
             self._fail(
                 f"step {step} ({outcome.tool}) {outcome.kind.value.lower()}: {outcome.error}"
@@ -298,16 +327,6 @@ class AgentSagaWorkflow:
 
     # ---- compensation ----------------------------------------------------------------------
 
-    async def _compensate_shielded(self) -> None:
-        """Run compensation to the end even if cancels keep arriving (DESIGN.md §4)."""
-        task = asyncio.ensure_future(self._compensate())
-        while not task.done():
-            try:
-                await asyncio.shield(task)
-            except asyncio.CancelledError:
-                continue
-        task.result()
-
     async def _compensate(self) -> None:
         if self._compensation_started:
             return
@@ -349,6 +368,7 @@ class AgentSagaWorkflow:
                     "final_answer": self._final_answer,
                     "unknown_outcome_steps": unknown,
                     "needs_human": needs_human,
+                    "refused_decisions": {str(k): v for k, v in self._gate.refusals.items()},
                 },
             )
         )
@@ -392,7 +412,7 @@ class AgentSagaWorkflow:
         self._steps[outcome.step] = StepReport(
             step=outcome.step,
             tool=outcome.tool,
-            args=outcome.args or {},
+            args=_reported_args(outcome.args or {}),
             tool_kind=outcome.tool_kind,
             status=status or outcome.kind.value,
             intent_seq=outcome.intent.seq if outcome.intent else None,
@@ -443,6 +463,12 @@ class AgentSagaWorkflow:
     async def reject(self, raw: Any = None) -> None:
         await self._gate.on_signal(raw, approve=False)
 
+    @workflow.signal(name="record_refusal")
+    async def record_refusal(self, raw: Any = None) -> None:
+        """Journal a decision the `decide` validator refused (a rejected update leaves no
+        history); never approves or rejects anything."""
+        await self._gate.on_refusal_record(raw)
+
     @workflow.update(name="decide")
     async def decide(self, raw: Any = None) -> DecisionResult:
         return await self._gate.on_update(raw)
@@ -469,6 +495,14 @@ class AgentSagaWorkflow:
     @workflow.query(name="pending_approval")
     def pending_approval(self) -> PendingApproval | None:
         return self._gate.pending_view()
+
+
+def _reported_args(args: dict[str, Any]) -> dict[str, Any]:
+    """Arguments as step reports keep them: whole when small, else a marker (reports are
+    carried across continue-as-new and returned in the result; the journal has them)."""
+    if len(canonical_text(args)) <= REPORTED_RESULT_LIMIT:
+        return args
+    return {"_omitted": "arguments too large to report; see the step's INTENT entry"}
 
 
 def _reported(outcome: ToolOutcome) -> Any:

@@ -37,6 +37,10 @@ with workflow.unsafe.imports_passed_through():
 
 Journal = Callable[[JournalEventInput], Awaitable[EntryRef]]
 TIMEOUT_ACTOR = "sagacity:timeout"
+CANCELLED_ACTOR = "sagacity:cancelled"
+REFUSALS_JOURNALED_PER_STEP = 100
+"""Refused decisions journaled per step; beyond it they are counted, not journaled, so a
+flood of junk signals cannot grow the journal and the history without bound."""
 EVIDENCE_LIMIT = 4_096
 
 
@@ -58,6 +62,7 @@ class ApprovalGate:
         self._decided_steps: set[int] = set()
         self._decision_refs: dict[int, EntryRef] = {}
         self._refusals: dict[int, int] = {}
+        self._abandoned: dict[int, ApprovalRequest] = {}
         self._closed = False
 
     async def wait(self, outcome: ToolOutcome, now: datetime, timeout: timedelta) -> GateDecision:
@@ -93,10 +98,24 @@ class ApprovalGate:
             )
         )
         self._pending = request
-        with contextlib.suppress(TimeoutError):
-            await workflow.wait_condition(lambda: self._decision is not None, timeout=timeout)
-        decision, self._decision, self._pending = self._decision, None, None
-        self._decided_steps.add(outcome.step)
+        try:
+            with contextlib.suppress(TimeoutError):
+                await workflow.wait_condition(lambda: self._decision is not None, timeout=timeout)
+            decision, self._decision, self._pending = self._decision, None, None
+            self._decided_steps.add(outcome.step)
+            return await self._journal_decision(request, decision, timeout)
+        except BaseException:
+            # Cancelled (or the journal failed) while waiting or journaling the decision:
+            # nothing stays pending, late decisions are refused, a waiting update returns.
+            self._pending, self._decision = None, None
+            self._decided_steps.add(outcome.step)
+            if outcome.step not in self._decision_refs:
+                self._abandoned[outcome.step] = request
+            raise
+
+    async def _journal_decision(
+        self, request: ApprovalRequest, decision: ApprovalDecision | None, timeout: timedelta
+    ) -> GateDecision:
         digest = {"payload_sha256": request.payload_sha256}
         if decision is None:
             reason = f"approval timed out after {timeout.total_seconds():g}s"
@@ -104,27 +123,48 @@ class ApprovalGate:
                 JournalEventInput(
                     saga_id=self._saga_id,
                     phase=Phase.REJECTED,
-                    step=outcome.step,
-                    tool=outcome.tool,
+                    step=request.step,
+                    tool=request.tool,
                     actor=TIMEOUT_ACTOR,
                     result=digest,
                     error=reason,
                 )
             )
-            self._decision_refs[outcome.step] = ref
+            self._decision_refs[request.step] = ref
             return GateDecision(False, TIMEOUT_ACTOR, reason, ref)
         ref = await self._journal(
             JournalEventInput(
                 saga_id=self._saga_id,
                 phase=Phase.APPROVED if decision.approve else Phase.REJECTED,
-                step=outcome.step,
-                tool=outcome.tool,
+                step=request.step,
+                tool=request.tool,
                 actor=decision.approver,
                 result={**digest, "reason": decision.reason},
             )
         )
-        self._decision_refs[outcome.step] = ref
+        self._decision_refs[request.step] = ref
         return GateDecision(decision.approve, decision.approver, decision.reason or "rejected", ref)
+
+    @property
+    def abandoned(self) -> bool:
+        return bool(self._abandoned)
+
+    async def journal_abandoned(self) -> None:
+        """Close the evidence of a request the saga stopped waiting for (cancelled): every
+        AWAITING_APPROVAL gets its REJECTED."""
+        for step, request in sorted(self._abandoned.items()):
+            self._decision_refs[step] = await self._journal(
+                JournalEventInput(
+                    saga_id=self._saga_id,
+                    phase=Phase.REJECTED,
+                    step=step,
+                    tool=request.tool,
+                    actor=CANCELLED_ACTOR,
+                    result={"payload_sha256": request.payload_sha256},
+                    error="the saga was cancelled while awaiting approval",
+                )
+            )
+        self._abandoned.clear()
 
     def close(self) -> None:
         self._closed = True
@@ -171,6 +211,13 @@ class ApprovalGate:
         else:
             self._decision = judged
 
+    async def on_refusal_record(self, raw: Any) -> None:
+        """A decision the update validator refused, re-sent so it is journaled as evidence.
+        It never decides: if it would be accepted now, it is ignored."""
+        judged = self._judge(raw, None)
+        if isinstance(judged, Refusal):
+            await self._journal_refusal(raw, judged)
+
     def validate(self, raw: Any) -> None:
         judged = self._judge(raw, None)
         if isinstance(judged, Refusal):
@@ -180,11 +227,22 @@ class ApprovalGate:
         judged = self._judge(raw, None)
         if isinstance(judged, Refusal):  # state changed since the validator ran
             await self._journal_refusal(raw, judged)
-            raise ApplicationError(_message(judged), judged.reason.value, type="ApprovalRefused")
+            raise ApplicationError(
+                _message(judged), judged.reason.value, "journaled", type="ApprovalRefused"
+            )
         self._decision = judged
         step = judged.step
-        await workflow.wait_condition(lambda: step in self._decision_refs)
-        ref = self._decision_refs[step]
+        await workflow.wait_condition(
+            lambda: step in self._decision_refs or step in self._abandoned or self._closed
+        )
+        ref = self._decision_refs.get(step)
+        if ref is None:
+            raise ApplicationError(
+                "the saga stopped waiting for this approval (cancelled) before the decision "
+                "took effect; nothing ran",
+                "ABANDONED",
+                type="ApprovalRefused",
+            )
         return DecisionResult(
             accepted=True, step=step, approve=judged.approve, seq=ref.seq, hash=ref.hash
         )
@@ -197,6 +255,14 @@ class ApprovalGate:
         if step is None or step < 0 or step > 1_000_000_000:
             step = self._pending.step if self._pending else 0
         self._refusals[step] = count = self._refusals.get(step, 0) + 1
+        if count > REFUSALS_JOURNALED_PER_STEP:
+            workflow.logger.warning("refused decision %d for step %d not journaled", count, step)
+            return
+        note = (
+            f" (refusal {count}: later refusals for this step are counted, not journaled)"
+            if count == REFUSALS_JOURNALED_PER_STEP
+            else ""
+        )
         actor = _field(raw, "approver", str)
         try:
             if actor is not None:
@@ -213,7 +279,7 @@ class ApprovalGate:
                     tool=self._pending.tool if self._pending and self._pending.step == step else "",
                     input=_bounded(raw),
                     actor=actor,
-                    error=_message(refusal),
+                    error=_message(refusal) + note,
                 )
             )
         except ActivityError as exc:

@@ -36,7 +36,14 @@ OnReport = Callable[[CompensationReport], None]
 
 LOCAL_OPTIONS: dict[str, Any] = {
     "start_to_close_timeout": timedelta(seconds=30),
-    "retry_policy": RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=20),
+    # Unbounded: a workflow can wait durably for the journal to come back, and giving up
+    # would skip evidence (or the remaining compensations). Non-retryable errors (a closed
+    # chain, a conflicting entry) still stop at once.
+    "retry_policy": RetryPolicy(
+        initial_interval=timedelta(milliseconds=200),
+        maximum_interval=timedelta(seconds=30),
+        maximum_attempts=0,
+    ),
 }
 
 
@@ -55,12 +62,17 @@ async def compensate(
     journal: Journal,
     on_report: OnReport,
 ) -> None:
+    """Fence unknown steps, then undo executed compensable steps, newest first. No single
+    failure stops the rest: each is reported and the next step is still compensated."""
     outcomes = list(outcomes)
     for outcome in outcomes:
         if outcome.kind is OutcomeKind.UNKNOWN:
-            await workflow.execute_local_activity(
-                FENCE_STEP, FenceInput(saga_id=saga_id, step=outcome.step), **LOCAL_OPTIONS
-            )
+            try:
+                await workflow.execute_local_activity(
+                    FENCE_STEP, FenceInput(saga_id=saga_id, step=outcome.step), **LOCAL_OPTIONS
+                )
+            except ActivityError as exc:
+                workflow.logger.error("could not fence step %d: %s", outcome.step, exc)
     executed = [
         o
         for o in outcomes
@@ -86,6 +98,7 @@ async def _compensate_step(
             ),
             result_type=CompensationOutcome,
             start_to_close_timeout=timedelta(seconds=inp.tool_timeout_seconds),
+            heartbeat_timeout=timedelta(seconds=inp.tool_heartbeat_timeout_seconds),
             retry_policy=RetryPolicy(
                 initial_interval=timedelta(seconds=1),
                 maximum_interval=timedelta(seconds=10),
@@ -95,24 +108,26 @@ async def _compensate_step(
         )
     except ActivityError as exc:
         error = failure_cause(exc)
-        ref = await journal(
-            JournalEventInput(
-                saga_id=saga_id,
-                phase=Phase.COMPENSATION_FAILED,
-                step=outcome.step,
-                tool=outcome.tool,
-                input=outcome.args,
-                error=error[:10_000],
+        report = CompensationReport(step=outcome.step, tool=outcome.tool, ok=False, error=error)
+        try:
+            ref = await journal(
+                JournalEventInput(
+                    saga_id=saga_id,
+                    phase=Phase.COMPENSATION_FAILED,
+                    step=outcome.step,
+                    tool=outcome.tool,
+                    input=outcome.args,
+                    error=error[:10_000],
+                )
             )
-        )
-        return CompensationReport(
-            step=outcome.step, tool=outcome.tool, ok=False, seq=ref.seq, hash=ref.hash, error=error
-        )
-    done_ref = done.entry
+        except ActivityError as journal_exc:  # reported in the result and the close entry
+            workflow.logger.error("COMPENSATION_FAILED not journaled: %s", journal_exc)
+            return report
+        return report.model_copy(update={"seq": ref.seq, "hash": ref.hash})
     return CompensationReport(
         step=outcome.step,
         tool=outcome.tool,
         ok=True,
-        seq=done_ref.seq if done_ref else None,
-        hash=done_ref.hash if done_ref else None,
+        seq=done.entry.seq,
+        hash=done.entry.hash,
     )

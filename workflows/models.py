@@ -35,7 +35,11 @@ class _Model(BaseModel):
 
 
 class SagaInput(_Model):
-    """How to run one saga. The saga id is the workflow id."""
+    """How to run one saga. The saga id is the workflow id.
+
+    Every limit has an upper bound: the saga's state (step reports, the conversation)
+    travels in Temporal payloads, which are capped at about 2 MB, and a timeout beyond a
+    datetime's range would fail the workflow task instead of the saga."""
 
     goal: str | None = None
     """The prompt for the model; ignored when `plan` is given."""
@@ -44,22 +48,22 @@ class SagaInput(_Model):
     allowed_tools: list[str] | None = None
     model: ModelSettings = Field(default_factory=ModelSettings)
     system_prompt: str | None = None
-    approval_timeout_seconds: float = Field(default=7 * 24 * 3600, gt=0)
+    approval_timeout_seconds: float = Field(default=7 * 24 * 3600, gt=0, le=366 * 24 * 3600)
     approvers: list[str] | None = None
     """Allow-list of approver identities; None allows any non-empty identity."""
-    max_steps: int = Field(default=50, ge=1, le=10_000)
-    max_invalid_calls: int = Field(default=3, ge=1)
+    max_steps: int = Field(default=50, ge=1, le=1_000)
+    max_invalid_calls: int = Field(default=3, ge=1, le=100)
     """Consecutive invalid model calls (unknown tool, bad arguments) that fail the saga."""
-    tool_timeout_seconds: float = Field(default=300, gt=0)
-    tool_heartbeat_timeout_seconds: float = Field(default=30, gt=0)
-    tool_attempts: int = Field(default=10, ge=1)
+    tool_timeout_seconds: float = Field(default=300, gt=0, le=7 * 24 * 3600)
+    tool_heartbeat_timeout_seconds: float = Field(default=30, gt=0, le=24 * 3600)
+    tool_attempts: int = Field(default=10, ge=1, le=1_000)
     """Attempts for infrastructure failures (journal unreachable); a tool's own failure is
     never retried: it fails the saga."""
-    compensation_attempts: int = Field(default=5, ge=1)
-    model_result_limit: int = Field(default=16_000, ge=100)
-    max_conversation_chars: int = Field(default=400_000, ge=10_000)
+    compensation_attempts: int = Field(default=5, ge=1, le=1_000)
+    model_result_limit: int = Field(default=16_000, ge=100, le=200_000)
+    max_conversation_chars: int = Field(default=400_000, ge=10_000, le=1_000_000)
     """Budget of the conversation sent to the model (and carried across continue-as-new)."""
-    continue_as_new_after_steps: int = Field(default=100, ge=1)
+    continue_as_new_after_steps: int = Field(default=100, ge=1, le=1_000)
     """Steps per workflow run before the saga continues as new with its state."""
     carry: SagaCarry | None = None
     """State handed over by continue-as-new; None when a saga starts."""
@@ -146,7 +150,6 @@ class SagaCarry(_Model):
     Results are not carried (the journal has them; compensations read the EXECUTED entry),
     which keeps the carry small however long the saga runs."""
 
-    generation: int
     next_step: int
     plan_index: int = 0
     model_turns: int = 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Self
@@ -59,6 +60,53 @@ def next_entry(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class StepClaim:
+    """What `begin_step` found or did for one tool step, decided under the saga's lock."""
+
+    claimed: bool
+    """True when this attempt owns the step (its INTENT is journaled): run the tool."""
+    intent: JournalEntry | None
+    outcome: JournalEntry | None
+    """EXECUTED or FAILED already journaled: return it, never run the tool again."""
+    fenced: bool
+
+
+def decide_step(
+    draft: EntryDraft,
+    *,
+    prior: list[JournalEntry],
+    head: JournalEntry | None,
+    fenced: bool,
+    now: datetime,
+) -> tuple[StepClaim, JournalEntry | None]:
+    """Decide a step's start under the saga's lock; returns the claim and the INTENT entry
+    to insert (None when nothing is to be written).
+
+    Reading the step and writing INTENT in one locked decision is what stops two attempts
+    of one step (a zombie and its retry) from both running the tool.
+    """
+    if draft.phase is not Phase.INTENT:
+        raise ValueError(f"begin_step needs an INTENT draft, got {draft.phase}")
+    outcome = next((e for e in prior if e.phase in (Phase.EXECUTED, Phase.FAILED)), None)
+    intents = [e for e in prior if e.phase is Phase.INTENT]
+    if outcome is not None:
+        intent = next((e for e in intents if e.attempt == outcome.attempt), None)
+        return StepClaim(False, intent, outcome, fenced), None
+    mine = next((e for e in intents if e.attempt == draft.attempt), None)
+    if mine is not None:  # this attempt's own INTENT: a retried begin_step after commit
+        if not draft.same_content(mine):
+            next_entry(draft, existing=mine, head=head, now=now)  # raises the conflict
+        return StepClaim(True, mine, None, fenced), None
+    if intents:
+        return StepClaim(False, intents[0], None, fenced), None
+    if fenced:
+        return StepClaim(False, None, None, True), None
+    entry = next_entry(draft, existing=None, head=head, now=now)
+    assert entry is not None
+    return StepClaim(True, entry, None, False), entry
+
+
 class JournalStore(ABC):
     """Append-only, hash-chained journal of saga entries.
 
@@ -76,6 +124,11 @@ class JournalStore(ABC):
     def append(self, draft: EntryDraft) -> JournalEntry:
         """Append `draft` to its saga's chain and return the sealed entry (or the one
         already recorded for the same logical entry)."""
+
+    @abstractmethod
+    def begin_step(self, draft: EntryDraft) -> StepClaim:
+        """Atomically: return the step's recorded outcome, or an earlier attempt's INTENT,
+        or the fence; otherwise journal `draft` (an INTENT) and claim the step."""
 
     @abstractmethod
     def entries(self, saga_id: str, *, after_seq: int = 0) -> Iterator[JournalEntry]:

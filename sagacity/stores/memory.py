@@ -6,7 +6,7 @@ import threading
 from collections.abc import Iterator
 
 from sagacity.entry import EntryDraft, JournalEntry
-from sagacity.stores.base import Clock, JournalStore, next_entry
+from sagacity.stores.base import Clock, JournalStore, StepClaim, decide_step, next_entry
 
 
 class MemoryJournalStore(JournalStore):
@@ -33,6 +33,21 @@ class MemoryJournalStore(JournalStore):
             self._chains.setdefault(draft.saga_id, []).append(entry)
             self._keys[entry.key] = entry
             return entry
+
+    def begin_step(self, draft: EntryDraft) -> StepClaim:
+        with self._lock:
+            chain = self._chains.get(draft.saga_id, [])
+            claim, entry = decide_step(
+                draft,
+                prior=[e for e in chain if e.step == draft.step],
+                head=chain[-1] if chain else None,
+                fenced=(draft.saga_id, draft.step) in self._fences,
+                now=self.clock(),
+            )
+            if entry is not None:
+                self._chains.setdefault(draft.saga_id, []).append(entry)
+                self._keys[entry.key] = entry
+            return claim
 
     def entries(self, saga_id: str, *, after_seq: int = 0) -> Iterator[JournalEntry]:
         with self._lock:

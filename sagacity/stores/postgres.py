@@ -56,14 +56,17 @@ from sagacity.errors import (
     StoreUnavailableError,
 )
 from sagacity.phases import Phase
-from sagacity.stores.base import Clock, JournalStore, next_entry
+from sagacity.stores.base import Clock, JournalStore, StepClaim, decide_step, next_entry
 from sagacity.stores.migrations import migrate
 
 DEFAULT_SCHEMA = "public"
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 COLUMNS = tuple(f.name for f in fields(JournalEntry))
 """Journal columns: named and ordered as JournalEntry's fields (migration 0001)."""
-_RETRY = "the append was NOT written; retry it (appends are idempotent, so retrying is safe)"
+_RETRY = (
+    "it may or may not have been written (a connection lost at commit cannot tell); retry it: "
+    "appends are idempotent, so retrying is safe"
+)
 _INT4_MAX = 2**31 - 1
 """step and attempt are `integer` columns."""
 
@@ -354,6 +357,59 @@ class PostgresJournalStore(JournalStore):
         self._remember(entry, alone)
         return entry
 
+    def begin_step(self, draft: EntryDraft) -> StepClaim:
+        """Lock, read the step, the head and the fence, decide, insert INTENT, commit: one
+        transaction in two round trips, so two attempts of one step cannot both claim it."""
+        key = lock_key(draft.saga_id)
+        try:
+            with self._stripes[key % len(self._stripes)], self._pool.connection() as conn:
+                return self._begin_step_on(conn, draft, key)
+        except psycopg.Error as exc:
+            raise JournalWriteError(
+                f"saga {draft.saga_id!r}: INTENT for step {draft.step} could not be journaled "
+                f"at {self.url} ({_one_line(exc)}); {_RETRY}"
+            ) from exc
+
+    def _begin_step_on(self, conn: Conn, draft: EntryDraft, key: int) -> StepClaim:
+        saga, step = draft.saga_id, draft.step
+        inserted = None
+        try:
+            with conn.pipeline():
+                conn.execute(b"BEGIN")
+                conn.execute(self._q.lock, (key,), prepare=True)
+                prior = conn.execute(self._q.step, (saga, step), prepare=True).fetchall()
+                head_rows = conn.execute(self._q.head, (saga,), prepare=True).fetchall()
+                fenced = conn.execute(self._q.is_fenced, (saga, step), prepare=True).fetchall()
+                head = row_to_entry(head_rows[0]) if head_rows else None
+                claim, entry = decide_step(
+                    draft,
+                    prior=[row_to_entry(row) for row in prior],
+                    head=head,
+                    fenced=bool(fenced and fenced[0][0]),
+                    now=self.clock(),
+                )
+                if entry is not None:
+                    params = (key, *_entry_params(entry))
+                    inserted = conn.execute(self._q.append, params, prepare=True)
+                conn.execute(b"COMMIT")
+        except BaseException:
+            if conn.info.transaction_status != TransactionStatus.IDLE:
+                with contextlib.suppress(psycopg.Error):  # a broken connection is discarded
+                    conn.rollback()
+            raise
+        if entry is None:
+            return claim
+        outcome = inserted.fetchone() if inserted is not None else None
+        if outcome is None or outcome[0] != 0:
+            raise JournalWriteError(
+                f"saga {saga!r}: the database refused INTENT step {step} under the saga's lock "
+                f"({outcome}): something writes without the lock; {_RETRY}"
+            )
+        cached = self._heads.get(saga)
+        alone = cached is None or (head is not None and head.hash == cached[0].hash)
+        self._remember(entry, alone)
+        return claim
+
     def _remember(self, head: JournalEntry, optimistic: bool) -> None:
         if len(self._heads) >= self.head_cache_size:
             self._heads.clear()  # a miss costs one locked append; correctness never depends on it
@@ -406,7 +462,7 @@ class PostgresJournalStore(JournalStore):
         except psycopg.Error as exc:
             raise JournalWriteError(
                 f"saga {saga_id!r}: fence for step {step} could not be written at "
-                f"{self.url} ({_one_line(exc)}); it was NOT written; retry it"
+                f"{self.url} ({_one_line(exc)}); retry it (fencing is idempotent)"
             ) from exc
 
     def is_fenced(self, saga_id: str, step: int) -> bool:

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import unquote, urlparse
 
 from sagacity.entry import EntryDraft, JournalEntry, parse_timestamp, render_timestamp
 from sagacity.errors import JournalError, JournalWriteError, StoreUnavailableError
 from sagacity.phases import Phase
-from sagacity.stores.base import Clock, JournalStore, next_entry
+from sagacity.stores.base import Clock, JournalStore, StepClaim, decide_step, next_entry
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS journal (
@@ -57,6 +58,25 @@ _COLUMNS = (
     "actor_json, recorded_at, prev_hash, hash"
 )
 _BATCH = 500
+T = TypeVar("T")
+
+
+def _params(entry: JournalEntry) -> tuple[object, ...]:
+    return (
+        entry.saga_id,
+        entry.seq,
+        entry.step,
+        entry.attempt,
+        entry.tool,
+        entry.phase.value,
+        entry.input_json,
+        entry.result_json,
+        entry.error_json,
+        entry.actor_json,
+        render_timestamp(entry.recorded_at),
+        entry.prev_hash,
+        entry.hash,
+    )
 
 
 def _row_to_entry(row: tuple[object, ...]) -> JournalEntry:
@@ -147,63 +167,88 @@ class SqliteJournalStore(JournalStore):
             yield slot.conn
 
     def append(self, draft: EntryDraft) -> JournalEntry:
-        with self._using() as conn:
-            return self._append(conn, draft)
-
-    def _append(self, conn: sqlite3.Connection, draft: EntryDraft) -> JournalEntry:
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise JournalWriteError(f"journal append not written (lock: {exc}); retry") from exc
-        try:
-            existing_row = conn.execute(
+        def decide(conn: sqlite3.Connection) -> tuple[JournalEntry, JournalEntry | None]:
+            existing = self._one(
+                conn,
                 f"SELECT {_COLUMNS} FROM journal "
                 "WHERE saga_id=? AND step=? AND phase=? AND attempt=?",
                 (draft.saga_id, draft.step, draft.phase.value, draft.attempt),
-            ).fetchone()
-            head_row = conn.execute(
-                f"SELECT {_COLUMNS} FROM journal WHERE saga_id=? ORDER BY seq DESC LIMIT 1",
-                (draft.saga_id,),
-            ).fetchone()
-            existing = _row_to_entry(existing_row) if existing_row else None
+            )
             entry = next_entry(
-                draft,
-                existing=existing,
-                head=_row_to_entry(head_row) if head_row else None,
-                now=self.clock(),
+                draft, existing=existing, head=self._head(conn, draft.saga_id), now=self.clock()
             )
             if entry is None:
-                conn.execute("ROLLBACK")
                 assert existing is not None
-                return existing
-            conn.execute(
-                f"INSERT INTO journal ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    entry.saga_id,
-                    entry.seq,
-                    entry.step,
-                    entry.attempt,
-                    entry.tool,
-                    entry.phase.value,
-                    entry.input_json,
-                    entry.result_json,
-                    entry.error_json,
-                    entry.actor_json,
-                    render_timestamp(entry.recorded_at),
-                    entry.prev_hash,
-                    entry.hash,
-                ),
+                return existing, None
+            return entry, entry
+
+        return self._write(draft, decide)
+
+    def begin_step(self, draft: EntryDraft) -> StepClaim:
+        def decide(conn: sqlite3.Connection) -> tuple[StepClaim, JournalEntry | None]:
+            prior = conn.execute(
+                f"SELECT {_COLUMNS} FROM journal WHERE saga_id=? AND step=? ORDER BY seq",
+                (draft.saga_id, draft.step),
+            ).fetchall()
+            fenced = conn.execute(
+                "SELECT 1 FROM fences WHERE saga_id=? AND step=?", (draft.saga_id, draft.step)
+            ).fetchone()
+            return decide_step(
+                draft,
+                prior=[_row_to_entry(row) for row in prior],
+                head=self._head(conn, draft.saga_id),
+                fenced=fenced is not None,
+                now=self.clock(),
             )
-            conn.execute("COMMIT")
-            return entry
-        except JournalError:
-            conn.execute("ROLLBACK")
-            raise
-        except sqlite3.Error as exc:
-            conn.execute("ROLLBACK")
-            raise JournalWriteError(
-                f"journal append for saga {draft.saga_id!r} not written: {exc}; retry"
-            ) from exc
+
+        return self._write(draft, decide)
+
+    @staticmethod
+    def _one(conn: sqlite3.Connection, sql: str, params: tuple[object, ...]) -> JournalEntry | None:
+        row = conn.execute(sql, params).fetchone()
+        return _row_to_entry(row) if row else None
+
+    def _head(self, conn: sqlite3.Connection, saga_id: str) -> JournalEntry | None:
+        return self._one(
+            conn,
+            f"SELECT {_COLUMNS} FROM journal WHERE saga_id=? ORDER BY seq DESC LIMIT 1",
+            (saga_id,),
+        )
+
+    def _write(
+        self,
+        draft: EntryDraft,
+        decide: Callable[[sqlite3.Connection], tuple[T, JournalEntry | None]],
+    ) -> T:
+        """One write transaction: SQLite's write lock (BEGIN IMMEDIATE) is the saga lock,
+        across threads and processes; `decide` reads and says what to insert. Any failure
+        rolls back, so the lock is never left held."""
+        with self._using() as conn:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise JournalWriteError(f"journal append not written (lock: {exc}); retry") from exc
+            try:
+                result, entry = decide(conn)
+                if entry is not None:
+                    conn.execute(
+                        f"INSERT INTO journal ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        _params(entry),
+                    )
+                conn.execute("COMMIT")
+                return result
+            except BaseException as exc:
+                conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise JournalWriteError(
+                        f"journal append for saga {draft.saga_id!r} not written: {exc}; retry"
+                    ) from exc
+                if isinstance(exc, ValueError) and not isinstance(exc, JournalError):
+                    raise JournalError(
+                        f"saga {draft.saga_id!r}: a stored journal row cannot be read ({exc}); "
+                        "the journal file was edited outside sagacity: run `sagacity verify`"
+                    ) from exc
+                raise
 
     def _rows(self, sql: str, params: tuple[object, ...]) -> list[tuple[object, ...]]:
         with self._using() as conn:

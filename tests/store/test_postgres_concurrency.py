@@ -174,3 +174,41 @@ def test_writers_interleaving_across_sagas(
     everything = [d for ds in per_thread for d in ds]
     for saga in sagas:
         assert_whole_chain(writers[0], saga, [d for d in everything if d.saga_id == saga], returned)
+
+
+def test_begin_step_racing_attempts_claim_exactly_once(postgres_url: str) -> None:
+    """Eight attempts of one step, each on its own store (like eight worker processes):
+    exactly one claims it and journals INTENT; the others see that INTENT."""
+    import threading
+    import uuid
+
+    from sagacity.entry import EntryDraft
+    from sagacity.phases import Phase
+    from sagacity.stores import open_store
+
+    schema = f"t_claim_{uuid.uuid4().hex[:8]}"
+    url = f"{postgres_url}?schema={schema}"
+    stores = [open_store(url) for _ in range(8)]
+    barrier = threading.Barrier(8)
+    claims: list[bool] = []
+
+    def race(n: int) -> None:
+        draft = EntryDraft.new("s", Phase.INTENT, step=1, attempt=n + 1, tool="t", input={})
+        barrier.wait()
+        claims.append(stores[n].begin_step(draft).claimed)
+
+    try:
+        threads = [threading.Thread(target=race, args=(n,)) for n in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(claims) == [False] * 7 + [True]
+        assert [e.phase for e in stores[0].entries("s")] == [Phase.INTENT]
+    finally:
+        for s in stores:
+            s.close()
+        import psycopg
+
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')

@@ -477,7 +477,7 @@ async def test_compensations_run_sync_in_a_thread_and_async_awaited() -> None:
     spec = box.get("reserve").compensation
     assert spec is not None
     cctx = CompensationContext("saga-1", 2, "reserve", {"sku": "A1", "qty": 1}, {"sku": "A1"})
-    assert await spec.invoke(cctx) == "released A1"
+    assert await spec.invoke(cctx) is None  # what an undo returns is not its outcome
     assert shop.released == [cctx]
 
     seen: list[str] = []
@@ -494,6 +494,24 @@ async def test_compensations_run_sync_in_a_thread_and_async_awaited() -> None:
     assert undo is not None
     assert await undo.invoke(CompensationContext("s", 3, "book", {}, None)) is None
     assert seen == ["s:3"]
+
+
+async def test_a_compensation_returning_something_unserializable_still_succeeds() -> None:
+    undone: list[int] = []
+
+    @compensable("undo")
+    def book(room: str) -> str:
+        return room
+
+    @compensation("undo")
+    def cancel(ctx: CompensationContext) -> object:
+        undone.append(ctx.step)
+        return object()
+
+    undo = Toolbox.build(book, cancel).get("book").compensation
+    assert undo is not None
+    await undo.invoke(CompensationContext("s", 4, "book", {}, None))
+    assert undone == [4]
 
 
 # --- lookup, restriction, summaries ---------------------------------------------------
@@ -532,3 +550,20 @@ def test_summary_renders_arguments_and_truncates_to_the_limit() -> None:
     assert spec.summary([1], limit=80) == "wire([1])"
     with pytest.raises(ValueError):
         spec.summary({}, limit=1)
+
+
+@pytest.mark.parametrize(
+    "hint", [set[str], frozenset[int], "list[set[str]]", "dict[str, set[int]] | None"]
+)
+def test_set_parameters_are_refused_at_build_time(hint: object) -> None:
+    """A set's JSON order follows the hash seed: the approved payload could differ from
+    the one that runs on another worker, so sets are refused when the toolbox is built."""
+    namespace: dict[str, object] = {}
+    exec(
+        "from sagacity.tools import tool\n"
+        f"@tool\ndef tag(labels: {hint if isinstance(hint, str) else 'HINT'}) -> None: ...\n",
+        {"HINT": hint, "set": set, "frozenset": frozenset},
+        namespace,
+    )
+    with pytest.raises(ToolboxError, match="'labels' is a set"):
+        Toolbox.build(namespace["tag"])

@@ -213,6 +213,8 @@ FLOWS: dict[str, Flow] = {
     "stale_hash_refused_then_approved": stale_hash_refused_then_approved,
     "approve_by_update": approve_by_update,
     "cancelled_while_awaiting_approval": cancelled_while_awaiting_approval,
+    # recorded after `journal-abandoned-approval` (REJECTED by sagacity:cancelled)
+    "cancelled_while_awaiting_approval_v2": cancelled_while_awaiting_approval,
     "agent_scripted": agent_scripted,
 }
 

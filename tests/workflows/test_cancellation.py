@@ -6,6 +6,8 @@ abandon the remaining compensations (DESIGN.md §4: shield in a loop)."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from temporalio.client import WorkflowFailureError
 
@@ -76,3 +78,28 @@ async def test_second_cancel_during_compensation_does_not_abandon_it(saga) -> No
     assert [e.step for e in entries_of(saga.store, handle.id, "COMPENSATED")] == [2, 1]
     assert closing_status(saga, handle.id) == "COMPENSATED"
     assert saga.shop.stock("widget") == 10 and saga.shop.charges()[0]["refunded"]
+
+
+async def test_a_decision_racing_a_cancel_never_hangs_the_saga(saga) -> None:
+    """Cancelled while awaiting approval, a valid decision that arrives during compensation
+    is refused (nothing pending), and the saga still closes; the abandoned request gets
+    its REJECTED by sagacity:cancelled."""
+    from temporalio.client import WorkflowUpdateFailedError
+
+    from .test_approval_flows import decision
+
+    saga.shop.set_fault("refund_delay", "3")
+    handle = await saga.start(SagaInput(plan=[RESERVE, CHARGE, WIRE]))
+    p = await pending(handle)
+    await handle.cancel()
+    await eventually(lambda: _async(saga.shop.calls("refund_card")))
+    with pytest.raises(WorkflowUpdateFailedError):
+        await handle.execute_update("decide", {**decision(p), "approve": True})
+    with pytest.raises(WorkflowFailureError):
+        await asyncio.wait_for(handle.result(), 30)
+
+    rejected = entries_of(saga.store, handle.id, "REJECTED")
+    assert [(e.step, e.actor) for e in rejected] == [(3, "sagacity:cancelled")]
+    assert entries_of(saga.store, handle.id, "APPROVED") == []
+    assert closing_status(saga, handle.id) == "COMPENSATED"
+    assert saga.shop.wires() == []
