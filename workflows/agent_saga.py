@@ -31,7 +31,6 @@ with workflow.unsafe.imports_passed_through():
         ToolCall,
         ToolOutcome,
     )
-    from sagacity.canonical import canonical_text
     from sagacity.phases import Phase, SagaStatus
     from workflows.models import (
         CompensationReport,
@@ -50,12 +49,9 @@ from workflows.approval_gate import ApprovalGate
 from workflows.compensator import LOCAL_OPTIONS, compensate, failure_cause
 from workflows.conversation import bound_messages, tool_message
 from workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS, call_summary, steps_markdown
+from workflows.reporting import step_report
 
 T = TypeVar("T")
-
-REPORTED_RESULT_LIMIT = 500
-"""Results longer than this (canonical characters) are left out of step reports; the
-journal entry named by the report's seq has them in full."""
 
 
 class _ContinueAsNew(Exception):
@@ -409,21 +405,11 @@ class AgentSagaWorkflow:
     ) -> None:
         self._outcomes[outcome.step] = outcome
         previous = self._steps.get(outcome.step)
-        self._steps[outcome.step] = StepReport(
-            step=outcome.step,
-            tool=outcome.tool,
-            args=_reported_args(outcome.args or {}),
-            tool_kind=outcome.tool_kind,
-            status=status or outcome.kind.value,
-            intent_seq=outcome.intent.seq if outcome.intent else None,
-            intent_hash=outcome.intent.hash if outcome.intent else None,
-            seq=outcome.outcome.seq if outcome.outcome else None,
-            hash=outcome.outcome.hash if outcome.outcome else None,
-            error=error or outcome.error,
-            payload_sha256=outcome.payload_sha256,
+        self._steps[outcome.step] = step_report(
+            outcome,
+            status=status,
             approver=approver or (previous.approver if previous else None),
-            result=_reported(outcome),
-            replayed=outcome.replayed,
+            error=error,
         )
         self._publish()
 
@@ -495,21 +481,3 @@ class AgentSagaWorkflow:
     @workflow.query(name="pending_approval")
     def pending_approval(self) -> PendingApproval | None:
         return self._gate.pending_view()
-
-
-def _reported_args(args: dict[str, Any]) -> dict[str, Any]:
-    """Arguments as step reports keep them: whole when small, else a marker (reports are
-    carried across continue-as-new and returned in the result; the journal has them)."""
-    if len(canonical_text(args)) <= REPORTED_RESULT_LIMIT:
-        return args
-    return {"_omitted": "arguments too large to report; see the step's INTENT entry"}
-
-
-def _reported(outcome: ToolOutcome) -> Any:
-    if outcome.result is None:
-        return None
-    text = canonical_text(outcome.result)
-    if len(text) <= REPORTED_RESULT_LIMIT:
-        return outcome.result
-    seq = outcome.outcome.seq if outcome.outcome else "?"
-    return f"[{len(text)} characters; the journal holds the full result at seq {seq}]"
