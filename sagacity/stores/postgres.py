@@ -32,21 +32,16 @@ append) and READ COMMITTED, which the after-the-lock checks rely on.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import fields
-from typing import Any, LiteralString
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import psycopg
-from psycopg import sql
 from psycopg.pq import TransactionStatus
 from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool
 
-from sagacity.entry import EntryDraft, JournalEntry, parse_timestamp, render_timestamp
+from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import (
     InvalidEntryError,
     JournalConflictError,
@@ -55,132 +50,35 @@ from sagacity.errors import (
     SagaClosedError,
     StoreUnavailableError,
 )
-from sagacity.phases import Phase
 from sagacity.stores.base import Clock, JournalStore, StepClaim, decide_step, next_entry
 from sagacity.stores.migrations import migrate
-
-DEFAULT_SCHEMA = "public"
-_SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-COLUMNS = tuple(f.name for f in fields(JournalEntry))
-"""Journal columns: named and ordered as JournalEntry's fields (migration 0001)."""
-_RETRY = (
-    "it may or may not have been written (a connection lost at commit cannot tell); retry it: "
-    "appends are idempotent, so retrying is safe"
+from sagacity.stores.postgres_sql import (
+    _INT4_MAX,
+    _RETRY,
+    _SCHEMA_NAME,
+    COLUMNS,
+    DEFAULT_SCHEMA,
+    Conn,
+    _entry_params,
+    _one_line,
+    _Queries,
+    _session_setup,
+    lock_key,
+    redact_url,
+    retry_note,
+    row_to_entry,
+    split_schema,
 )
-_INT4_MAX = 2**31 - 1
-"""step and attempt are `integer` columns."""
 
-Conn = psycopg.Connection[TupleRow]
-
-
-def lock_key(saga_id: str) -> int:
-    """Advisory lock key of a saga: signed 64 bits of a domain-separated SHA-256, computed
-    here so that every client (any language) derives the same key from the id alone."""
-    digest = hashlib.sha256(b"sagacity.lock:" + saga_id.encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
-
-
-def _query(url: str) -> tuple[str, list[tuple[str, str]]]:
-    """(URL before "?", its query pairs). String surgery, not urlunsplit, which would turn
-    `postgresql:///db` (local socket) into `postgresql:/db`."""
-    base, _, query = url.partition("?")
-    return base, parse_qsl(query, keep_blank_values=True)
-
-
-def _with_query(base: str, pairs: list[tuple[str, str]]) -> str:
-    return f"{base}?{urlencode(pairs, quote_via=quote)}" if pairs else base
-
-
-def redact_url(url: str) -> str:
-    """`url` without its password (userinfo or query parameter): safe for messages."""
-    base, pairs = _query(url)
-    netloc = urlsplit(base).netloc
-    if "@" in netloc:
-        userinfo, _, hostinfo = netloc.rpartition("@")
-        base = base.replace(netloc, userinfo.split(":", 1)[0] + "@" + hostinfo, 1)
-    return _with_query(base, [(k, v) for k, v in pairs if k != "password"])
-
-
-def split_schema(url: str) -> tuple[str, str]:
-    """(libpq URL without the `schema` parameter, schema name)."""
-    base, pairs = _query(url)
-    schemas = [v for k, v in pairs if k == "schema"]
-    rest = [(k, v) for k, v in pairs if k != "schema"]
-    return _with_query(base, rest), (schemas[-1] if schemas else DEFAULT_SCHEMA)
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def row_to_entry(row: Sequence[Any]) -> JournalEntry:
-    """A stored row (COLUMNS order) as an entry. A phase or timestamp no sagacity version
-    writes can only come from an edit outside sagacity, and is reported as such."""
-    try:
-        phase = Phase(row[5])
-        recorded_at = parse_timestamp(row[10])
-    except (ValueError, TypeError) as exc:
-        raise JournalError(
-            f"saga {row[0]!r} seq {row[1]}: stored row is not a sagacity entry ({exc}); "
-            "it was altered outside sagacity"
-        ) from exc
-    fields_ = dict(zip(COLUMNS, row, strict=True))
-    return JournalEntry(**(fields_ | {"phase": phase, "recorded_at": recorded_at}))
-
-
-def _entry_params(e: JournalEntry) -> tuple[Any, ...]:
-    """An entry as INSERT parameters, COLUMNS order, recorded_at as the hashed text."""
-    head = (e.saga_id, e.seq, e.step, e.attempt, e.tool, e.phase.value)
-    payload = (e.input_json, e.result_json, e.error_json, e.actor_json)
-    return (*head, *payload, render_timestamp(e.recorded_at), e.prev_hash, e.hash)
-
-
-class _Queries:
-    """Every statement, rendered once per store with the schema quoted in, as bytes so
-    psycopg prepares each one once per connection."""
-
-    def __init__(self, schema: str) -> None:
-        self.names: dict[str, sql.Composable] = {
-            "cols": sql.SQL(", ").join(map(sql.Identifier, COLUMNS)),
-            "journal": sql.Identifier(schema, "sagacity_journal"),
-            "fences": sql.Identifier(schema, "sagacity_fences"),
-            "append_fn": sql.Identifier(schema, "sagacity_append"),
-        }
-        self.lock = self._q("SELECT pg_advisory_xact_lock(%s)")
-        args = ", ".join(["%s"] * (len(COLUMNS) + 1))
-        self.append = self._q("SELECT {append_fn}(") + args.encode() + b")"
-        self.lookup = self._q(
-            "SELECT 0, {cols} FROM {journal} WHERE saga_id = %(saga)s AND step = %(step)s"
-            " AND phase = %(phase)s AND attempt = %(attempt)s"
-            " UNION ALL"
-            " (SELECT 1, {cols} FROM {journal} WHERE saga_id = %(saga)s"
-            " ORDER BY seq DESC LIMIT 1)"
-        )
-        self.entries = self._q(
-            "SELECT {cols} FROM {journal} WHERE saga_id = %s AND seq > %s ORDER BY seq LIMIT %s"
-        )
-        self.head = self._q(
-            "SELECT {cols} FROM {journal} WHERE saga_id = %s ORDER BY seq DESC LIMIT 1"
-        )
-        self.step = self._q(
-            "SELECT {cols} FROM {journal} WHERE saga_id = %s AND step = %s ORDER BY seq"
-        )
-        self.first_sagas = self._q(
-            "SELECT DISTINCT saga_id FROM {journal} ORDER BY saga_id LIMIT %s"
-        )
-        self.next_sagas = self._q(
-            "SELECT DISTINCT saga_id FROM {journal} WHERE saga_id > %s ORDER BY saga_id LIMIT %s"
-        )
-        self.fence = self._q(
-            "INSERT INTO {fences} (saga_id, step) VALUES (%s, %s) ON CONFLICT DO NOTHING"
-        )
-        self.is_fenced = self._q(
-            "SELECT EXISTS (SELECT 1 FROM {fences} WHERE saga_id = %s AND step = %s)"
-        )
-
-    def _q(self, text: LiteralString) -> bytes:
-        return sql.SQL(text).format(**self.names).as_bytes(None)
+__all__ = [
+    "COLUMNS",
+    "DEFAULT_SCHEMA",
+    "PostgresJournalStore",
+    "lock_key",
+    "redact_url",
+    "row_to_entry",
+    "split_schema",
+]
 
 
 class PostgresJournalStore(JournalStore):
@@ -284,7 +182,7 @@ class PostgresJournalStore(JournalStore):
         except psycopg.Error as exc:
             raise JournalWriteError(
                 f"saga {draft.saga_id!r}: {draft.phase} step {draft.step} could not be "
-                f"journaled at {self.url} ({_one_line(exc)}); {_RETRY}"
+                f"journaled at {self.url} ({_one_line(exc)}); {retry_note(exc)}"
             ) from exc
 
     def _append_on(self, conn: Conn, draft: EntryDraft, key: int) -> JournalEntry:
@@ -367,7 +265,7 @@ class PostgresJournalStore(JournalStore):
         except psycopg.Error as exc:
             raise JournalWriteError(
                 f"saga {draft.saga_id!r}: INTENT for step {draft.step} could not be journaled "
-                f"at {self.url} ({_one_line(exc)}); {_RETRY}"
+                f"at {self.url} ({_one_line(exc)}); {retry_note(exc)}"
             ) from exc
 
     def _begin_step_on(self, conn: Conn, draft: EntryDraft, key: int) -> StepClaim:
@@ -471,18 +369,3 @@ class PostgresJournalStore(JournalStore):
 
     def close(self) -> None:
         self._pool.close()
-
-
-def _session_setup(lock_timeout: str) -> Callable[[Conn], None]:
-    """Per-connection setup: bound every lock wait (an append that cannot get its saga's
-    lock fails with JournalWriteError instead of hanging a worker), and READ COMMITTED,
-    under which sagacity_append's check after the lock sees a fresh snapshot."""
-
-    def configure(conn: Conn) -> None:
-        conn.execute(
-            "SELECT set_config('lock_timeout', %s, false),"
-            " set_config('default_transaction_isolation', 'read committed', false)",
-            (lock_timeout,),
-        )
-
-    return configure
