@@ -13,9 +13,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any, TextIO
 
-from sagacity.chain import BreakReason, ChainVerifier, VerifyReport, verify_chain
+from sagacity.chain import BreakReason, ChainVerifier, VerifyReport
 from sagacity.entry import JournalEntry, parse_timestamp, render_timestamp
-from sagacity.errors import AuditFileError, InvalidEntryError
+from sagacity.errors import AuditFileError, InvalidEntryError, UnreadableEntryError
 from sagacity.phases import Phase
 from sagacity.stores.base import JournalStore
 
@@ -68,8 +68,16 @@ def export_jsonl(store: JournalStore, out: TextIO, saga_ids: Iterable[str] | Non
 
 
 def verify_store(store: JournalStore, saga_id: str) -> VerifyReport:
-    """Walk one saga's chain as stored. An unknown saga verifies with 0 entries."""
-    return verify_chain(saga_id, store.entries(saga_id))
+    """Walk one saga's chain as stored. An unknown saga verifies with 0 entries; a row
+    that cannot be read as an entry is reported as an UNREADABLE break, not raised."""
+    verifier = ChainVerifier(saga_id)
+    try:
+        for entry in store.entries(saga_id):
+            if not verifier.feed(entry):
+                break
+    except UnreadableEntryError as exc:
+        verifier.unreadable(exc.seq, str(exc))
+    return verifier.report()
 
 
 def verify_all(store: JournalStore) -> Iterator[VerifyReport]:

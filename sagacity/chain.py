@@ -131,6 +131,7 @@ class BreakReason(StrEnum):
     WRONG_SAGA = "wrong_saga"
     NOT_CHAINED = "not_chained"
     AFTER_CLOSE = "after_close"
+    UNREADABLE = "unreadable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +221,11 @@ class ChainVerifier:
                 f"{self.prev_hash[:16]}…",
             )
         return None
+
+    def unreadable(self, seq: int, detail: str) -> None:
+        """A stored row could not even be read as an entry: altered outside sagacity."""
+        if self.broken is None:
+            self.broken = (seq, BreakReason.UNREADABLE, detail)
 
     def report(self) -> VerifyReport:
         if self.broken is not None:

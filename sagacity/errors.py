@@ -38,6 +38,15 @@ class JournalConflictError(JournalError):
     content. The first one stands; the second is refused as evidence of a bug or an attack."""
 
 
+class UnreadableEntryError(JournalError):
+    """A stored row is not a sagacity entry (a phase or timestamp no version writes): it
+    was altered outside sagacity. Verification reports it as a break at `seq`."""
+
+    def __init__(self, message: str, seq: int) -> None:
+        super().__init__(message)
+        self.seq = seq
+
+
 class StoreUnavailableError(JournalError):
     """The journal's database cannot be reached or opened."""
 

@@ -16,7 +16,7 @@ from psycopg.rows import TupleRow
 from psycopg_pool import PoolClosed, PoolTimeout
 
 from sagacity.entry import JournalEntry, parse_timestamp, render_timestamp
-from sagacity.errors import JournalError
+from sagacity.errors import UnreadableEntryError
 from sagacity.phases import Phase
 
 DEFAULT_SCHEMA = "public"
@@ -97,9 +97,10 @@ def row_to_entry(row: Sequence[Any]) -> JournalEntry:
         phase = Phase(row[5])
         recorded_at = parse_timestamp(row[10])
     except (ValueError, TypeError) as exc:
-        raise JournalError(
+        raise UnreadableEntryError(
             f"saga {row[0]!r} seq {row[1]}: stored row is not a sagacity entry ({exc}); "
-            "it was altered outside sagacity"
+            "it was altered outside sagacity",
+            int(row[1]),
         ) from exc
     fields_ = dict(zip(COLUMNS, row, strict=True))
     return JournalEntry(**(fields_ | {"phase": phase, "recorded_at": recorded_at}))

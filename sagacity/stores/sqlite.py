@@ -20,7 +20,12 @@ from typing import TypeVar
 from urllib.parse import unquote, urlparse
 
 from sagacity.entry import EntryDraft, JournalEntry, parse_timestamp, render_timestamp
-from sagacity.errors import JournalError, JournalWriteError, StoreUnavailableError
+from sagacity.errors import (
+    JournalError,
+    JournalWriteError,
+    StoreUnavailableError,
+    UnreadableEntryError,
+)
 from sagacity.phases import Phase
 from sagacity.stores.base import Clock, JournalStore, StepClaim, decide_step, next_entry
 
@@ -80,6 +85,19 @@ def _params(entry: JournalEntry) -> tuple[object, ...]:
 
 
 def _row_to_entry(row: tuple[object, ...]) -> JournalEntry:
+    """A stored row as an entry; a row no sagacity version writes raises
+    UnreadableEntryError (verification reports it as a break)."""
+    try:
+        return _parse_row(row)
+    except (ValueError, TypeError) as exc:
+        raise UnreadableEntryError(
+            f"saga {row[0]!r} seq {row[1]}: stored row is not a sagacity entry ({exc}); "
+            "it was altered outside sagacity",
+            int(row[1]),  # type: ignore[call-overload]
+        ) from exc
+
+
+def _parse_row(row: tuple[object, ...]) -> JournalEntry:
     return JournalEntry(
         saga_id=str(row[0]),
         seq=int(row[1]),  # type: ignore[call-overload]

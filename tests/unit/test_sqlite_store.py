@@ -68,3 +68,22 @@ def test_relative_and_absolute_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert (tmp_path / "abs" / "journal.db").exists()
     relative.close()
     absolute.close()
+
+
+def test_verify_reports_an_unreadable_row_instead_of_crashing(tmp_path: Path) -> None:
+    from sagacity.audit import verify_store
+    from sagacity.chain import BreakReason
+
+    store = open_store(f"sqlite:///{tmp_path}/journal.db")
+    for step in range(1, 4):
+        store.append(EntryDraft.new("s", Phase.INTENT, step=step))
+    raw = sqlite3.connect(tmp_path / "journal.db")
+    raw.execute("DROP TRIGGER journal_no_update")
+    raw.execute("UPDATE journal SET phase='PAID' WHERE seq=2")
+    raw.commit()
+    assert raw.execute("SELECT phase FROM journal WHERE seq=2").fetchone() == ("PAID",)
+    raw.close()
+
+    report = verify_store(store, "s")
+    assert (report.ok, report.first_broken_seq, report.reason) == (False, 2, BreakReason.UNREADABLE)
+    store.close()
