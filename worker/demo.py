@@ -114,6 +114,13 @@ async def run_demo(*, keep_server: bool, console: Console) -> int:
             f"{shop.stock('widget')}, charges {len(shop.charges())} "
             f"({sum(c['refunded'] for c in shop.charges())} refunded), wires {len(shop.wires())}"
         )
+        console.print(
+            "next: drive sagas with a model — OpenAI: SAGACITY_OPENAI_API_KEY=… "
+            "SAGACITY_OPENAI_MODEL=gpt-4o-mini sagacity worker; a local Ollama: "
+            "SAGACITY_OPENAI_BASE_URL=http://localhost:11434/v1 SAGACITY_OPENAI_MODEL=llama3.1 "
+            "sagacity worker; then sagacity start --goal '…'",
+            highlight=False,
+        )
         if keep_server:
             console.print("server kept up for the UI; press Ctrl-C to stop")
             with contextlib.suppress(asyncio.CancelledError):
