@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -108,6 +109,29 @@ async def heartbeating(work: Awaitable[T]) -> T:
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
+
+
+def _patient_fence_check(store: JournalStore, saga_id: str, step: int) -> Callable[[], bool]:
+    """`ToolContext.is_fenced` for one step: a journal blip is retried in place rather than
+    surfacing in the tool as if the tool had failed. Its patience is half the heartbeat
+    timeout (at most 30 s), because an async tool calls it on the event loop, where
+    waiting also holds back every heartbeat of this worker."""
+    timeout = activity.info().heartbeat_timeout
+    patience = min(30.0, timeout.total_seconds() / 2) if timeout else 30.0
+
+    def is_fenced() -> bool:
+        deadline = time.monotonic() + patience
+        delay = 0.2
+        while True:
+            try:
+                return store.is_fenced(saga_id, step)
+            except (JournalWriteError, StoreUnavailableError):
+                if time.monotonic() + delay > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    return is_fenced
 
 
 def _unjournalable(result: Any, error: Exception) -> dict[str, Any]:
@@ -233,7 +257,7 @@ class ToolRunner:
             tool=spec.name,
             idempotency_key=idempotency_key(req.saga_id, req.step),
             heartbeat=activity.heartbeat,
-            is_fenced=lambda: store.is_fenced(req.saga_id, req.step),
+            is_fenced=_patient_fence_check(store, req.saga_id, req.step),
         )
 
         def draft(phase: Phase, **fields: Any) -> EntryDraft:
@@ -249,6 +273,11 @@ class ToolRunner:
             raise
         except ToolResultError as exc:  # it ran: its effect is live, only the result is bad
             result, unjournalable = _unjournalable(exc.value, exc), str(exc)
+        except (JournalWriteError, StoreUnavailableError):
+            # Raised through ctx.is_fenced() after its patience ran out: the journal failed,
+            # not the tool. Journaling FAILED would compensate a healthy saga; let Temporal
+            # retry the activity instead (the retry reports this attempt's INTENT UNKNOWN).
+            raise
         except Exception as exc:  # the tool's own failure
             error = f"{type(exc).__name__}: {exc}"
             failed = await retrying(store.append, draft(Phase.FAILED, error=error[:10_000]))

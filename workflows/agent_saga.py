@@ -10,12 +10,12 @@ continues as new, carrying its state, its pending compensations and its chain he
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from datetime import timedelta
 from typing import Any, TypeVar
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
@@ -441,19 +441,22 @@ class AgentSagaWorkflow:
 
     # ---- decisions and queries ---------------------------------------------------------------
 
-    @workflow.signal(name="approve")
-    async def approve(self, raw: Any = None) -> None:
-        await self._gate.on_signal(raw, approve=True)
-
-    @workflow.signal(name="reject")
-    async def reject(self, raw: Any = None) -> None:
-        await self._gate.on_signal(raw, approve=False)
-
-    @workflow.signal(name="record_refusal")
-    async def record_refusal(self, raw: Any = None) -> None:
-        """Journal a decision the `decide` validator refused (a rejected update leaves no
-        history); never approves or rejects anything."""
-        await self._gate.on_refusal_record(raw)
+    # One dynamic handler receives every signal with its raw payloads, so that a body the
+    # converter cannot decode, or a signal with the wrong number of arguments, is refused
+    # and journaled like any malformed decision. Named handlers would be skipped by the
+    # SDK for undecodable bodies (no evidence) and raise TypeError for a wrong arity
+    # (a failed workflow task, retried forever: the saga would be wedged).
+    @workflow.signal(dynamic=True)
+    async def on_signal(self, name: str, args: Sequence[RawValue]) -> None:
+        raw = _one(tuple(_decoded(a) for a in args))
+        if name in ("approve", "reject"):
+            await self._gate.on_signal(raw, approve=name == "approve")
+        elif name == "record_refusal":
+            # Journal a decision the `decide` validator refused (a rejected update leaves
+            # no history); never approves or rejects anything.
+            await self._gate.on_refusal_record(raw)
+        else:
+            workflow.logger.warning("signal %r is not one this saga takes; ignored", name)
 
     @workflow.update(name="decide")
     async def decide(self, raw: Any = None) -> DecisionResult:
@@ -481,3 +484,24 @@ class AgentSagaWorkflow:
     @workflow.query(name="pending_approval")
     def pending_approval(self) -> PendingApproval | None:
         return self._gate.pending_view()
+
+
+def _decoded(raw: RawValue) -> Any:
+    """The JSON value of one signal argument, or a short description of why it has none
+    (kept as evidence; the judge refuses it as MALFORMED)."""
+    try:
+        return workflow.payload_converter().from_payload(raw.payload)
+    except Exception as exc:  # any decoding failure is the sender's, not the saga's
+        encoding = raw.payload.metadata.get("encoding", b"").decode("utf-8", "replace")
+        return (
+            f"undecodable signal argument ({encoding or 'no encoding'}, "
+            f"{len(raw.payload.data)} bytes): {type(exc).__name__}: {exc}"
+        )[:1_000]
+
+
+def _one(args: tuple[Any, ...]) -> Any:
+    """The decision a signal carried: its single argument; none is None and several are
+    kept as a list, both refused as MALFORMED by the judge."""
+    if len(args) == 1:
+        return args[0]
+    return None if not args else list(args)

@@ -1,0 +1,428 @@
+"""Crash matrix: a real worker process (`python -m worker worker`, journaling to
+PostgreSQL) is SIGKILLed at each dangerous point of a saga, and a fresh worker process
+takes over.
+
+After the restart every saga must reach a final state, the journal must hold exactly the
+entries the saga's story implies (none lost, none invented) in a chain that verifies, no
+step whose EXECUTED was journaled may run its body twice (the shop's own log of body runs
+is the witness), and an INTENT without an outcome must be reported as needing a human —
+never run again and never compensated blindly.
+
+A short `tool_heartbeat_timeout_seconds` lets Temporal notice the dead worker's activity
+within seconds; `tool_timeout_seconds` bounds activities that do not heartbeat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+
+from examples.orders import INITIAL_STOCK, Shop
+from sagacity.approvals import approval_hash
+from sagacity.phases import Phase, SagaStatus
+from sagacity.stores import JournalStore
+from sagacity.stores.postgres import lock_key
+from workflows.inspection import SAGA_NEEDS_HUMAN
+from workflows.models import SagaInput, SagaResult, ToolCall
+
+from .support import (
+    CHARGE,
+    RESERVE,
+    RESERVE_FAILS,
+    SHIP,
+    SHIP_FAILS,
+    WIRE,
+    WIRE_ARGS,
+    WorkerProcesses,
+    assert_chain_closed,
+    assert_evidence_consistent,
+    assert_executed_ran_once,
+    entries_of,
+    eventually,
+    failed_workflow_tasks,
+    phases,
+    worker_env,
+)
+from .toolkits import GatedLedger
+
+pytestmark = [pytest.mark.temporal, pytest.mark.postgres, pytest.mark.timeout(60)]
+
+RECOVERY_S = 40.0
+
+
+async def start(
+    client: Client, workers: WorkerProcesses, plan: list[ToolCall], **options: Any
+) -> WorkflowHandle[Any, SagaResult]:
+    return await client.start_workflow(
+        "AgentSaga",
+        SagaInput(plan=plan, **options),
+        id=f"crash-{uuid.uuid4().hex[:12]}",
+        task_queue=workers.task_queue,
+        result_type=SagaResult,
+    )
+
+
+async def final(
+    handle: WorkflowHandle[Any, SagaResult], store: JournalStore, workers: WorkerProcesses
+) -> SagaResult:
+    try:
+        return await asyncio.wait_for(handle.result(), RECOVERY_S)
+    except TimeoutError:
+        pytest.fail(
+            f"saga {handle.id} not final {RECOVERY_S}s after the restart; journal: "
+            f"{phases(store, handle.id)}\n{workers.output(workers.procs[-1])[-3000:]}"
+        )
+
+
+def has(store: JournalStore, saga_id: str, phase: Phase, step: int) -> bool:
+    return any(e.phase is phase for e in store.step_entries(saga_id, step))
+
+
+async def test_killed_during_a_tool_call(
+    temporal_env: WorkflowEnvironment,
+    workers: WorkerProcesses,
+    pg_store: JournalStore,
+    shop: Shop,
+) -> None:
+    """ship_order is waiting for the carrier (heartbeating, nothing shipped yet)."""
+    shop.set_fault("ship_delay", "30")
+    first = workers.start()
+    handle = await start(
+        temporal_env.client, workers, [RESERVE, CHARGE, SHIP],
+        tool_heartbeat_timeout_seconds=3, tool_timeout_seconds=60,
+    )  # fmt: skip
+    await eventually(lambda: has(pg_store, handle.id, Phase.INTENT, 3), 30, "INTENT of step 3")
+
+    workers.kill(first)
+    assert shop.calls("ship_order") == [] and phases(pg_store, handle.id)[-1] == ("INTENT", 3)
+    shop.set_fault("ship_delay", "0")
+    workers.start()
+    result = await final(handle, pg_store, workers)
+
+    assert result.status is SagaStatus.COMPENSATED, result
+    assert result.unknown_outcome_steps == [3] and result.needs_human
+    assert [(c.step, c.ok) for c in result.compensations] == [(2, True), (1, True)]
+    entries = assert_chain_closed(pg_store, handle.id)
+    assert [(e.phase.value, e.step) for e in entries] == [
+        ("SAGA_OPENED", 0), ("INTENT", 1), ("EXECUTED", 1), ("INTENT", 2), ("EXECUTED", 2),
+        ("INTENT", 3), ("COMPENSATED", 2), ("COMPENSATED", 1), ("SAGA_CLOSED", 0),
+    ]  # fmt: skip
+    assert_evidence_consistent(result, entries)
+    assert_executed_ran_once(shop.calls(), handle.id, entries)
+    assert shop.calls("ship_order") == [] and shop.shipments() == []  # never run again
+    assert shop.stock("widget") == INITIAL_STOCK["widget"]
+    assert [c["refunded"] for c in shop.charges()] == [True]
+    assert pg_store.is_fenced(handle.id, 3)  # a late attempt could not ship now
+    assert (await handle.describe()).typed_search_attributes.get(SAGA_NEEDS_HUMAN) is True
+    assert await failed_workflow_tasks(handle) == []
+
+
+@pytest.mark.parametrize("in_flight_append", ["abandoned", "committed_late"])
+async def test_killed_between_intent_and_executed(
+    temporal_env: WorkflowEnvironment,
+    tmp_path: Path,
+    pg_journal_url: str,
+    postgres_url: str,
+    pg_store: JournalStore,
+    shop: Shop,
+    in_flight_append: str,
+) -> None:
+    """The payment's effect is applied but its EXECUTED entry is not committed: the test
+    holds the saga's advisory lock, so the append waits, and the worker dies there.
+
+    The dead worker's append is still queued in its PostgreSQL backend, which does not
+    notice the dead client while it waits for a lock. "abandoned": the test terminates
+    that backend (as a connection check would), so EXECUTED never lands — the new worker
+    must not pay again and must not void a payment it cannot prove happened: the step is
+    an unknown outcome for a human. "committed_late": the test just releases the lock, the
+    orphaned append commits after the worker's death, and the new worker must replay the
+    recorded result instead of paying again."""
+    ledger = GatedLedger(tmp_path / "ledger.db")
+    address = temporal_env.client.service_client.config.target_host
+    env = worker_env(address, tmp_path / "shop.db", SAGACITY_LEDGER_PATH=str(ledger.path))
+    args = [
+        "--tools", "tests.faults.toolkits:toolbox",
+        "--journal", pg_journal_url,
+        "--task-queue", f"gated-{uuid.uuid4().hex[:8]}",
+    ]  # fmt: skip
+    workers = WorkerProcesses(tmp_path, env, args)
+    pay = ToolCall(tool="gated_payment", args={"amount": 250})
+    try:
+        first = workers.start()
+        handle = await start(
+            temporal_env.client, workers, [RESERVE, pay, SHIP],
+            tool_heartbeat_timeout_seconds=10, tool_timeout_seconds=60,
+        )  # fmt: skip
+        await eventually(lambda: has(pg_store, handle.id, Phase.INTENT, 2), 30, "INTENT 2")
+
+        key = lock_key(handle.id)
+        with psycopg.connect(postgres_url, autocommit=True) as holder:
+            holder.execute("SELECT pg_advisory_lock(%s)", (key,))
+            ledger.open_gate()
+            await eventually(ledger.payments, 10, "the payment's effect")
+            # Proof that the worker is now blocked appending EXECUTED behind our lock.
+            waiting = await eventually(lambda: _waiting_on(holder, key), 10, "append waiting")
+            workers.kill(first)
+            if in_flight_append == "abandoned":
+                terminated = [
+                    holder.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()
+                    for pid in waiting
+                ]
+                assert terminated == [(True,)]
+                await eventually(lambda: not _waiting_on(holder, key), 10, "backend gone")
+            assert phases(pg_store, handle.id)[-1] == ("INTENT", 2)  # not committed yet
+        if in_flight_append == "committed_late":
+            await eventually(
+                lambda: has(pg_store, handle.id, Phase.EXECUTED, 2), 10, "the late commit"
+            )
+        workers.start()
+        result = await final(handle, pg_store, workers)
+    finally:
+        workers.stop_all()
+
+    calls = shop.calls() + ledger.calls()
+    assert [tool for tool, _, _ in ledger.calls()] == ["gated_payment"]  # paid once
+    assert shop.calls("ship_order") == [] or in_flight_append == "committed_late"
+    assert await failed_workflow_tasks(handle) == []
+    entries = assert_chain_closed(pg_store, handle.id)
+    assert_evidence_consistent(result, entries)
+    assert_executed_ran_once(calls, handle.id, entries)
+    if in_flight_append == "committed_late":
+        assert result.status is SagaStatus.COMPLETED, result
+        by_step = {s.step: s for s in result.steps}
+        assert by_step[2].status == "EXECUTED" and by_step[2].replayed
+        assert [(e.phase.value, e.step) for e in entries] == [
+            ("SAGA_OPENED", 0), ("INTENT", 1), ("EXECUTED", 1), ("INTENT", 2),
+            ("EXECUTED", 2), ("INTENT", 3), ("EXECUTED", 3), ("SAGA_CLOSED", 0),
+        ]  # fmt: skip
+        assert ledger.payments() == [{"key": f"{handle.id}:2", "amount": 250, "voided": False}]
+        return
+
+    assert result.status is SagaStatus.COMPENSATED, result
+    assert result.unknown_outcome_steps == [2] and result.needs_human
+    assert [(c.step, c.ok) for c in result.compensations] == [(1, True)]
+    assert [(e.phase.value, e.step) for e in entries] == [
+        ("SAGA_OPENED", 0), ("INTENT", 1), ("EXECUTED", 1), ("INTENT", 2),
+        ("COMPENSATED", 1), ("SAGA_CLOSED", 0),
+    ]  # fmt: skip
+    # The payment happened exactly once, and nobody voided it blindly: a human decides.
+    assert ledger.payments() == [{"key": f"{handle.id}:2", "amount": 250, "voided": False}]
+    assert pg_store.is_fenced(handle.id, 2)
+
+
+def _waiting_on(conn: psycopg.Connection[Any], key: int) -> list[int]:
+    """Backends waiting for the advisory lock `key` (bigint keys are stored as
+    classid = high 32 bits, objid = low 32 bits)."""
+    unsigned = key & 0xFFFFFFFFFFFFFFFF
+    rows = conn.execute(
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+        " AND classid = %s AND objid = %s AND objsubid = 1",
+        (unsigned >> 32, unsigned & 0xFFFFFFFF),
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+async def test_killed_during_a_compensation(
+    temporal_env: WorkflowEnvironment,
+    workers: WorkerProcesses,
+    pg_store: JournalStore,
+    shop: Shop,
+) -> None:
+    """The refund is in progress (refund_delay) when the worker dies: it is retried on the
+    new worker and applied once, and the rest of the compensation still runs."""
+    shop.set_fault("refund_delay", "30")
+    first = workers.start()
+    handle = await start(
+        temporal_env.client, workers, [RESERVE, CHARGE, SHIP_FAILS],
+        tool_heartbeat_timeout_seconds=3, tool_timeout_seconds=8,
+    )  # fmt: skip
+    # The compensation runner fences the step before calling refund_card.
+    await eventually(lambda: pg_store.is_fenced(handle.id, 2), 30, "compensation of step 2")
+    await asyncio.sleep(0.3)  # inside refund_card's delay now
+
+    workers.kill(first)
+    assert shop.calls("refund_card") == []
+    assert not has(pg_store, handle.id, Phase.COMPENSATED, 2)
+    shop.set_fault("refund_delay", "0")
+    workers.start()
+    result = await final(handle, pg_store, workers)
+
+    assert result.status is SagaStatus.COMPENSATED, result
+    assert [(c.step, c.ok) for c in result.compensations] == [(2, True), (1, True)]
+    assert result.unknown_outcome_steps == [] and not result.needs_human
+    entries = assert_chain_closed(pg_store, handle.id)
+    assert [(e.phase.value, e.step) for e in entries] == [
+        ("SAGA_OPENED", 0), ("INTENT", 1), ("EXECUTED", 1), ("INTENT", 2), ("EXECUTED", 2),
+        ("INTENT", 3), ("FAILED", 3), ("COMPENSATED", 2), ("COMPENSATED", 1),
+        ("SAGA_CLOSED", 0),
+    ]  # fmt: skip
+    assert_evidence_consistent(result, entries)
+    assert_executed_ran_once(shop.calls(), handle.id, entries)
+    assert len(shop.calls("refund_card")) == 1 and len(shop.calls("release_inventory")) == 1
+    assert [c["refunded"] for c in shop.charges()] == [True]
+    assert shop.stock("widget") == INITIAL_STOCK["widget"]
+    assert await failed_workflow_tasks(handle) == []
+
+
+async def test_dead_worker_during_compensation_is_noticed_by_heartbeat(
+    temporal_env: WorkflowEnvironment,
+    workers: WorkerProcesses,
+    pg_store: JournalStore,
+    shop: Shop,
+) -> None:
+    """Same crash as above, but with the default tool timeout (300 s): the compensation
+    activity carries the saga's heartbeat timeout, so the lost attempt is noticed within
+    seconds, not minutes."""
+    shop.set_fault("refund_delay", "30")
+    first = workers.start()
+    handle = await start(
+        temporal_env.client, workers, [RESERVE, CHARGE, SHIP_FAILS],
+        tool_heartbeat_timeout_seconds=8, tool_timeout_seconds=300,
+    )  # fmt: skip
+    try:
+        await eventually(lambda: pg_store.is_fenced(handle.id, 2), 30, "compensation of step 2")
+        history = await handle.fetch_history()
+        scheduled = [
+            e.activity_task_scheduled_event_attributes
+            for e in history.events
+            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+            and e.activity_task_scheduled_event_attributes.activity_type.name
+            == "sagacity.compensate"
+        ]
+        timeout = scheduled[0].heartbeat_timeout.ToTimedelta().total_seconds()
+        assert 0 < timeout <= 8, f"compensation heartbeat timeout is {timeout}s"
+    finally:
+        workers.kill(first)  # mid-refund: the crash (and no graceful wait on the refund)
+    shop.set_fault("refund_delay", "0")
+    workers.start()
+    result = await asyncio.wait_for(handle.result(), 30)
+    assert result.status is SagaStatus.COMPENSATED
+    assert len(shop.calls("refund_card")) == 1
+    entries = assert_chain_closed(pg_store, handle.id)
+    assert_evidence_consistent(result, entries)
+    assert_executed_ran_once(shop.calls(), handle.id, entries)
+
+
+async def test_killed_while_awaiting_approval(
+    temporal_env: WorkflowEnvironment,
+    workers: WorkerProcesses,
+    pg_store: JournalStore,
+    shop: Shop,
+) -> None:
+    """No worker at all while the human decides: the decisions wait in Temporal, and the
+    new worker judges them in order — the stale one refused and journaled, the right one
+    approved — and the wire runs once."""
+    first = workers.start()
+    handle = await start(
+        temporal_env.client, workers, [RESERVE, WIRE], tool_heartbeat_timeout_seconds=3
+    )
+    await eventually(
+        lambda: has(pg_store, handle.id, Phase.AWAITING_APPROVAL, 2), 30, "AWAITING_APPROVAL"
+    )
+    workers.kill(first)
+
+    good = approval_hash("send_wire_transfer", WIRE_ARGS)
+    stale = approval_hash("send_wire_transfer", {**WIRE_ARGS, "amount": 50})
+    body = {"step": 2, "approver": "alice"}
+    await handle.signal("approve", {**body, "payload_sha256": stale})  # no worker is up
+    await handle.signal("approve", {**body, "payload_sha256": good})
+    assert shop.wires() == []
+    workers.start()
+    result = await final(handle, pg_store, workers)
+
+    assert result.status is SagaStatus.COMPLETED, result
+    assert [w["key"] for w in shop.wires()] == [f"{handle.id}:2"]
+    assert len(shop.calls("send_wire_transfer")) == 1
+    entries = assert_chain_closed(pg_store, handle.id)
+    # The refusal's journal write and the approval's run concurrently: order may vary.
+    assert Counter((e.phase.value, e.step) for e in entries) == Counter(
+        [("SAGA_OPENED", 0), ("INTENT", 1), ("EXECUTED", 1), ("AWAITING_APPROVAL", 2),
+         ("APPROVAL_REFUSED", 2), ("APPROVED", 2), ("INTENT", 2), ("EXECUTED", 2),
+         ("SAGA_CLOSED", 0)]
+    )  # fmt: skip
+    refused = entries_of(pg_store, handle.id, Phase.APPROVAL_REFUSED)
+    assert (refused[0].error or "").startswith("HASH_MISMATCH")
+    approved = entries_of(pg_store, handle.id, Phase.APPROVED)
+    assert approved[0].actor == "alice" and approved[0].result["payload_sha256"] == good
+    assert_evidence_consistent(result, entries)
+    assert_executed_ran_once(shop.calls(), handle.id, entries)
+    assert await failed_workflow_tasks(handle) == []
+
+
+async def test_one_kill_with_sagas_in_every_state(
+    temporal_env: WorkflowEnvironment,
+    workers: WorkerProcesses,
+    pg_store: JournalStore,
+    shop: Shop,
+) -> None:
+    """Seven sagas caught by one SIGKILL: finished, mid-tool, mid-compensation, awaiting
+    approval. All reach their final state on the new worker with exact journals."""
+    shop.set_fault("ship_delay", "30")
+    shop.set_fault("refund_delay", "30")
+    client = temporal_env.client
+    first = workers.start()
+    opts: dict[str, Any] = {"tool_heartbeat_timeout_seconds": 3, "tool_timeout_seconds": 8}
+    done = await start(client, workers, [RESERVE, CHARGE], **opts)
+    mid_tool = [await start(client, workers, [RESERVE, CHARGE, SHIP], **opts) for _ in range(2)]
+    mid_comp = [await start(client, workers, [CHARGE, RESERVE_FAILS], **opts) for _ in range(2)]
+    approve, reject = [await start(client, workers, [RESERVE, WIRE], **opts) for _ in range(2)]
+
+    await asyncio.wait_for(done.result(), 30)
+    for h in mid_tool:
+        await eventually(lambda h=h: has(pg_store, h.id, Phase.INTENT, 3), 30, "mid tool")
+    for h in mid_comp:
+        await eventually(lambda h=h: pg_store.is_fenced(h.id, 1), 30, "mid compensation")
+    for h in (approve, reject):
+        await eventually(
+            lambda h=h: has(pg_store, h.id, Phase.AWAITING_APPROVAL, 2), 30, "awaiting"
+        )
+    workers.kill(first)
+
+    shop.set_fault("ship_delay", "0")
+    shop.set_fault("refund_delay", "0")
+    digest = approval_hash("send_wire_transfer", WIRE_ARGS)
+    decision = {"step": 2, "payload_sha256": digest, "approver": "alice"}
+    await approve.signal("approve", decision)
+    await reject.signal("reject", {**decision, "reason": "not today"})
+    workers.start()
+
+    expected = {
+        done.id: (SagaStatus.COMPLETED, ["SAGA_OPENED", "INTENT", "EXECUTED", "INTENT",
+                                         "EXECUTED", "SAGA_CLOSED"]),
+        approve.id: (SagaStatus.COMPLETED, ["SAGA_OPENED", "INTENT", "EXECUTED",
+                                            "AWAITING_APPROVAL", "APPROVED", "INTENT",
+                                            "EXECUTED", "SAGA_CLOSED"]),
+        reject.id: (SagaStatus.COMPENSATED, ["SAGA_OPENED", "INTENT", "EXECUTED",
+                                             "AWAITING_APPROVAL", "REJECTED", "COMPENSATED",
+                                             "SAGA_CLOSED"]),
+        **{h.id: (SagaStatus.COMPENSATED, ["SAGA_OPENED", "INTENT", "EXECUTED", "INTENT",
+                                           "EXECUTED", "INTENT", "COMPENSATED", "COMPENSATED",
+                                           "SAGA_CLOSED"]) for h in mid_tool},
+        **{h.id: (SagaStatus.COMPENSATED, ["SAGA_OPENED", "INTENT", "EXECUTED", "INTENT",
+                                           "FAILED", "COMPENSATED", "SAGA_CLOSED"])
+           for h in mid_comp},
+    }  # fmt: skip
+    handles = [done, *mid_tool, *mid_comp, approve, reject]
+    results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), RECOVERY_S)
+    for handle, result in zip(handles, results, strict=True):
+        status, story = expected[handle.id]
+        assert result.status is status, (handle.id, result)
+        entries = assert_chain_closed(pg_store, handle.id)
+        assert [e.phase.value for e in entries] == story, (handle.id, phases(pg_store, handle.id))
+        assert_evidence_consistent(result, entries)
+        assert_executed_ran_once(shop.calls(), handle.id, entries)
+        assert await failed_workflow_tasks(handle) == []
+    assert [r.unknown_outcome_steps for r in results[1:3]] == [[3], [3]]
+    assert shop.shipments() == []
+    assert [w["key"] for w in shop.wires()] == [f"{approve.id}:2"]
+    assert all(c["refunded"] for c in shop.charges() if not c["key"].startswith(done.id))
+    assert len(shop.calls("refund_card")) == 4  # 2 mid-compensation + 2 mid-tool
