@@ -16,6 +16,7 @@ verification never re-encodes values. The first entry links to GENESIS_HASH.
 from __future__ import annotations
 
 import hashlib
+import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,12 +30,16 @@ GENESIS_HASH = hashlib.sha256(b"sagacity.journal.v1.genesis").hexdigest()
 """prev_hash of every saga's first entry."""
 
 
+_LENGTH = struct.Struct(">Q").pack
+
+
 def encode_fields(fields: Iterable[str]) -> bytes:
     parts: list[bytes] = []
+    append = parts.append
     for text in fields:
         raw = text.encode("utf-8")
-        parts.append(len(raw).to_bytes(8, "big"))
-        parts.append(raw)
+        append(_LENGTH(len(raw)))
+        append(raw)
     return b"".join(parts)
 
 

@@ -56,11 +56,20 @@ def to_utc(moment: datetime, what: str = "recorded_at") -> datetime:
 
 def render_timestamp(moment: datetime) -> str:
     """Fixed-width UTC rendering with microseconds, e.g. 2026-12-02T14:09:49.000001Z."""
+    if moment.tzinfo is UTC:  # every stored or parsed entry: nothing to convert (fast path)
+        return moment.isoformat(timespec="microseconds")[:-6] + "Z"
     return to_utc(moment).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
+_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
+
+
 def parse_timestamp(text: str) -> datetime:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    """Inverse of render_timestamp, strict: exactly the fixed-width form, since the hash
+    covers the stored text and a looser form would hash other bytes than it shows."""
+    if not _TIMESTAMP.fullmatch(text):
+        raise ValueError(f"{text!r} is not a timestamp in the form YYYY-MM-DDTHH:MM:SS.ffffffZ")
+    return datetime.fromisoformat(text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,84 @@
+"""The benchmarks' quick mode as a smoke test, at tiny sizes: each benchmark runs end to
+end against real PostgreSQL and a real Temporal dev server and must lose nothing and leave
+every chain verifying. Timings and ratios are never asserted (they are the benchmarks'
+output, and this machine is noisy); only integrity is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import append, parked, saga_overhead, verify
+from bench.common import Report, Sizes
+
+pytestmark = pytest.mark.postgres
+
+TINY = dataclasses.replace(
+    Sizes.quick(),
+    mode="smoke",
+    append_rounds=2,
+    append_seconds=0.15,
+    append_writers=3,
+    verify_entries=400,
+    verify_rounds=2,
+    export_entries=(300,),
+    export_rounds=1,
+    saga_tools=(2,),
+    saga_runs=2,
+    concurrent_sagas=4,
+    concurrent_tools=2,
+    concurrent_rounds=1,
+    parked_sagas=4,
+    parked_rounds=1,
+)
+
+
+def _sound(report: Report, results: Path) -> dict[str, object]:
+    """Integrity held, the report has tables, and its JSON is written and readable."""
+    assert report.ok, "\n".join(report.integrity)
+    assert report.checks, "the benchmark checked nothing"
+    assert report.tables and all(t["rows"] for t in report.tables)
+    path = report.write(results)
+    data: dict[str, object] = json.loads(path.read_text())
+    assert data["integrity_failures"] == []
+    return data
+
+
+def test_append_loses_nothing_and_every_chain_verifies(postgres_url: str, tmp_path: Path) -> None:
+    report = append.run(TINY, postgres_url=postgres_url)
+    _sound(report, tmp_path)
+    for backend in ("postgres", "sqlite", "memory"):
+        assert report.extra[backend]["lost"] == 0
+        assert any(check.startswith(f"{backend}:") for check in report.checks)
+    assert report.extra["postgres"]["8w1s"]["appends"] > 0
+    assert {t.name for t in report.targets} >= {"append 1 writer (Postgres)"}
+
+
+def test_verify_streams_and_exports_whole_chains(postgres_url: str, tmp_path: Path) -> None:
+    report = verify.run(TINY, postgres_url=postgres_url, workdir=tmp_path)
+    _sound(report, tmp_path)
+    export = report.extra["export"]["300"]["runs"]["sagacity"]
+    assert all(run["entries"] == run["verified"] == 300 for run in export)
+    assert all(run["peak_rss"] > 0 for run in export)
+
+
+@pytest.mark.temporal
+async def test_saga_overhead_journals_every_saga(postgres_url: str, tmp_path: Path) -> None:
+    report = await saga_overhead._run(TINY, postgres_url)
+    _sound(report, tmp_path)
+    assert len(report.extra["throughput"]["rates"]["saga"]) == 1
+
+
+@pytest.mark.temporal
+async def test_parked_sagas_are_all_approved(postgres_url: str, tmp_path: Path) -> None:
+    report = await parked._run(TINY, postgres_url)
+    data = _sound(report, tmp_path)
+    runs = report.extra["runs"]
+    assert [len(runs["plain"]), len(runs["saga"])] == [1, 1]
+    assert runs["saga"][0]["errors"] == [] and runs["saga"][0]["not_completed"] == 0
+    assert runs["saga"][0]["parked_rss"] > 0
+    assert data["benchmark"] == "parked"
