@@ -9,6 +9,8 @@ things a user can fix.
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Annotated
 
 import typer
@@ -83,7 +85,23 @@ app.command()(cli_server.demo)
 
 
 def main() -> None:
-    app(prog_name="sagacity")
+    """Run the CLI and leave without interpreter finalization once Temporal was used.
+
+    Processes that used the Temporal SDK can crash while the interpreter finalizes, after
+    all their work is done (PyGILState_Release, sdk-python issue 300), printing a fatal
+    error under a clean result. Everything the CLI starts is stopped before its command
+    returns, so it flushes its output and exits with the command's code directly.
+    """
+    try:
+        app(prog_name="sagacity")
+        code = 0
+    except SystemExit as exc:  # how click ends every run, success included
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    if "temporalio" not in sys.modules:
+        sys.exit(code)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
