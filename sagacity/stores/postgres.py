@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg.pq import TransactionStatus
@@ -79,6 +79,8 @@ __all__ = [
     "row_to_entry",
     "split_schema",
 ]
+
+T = TypeVar("T")
 
 
 class PostgresJournalStore(JournalStore):
@@ -175,15 +177,7 @@ class PostgresJournalStore(JournalStore):
                     f"{what} {value} is over {_INT4_MAX}, the PostgreSQL journal's limit; "
                     "nothing was written"
                 )
-        key = lock_key(draft.saga_id)
-        try:
-            with self._stripes[key % len(self._stripes)], self._pool.connection() as conn:
-                return self._append_on(conn, draft, key)
-        except psycopg.Error as exc:
-            raise JournalWriteError(
-                f"saga {draft.saga_id!r}: {draft.phase} step {draft.step} could not be "
-                f"journaled at {self.url} ({_one_line(exc)}); {retry_note(exc)}"
-            ) from exc
+        return self._on_saga_connection(draft, f"{draft.phase} step {draft.step}", self._append_on)
 
     def _append_on(self, conn: Conn, draft: EntryDraft, key: int) -> JournalEntry:
         cached = self._heads.get(draft.saga_id)
@@ -220,24 +214,15 @@ class PostgresJournalStore(JournalStore):
         never starvation. Conflict and closed-saga errors propagate after rollback."""
         saga, step, phase, attempt = draft.key
         lookup = {"saga": saga, "step": step, "phase": phase, "attempt": attempt}
-        try:
-            with conn.pipeline():
-                conn.execute(b"BEGIN")
-                conn.execute(self._q.lock, (key,), prepare=True)
-                found: list[JournalEntry | None] = [None, None]
-                for row in conn.execute(self._q.lookup, lookup, prepare=True).fetchall():
-                    found[row[0]] = row_to_entry(row[1:])
-                existing, head = found
-                entry = next_entry(draft, existing=existing, head=head, now=self.clock())
-                if entry is not None:
-                    params = (key, *_entry_params(entry))
-                    inserted = conn.execute(self._q.append, params, prepare=True)
-                conn.execute(b"COMMIT")
-        except BaseException:
-            if conn.info.transaction_status != TransactionStatus.IDLE:
-                with contextlib.suppress(psycopg.Error):  # a broken connection is discarded
-                    conn.rollback()
-            raise
+        with self._locked(conn, key):
+            found: list[JournalEntry | None] = [None, None]
+            for row in conn.execute(self._q.lookup, lookup, prepare=True).fetchall():
+                found[row[0]] = row_to_entry(row[1:])
+            existing, head = found
+            entry = next_entry(draft, existing=existing, head=head, now=self.clock())
+            if entry is not None:
+                params = (key, *_entry_params(entry))
+                inserted = conn.execute(self._q.append, params, prepare=True)
         # Optimistic next time only if nobody else wrote since our last append here.
         alone = previous is None or (head is not None and head.hash == previous.hash)
         if entry is None:
@@ -258,43 +243,58 @@ class PostgresJournalStore(JournalStore):
     def begin_step(self, draft: EntryDraft) -> StepClaim:
         """Lock, read the step, the head and the fence, decide, insert INTENT, commit: one
         transaction in two round trips, so two attempts of one step cannot both claim it."""
+        return self._on_saga_connection(draft, f"INTENT for step {draft.step}", self._begin_step_on)
+
+    def _on_saga_connection(
+        self, draft: EntryDraft, what: str, work: Callable[[Conn, EntryDraft, int], T]
+    ) -> T:
+        """Run `work` on a pooled connection, holding this process's stripe of the saga's
+        lock (so local threads queue here instead of in the database), and turn database
+        errors into JournalWriteError saying whether the write may have happened."""
         key = lock_key(draft.saga_id)
         try:
             with self._stripes[key % len(self._stripes)], self._pool.connection() as conn:
-                return self._begin_step_on(conn, draft, key)
+                return work(conn, draft, key)
         except psycopg.Error as exc:
             raise JournalWriteError(
-                f"saga {draft.saga_id!r}: INTENT for step {draft.step} could not be journaled "
-                f"at {self.url} ({_one_line(exc)}); {retry_note(exc)}"
+                f"saga {draft.saga_id!r}: {what} could not be journaled at {self.url} "
+                f"({_one_line(exc)}); {retry_note(exc)}"
             ) from exc
 
-    def _begin_step_on(self, conn: Conn, draft: EntryDraft, key: int) -> StepClaim:
-        saga, step = draft.saga_id, draft.step
-        inserted = None
+    @contextlib.contextmanager
+    def _locked(self, conn: Conn, key: int) -> Iterator[None]:
+        """One pipelined transaction holding the saga's advisory lock; rolled back on any
+        failure (a broken connection is discarded by the pool)."""
         try:
             with conn.pipeline():
                 conn.execute(b"BEGIN")
                 conn.execute(self._q.lock, (key,), prepare=True)
-                prior = conn.execute(self._q.step, (saga, step), prepare=True).fetchall()
-                head_rows = conn.execute(self._q.head, (saga,), prepare=True).fetchall()
-                fenced = conn.execute(self._q.is_fenced, (saga, step), prepare=True).fetchall()
-                head = row_to_entry(head_rows[0]) if head_rows else None
-                claim, entry = decide_step(
-                    draft,
-                    prior=[row_to_entry(row) for row in prior],
-                    head=head,
-                    fenced=bool(fenced and fenced[0][0]),
-                    now=self.clock(),
-                )
-                if entry is not None:
-                    params = (key, *_entry_params(entry))
-                    inserted = conn.execute(self._q.append, params, prepare=True)
+                yield
                 conn.execute(b"COMMIT")
         except BaseException:
             if conn.info.transaction_status != TransactionStatus.IDLE:
-                with contextlib.suppress(psycopg.Error):  # a broken connection is discarded
+                with contextlib.suppress(psycopg.Error):
                     conn.rollback()
             raise
+
+    def _begin_step_on(self, conn: Conn, draft: EntryDraft, key: int) -> StepClaim:
+        saga, step = draft.saga_id, draft.step
+        inserted = None
+        with self._locked(conn, key):
+            prior = conn.execute(self._q.step, (saga, step), prepare=True).fetchall()
+            head_rows = conn.execute(self._q.head, (saga,), prepare=True).fetchall()
+            fenced = conn.execute(self._q.is_fenced, (saga, step), prepare=True).fetchall()
+            head = row_to_entry(head_rows[0]) if head_rows else None
+            claim, entry = decide_step(
+                draft,
+                prior=[row_to_entry(row) for row in prior],
+                head=head,
+                fenced=bool(fenced and fenced[0][0]),
+                now=self.clock(),
+            )
+            if entry is not None:
+                params = (key, *_entry_params(entry))
+                inserted = conn.execute(self._q.append, params, prepare=True)
         if entry is None:
             return claim
         outcome = inserted.fetchone() if inserted is not None else None
