@@ -352,8 +352,10 @@ class AgentSagaWorkflow:
         self._status = final
         unknown = sorted(s for s, o in self._outcomes.items() if o.kind is OutcomeKind.UNKNOWN)
         needs_human = bool(unknown) or final is SagaStatus.COMPENSATION_FAILED
-        await workflow.wait_condition(workflow.all_handlers_finished)
+        # Close the gate first: a handler waiting on a decision then returns, so waiting
+        # for all handlers cannot hang the close; decisions from here on are refused.
         self._gate.close()
+        await workflow.wait_condition(workflow.all_handlers_finished)
         ref = await self._journal(
             JournalEventInput(
                 saga_id=self._saga_id,
