@@ -99,6 +99,28 @@ class CompensationSpec:
         await call_in_loop(self.fn, [ctx], {})
 
 
+def call_summary(name: str, args: object, limit: int = 80) -> str:
+    """`charge_card(amount=100, currency='EUR')`, cut to `limit` characters with "…".
+
+    One rendering for the toolbox and the workflow's activity summaries and tables, so the
+    Temporal UI and the CLI show a call the same way."""
+    if limit < 2:
+        raise ValueError(f"limit must be at least 2, got {limit}")
+    if isinstance(args, Mapping):
+        parts: list[str] = []
+        length = len(name) + 2
+        for key, value in args.items():
+            parts.append(f"{key}={value!r}")
+            length += len(parts[-1]) + 2
+            if length > limit:  # the rest would be cut anyway
+                break
+        inner = ", ".join(parts)
+    else:
+        inner = repr(args)
+    text = f"{name}({inner})"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 @dataclass(frozen=True, eq=False)
 class ToolSpec:
     """A validated tool declaration. Build these with `Toolbox.build`, not by hand."""
@@ -168,21 +190,7 @@ class ToolSpec:
     def summary(self, args: object, limit: int = 80) -> str:
         """A one-line rendering such as `charge_card(amount=100, currency='EUR')`, cut to
         `limit` characters with "…", for activity summaries and tables."""
-        if limit < 2:
-            raise ValueError(f"limit must be at least 2, got {limit}")
-        if isinstance(args, Mapping):
-            parts: list[str] = []
-            length = len(self.name) + 2
-            for key, value in args.items():
-                parts.append(f"{key}={value!r}")
-                length += len(parts[-1]) + 2
-                if length > limit:  # the rest would be cut anyway
-                    break
-            inner = ", ".join(parts)
-        else:
-            inner = repr(args)
-        text = f"{self.name}({inner})"
-        return text if len(text) <= limit else text[: limit - 1] + "…"
+        return call_summary(self.name, args, limit)
 
     def _validated(self, args: object) -> BaseModel:
         if not isinstance(args, Mapping):
@@ -426,4 +434,4 @@ def _unresolved(
     return f"{message}; defined compensations: {known}"
 
 
-__all__ = ["CompensationSpec", "ToolResultError", "ToolSpec", "Toolbox"]
+__all__ = ["CompensationSpec", "ToolResultError", "ToolSpec", "Toolbox", "call_summary"]

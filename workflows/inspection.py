@@ -6,24 +6,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from temporalio import workflow
 from temporalio.common import SearchAttributeKey
+
+with workflow.unsafe.imports_passed_through():
+    from sagacity.toolbox import call_summary
 
 SAGA_STATUS = SearchAttributeKey.for_keyword("SagaStatus")
 SAGA_NEEDS_HUMAN = SearchAttributeKey.for_bool("SagaNeedsHuman")
 SEARCH_ATTRIBUTES = (SAGA_STATUS, SAGA_NEEDS_HUMAN)
 """Register these before any saga runs (an unregistered one makes workflow tasks fail)."""
 
-SUMMARY_LIMIT = 80
-
-
-def call_summary(tool: str, args: Mapping[str, Any] | Any, limit: int = SUMMARY_LIMIT) -> str:
-    """`charge_card(amount=100, currency='EUR')`, cut with an ellipsis at `limit`."""
-    if isinstance(args, Mapping):
-        inner = ", ".join(f"{key}={value!r}" for key, value in args.items())
-    else:
-        inner = repr(args)
-    text = f"{tool}({inner})"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+__all__ = ["SAGA_NEEDS_HUMAN", "SAGA_STATUS", "SEARCH_ATTRIBUTES", "call_summary", "steps_markdown"]
 
 
 def _cell(value: object) -> str:
