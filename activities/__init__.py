@@ -10,8 +10,10 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.compensation_runner import CompensationRunner
+from activities.identity import activity_queue, worker_identity
 from activities.model import ModelClient, ScriptedModel
 from activities.models import (
+    CheckPlanInput,
     CompensateInput,
     CompensationOutcome,
     EntryRef,
@@ -19,10 +21,14 @@ from activities.models import (
     JournalEventInput,
     ModelTurn,
     ModelTurnInput,
+    PlanCheck,
     RunToolInput,
     ToolOutcome,
+    WorkerBound,
 )
+from activities.plan_check import check_plan
 from activities.tool_runner import ToolRunner, entry_ref, store_call
+from activities.turn_bounds import bounded_turn
 from sagacity.entry import EntryDraft
 from sagacity.errors import (
     InvalidEntryError,
@@ -39,15 +45,25 @@ COMPENSATE = "sagacity.compensate"
 JOURNAL_EVENT = "sagacity.journal_event"
 NEXT_TURN = "sagacity.next_turn"
 FENCE_STEP = "sagacity.fence_step"
+WORKER_IDENTITY = "sagacity.worker_identity"
+CHECK_PLAN = "sagacity.check_plan"
+WRONG_WORKER = "WrongWorker"
+"""Error type of an activity that reached a worker with another toolbox or journal."""
+_DETERMINISTIC = (InvalidEntryError, SagaClosedError, JournalConflictError)
+"""Journal errors that no retry can fix: raised as non-retryable failures."""
 
 __all__ = [
+    "CHECK_PLAN",
     "COMPENSATE",
     "FENCE_STEP",
     "JOURNAL_EVENT",
     "NEXT_TURN",
     "RUN_TOOL",
+    "WORKER_IDENTITY",
+    "WRONG_WORKER",
     "SagaActivities",
     "ScriptedModel",
+    "activity_queue",
 ]
 
 
@@ -65,22 +81,66 @@ class SagaActivities:
         self.models: dict[str, ModelClient] = {"scripted": ScriptedModel(), **(models or {})}
         self._compensations = CompensationRunner(store, toolbox)
         self._runner = ToolRunner(store, toolbox)
+        # In-memory journals share one URL; each is its own database.
+        url = store.url if store.url != "memory://" else f"memory://{id(store):x}"
+        self.identity = worker_identity(toolbox, url)
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.run_tool, self.compensate, self.journal_event, self.next_turn, self.fence_step]
+        return [
+            self.run_tool,
+            self.compensate,
+            self.journal_event,
+            self.next_turn,
+            self.fence_step,
+            self.worker_identity,
+            self.check_plan,
+        ]
+
+    def _check_worker(self, req: WorkerBound) -> None:
+        """Refuse an activity of a saga pinned to another worker identity: its tools or its
+        journal are not this worker's (a misrouted call must never run or be journaled)."""
+        if req.worker is not None and req.worker != self.identity:
+            raise ApplicationError(
+                f"this worker serves toolbox/journal {self.identity}, but the saga is pinned "
+                f"to {req.worker}; run one toolbox and journal per task queue (or give each "
+                "worker its own task queue)",
+                type=WRONG_WORKER,
+                non_retryable=True,
+            )
+
+    @activity.defn(name=WORKER_IDENTITY)
+    async def worker_identity(self) -> str:
+        """The identity a new saga pins (a local activity, so it is this worker's)."""
+        return self.identity
+
+    @activity.defn(name=CHECK_PLAN)
+    async def check_plan(self, req: CheckPlanInput) -> PlanCheck:
+        """Every step of a plan checked (tool exists and is allowed, arguments valid)
+        before the first one runs: a typo in step 2 must not run step 1."""
+        self._check_worker(req)
+        return check_plan(self.toolbox, req.plan, req.allowed_tools)
 
     @activity.defn(name=RUN_TOOL)
     async def run_tool(self, req: RunToolInput) -> ToolOutcome:
-        return await self._runner.run(req)
+        self._check_worker(req)
+        try:
+            return await self._runner.run(req)
+        except _DETERMINISTIC as exc:
+            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
 
     @activity.defn(name=COMPENSATE)
     async def compensate(self, req: CompensateInput) -> CompensationOutcome:
-        return await self._compensations.run(req)
+        self._check_worker(req)
+        try:
+            return await self._compensations.run(req)
+        except _DETERMINISTIC as exc:
+            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
 
     @activity.defn(name=JOURNAL_EVENT)
     async def journal_event(self, req: JournalEventInput) -> EntryRef:
         """Journal a lifecycle or approval event. Bad entries and closed sagas are not
         retryable: retrying cannot make them succeed."""
+        self._check_worker(req)
         try:
             draft = EntryDraft.new(
                 req.saga_id,
@@ -110,10 +170,12 @@ class SagaActivities:
     @activity.defn(name=FENCE_STEP)
     async def fence_step(self, req: FenceInput) -> None:
         """Tombstone a step whose outcome is unknown, so a late attempt cannot apply."""
+        self._check_worker(req)
         await store_call(self.store.fence, req.saga_id, req.step)
 
     @activity.defn(name=NEXT_TURN)
     async def next_turn(self, req: ModelTurnInput) -> ModelTurn:
+        self._check_worker(req)
         client = self.models.get(req.settings.provider)
         if client is None:
             raise ApplicationError(
@@ -130,4 +192,4 @@ class SagaActivities:
                 raise ApplicationError(
                     f"allowed_tools: {exc}", type="SagaConfigError", non_retryable=True
                 ) from exc
-        return await client.next_turn(req, toolbox.schemas())
+        return bounded_turn(await client.next_turn(req, toolbox.schemas()))

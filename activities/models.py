@@ -23,6 +23,19 @@ class _Model(BaseModel):
 INVALID_ARGUMENTS_KEY = "__invalid_json__"
 """Key under which a model adapter passes arguments that were not a JSON object, so the
 runner refuses the call with a message the model can act on (and the raw text is kept)."""
+REFUSED_ARGUMENTS_KEY = "__refused_arguments__"
+"""Key under which a model turn's arguments over the saga's bounds (too deep, too large)
+are replaced by the reason, so the runner refuses the call and the workflow never has to
+decode or carry the oversized value."""
+
+
+class WorkerBound(BaseModel):
+    """An activity input that names the worker identity its saga is pinned to (None: any,
+    as in histories from before sagas were pinned)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    worker: str | None = None
 
 
 class ToolCall(_Model):
@@ -55,7 +68,7 @@ class OutcomeKind(StrEnum):
     """The step was fenced off by compensation: a late attempt that must not apply."""
 
 
-class RunToolInput(_Model):
+class RunToolInput(WorkerBound):
     saga_id: str
     step: int
     call: ToolCall
@@ -88,7 +101,7 @@ class ToolOutcome(_Model):
     """True when a retry found the outcome already journaled and did not run the tool."""
 
 
-class JournalEventInput(_Model):
+class JournalEventInput(WorkerBound):
     saga_id: str
     phase: str
     step: int = 0
@@ -100,15 +113,15 @@ class JournalEventInput(_Model):
     actor: str | None = None
 
 
-class CompensateInput(_Model):
+class CompensateInput(WorkerBound):
     saga_id: str
     step: int
     tool: str
-    args: dict[str, Any]
+    args: dict[str, Any] | None = None
     result: Any = None
 
 
-class FenceInput(_Model):
+class FenceInput(WorkerBound):
     saga_id: str
     step: int
 
@@ -148,13 +161,32 @@ class ModelTurn(_Model):
     final: str | None = None
 
 
-class ModelTurnInput(_Model):
+class ModelTurnInput(WorkerBound):
     saga_id: str
     settings: ModelSettings
     messages: list[ChatMessage]
     allowed_tools: list[str] | None = None
     turn: int = 0
     """How many model calls this saga made before this one (a scripted model's index)."""
+
+
+class CheckPlanInput(WorkerBound):
+    """A whole plan, checked before its first step runs."""
+
+    saga_id: str
+    plan: list[ToolCall]
+    allowed_tools: list[str] | None = None
+
+
+class PlanProblem(_Model):
+    index: int
+    """0-based position in the plan."""
+    tool: str
+    error: str
+
+
+class PlanCheck(_Model):
+    problems: list[PlanProblem] = Field(default_factory=list)
 
 
 ModelSettings.model_rebuild()

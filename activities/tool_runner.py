@@ -20,21 +20,22 @@ from typing import Any, TypeVar
 from temporalio import activity
 
 from activities.models import (
-    INVALID_ARGUMENTS_KEY,
     EntryRef,
     OutcomeKind,
     RunToolInput,
     ToolOutcome,
 )
+from activities.plan_check import resolve_call
 from sagacity.approvals import approval_hash
+from sagacity.bounds import MAX_ERROR_CHARS, MAX_TEXT_ECHO, check_value
 from sagacity.canonical import canonical_text, sha256_hex
-from sagacity.entry import EntryDraft, JournalEntry
+from sagacity.entry import EntryDraft, JournalEntry, check_name
 from sagacity.errors import (
+    BoundsError,
     InvalidEntryError,
     JournalWriteError,
     SagacityError,
     StoreUnavailableError,
-    ToolInputError,
 )
 from sagacity.phases import Phase
 from sagacity.stores.base import JournalStore, StepClaim
@@ -79,7 +80,9 @@ async def retrying(func: Callable[..., T], *args: Any) -> T:
 
 def for_model(result: Any, limit: int) -> tuple[Any, bool]:
     """The result as the model sees it: cut with a marker when its canonical form is
-    longer than `limit`, so the conversation stays within Temporal's payload limits."""
+    longer than `limit`, so the conversation stays within Temporal's payload limits.
+    (Results nested deeper than the saga's bounds never get here: the runner journals
+    them as unjournalable, compensated like any result that cannot be kept.)"""
     text = canonical_text(result, what="tool result")
     if len(text) <= limit:
         return result, False
@@ -159,36 +162,29 @@ class ToolRunner:
         return await heartbeating(self._run(req))
 
     async def _run(self, req: RunToolInput) -> ToolOutcome:
-        base: dict[str, Any] = {"tool": req.call.tool, "step": req.step}
+        base: dict[str, Any] = {"tool": req.call.tool[:MAX_TEXT_ECHO], "step": req.step}
         try:
             spec, args = self._resolve(req)
         except SagacityError as exc:
-            refused = await store_call(
-                self.store.append,
-                EntryDraft.new(
-                    req.saga_id,
-                    Phase.CALL_REFUSED,
-                    step=req.step,
-                    tool=req.call.tool[:256],
-                    input=_jsonable_or_repr(req.call.args),
-                    error=str(exc),
-                ),
-            )
+            refused = await store_call(self.store.append, _refusal_draft(req, exc))
             return ToolOutcome(
-                kind=OutcomeKind.REFUSED, error=str(exc), outcome=entry_ref(refused), **base
+                kind=OutcomeKind.REFUSED,
+                error=str(exc)[:MAX_ERROR_CHARS],
+                outcome=entry_ref(refused),
+                **base,
             )
         base.update(tool_kind=spec.kind.value, args=args)
 
         if spec.kind is ToolKind.IRREVERSIBLE:
             digest = approval_hash(spec.name, args)
+            base["payload_sha256"] = digest
             if req.approved_sha256 is None:
-                return ToolOutcome(kind=OutcomeKind.NEEDS_APPROVAL, payload_sha256=digest, **base)
+                return ToolOutcome(kind=OutcomeKind.NEEDS_APPROVAL, **base)
             if req.approved_sha256 != digest:
                 # The workflow judged the hash already; this is the last line of defence.
                 return ToolOutcome(
                     kind=OutcomeKind.REFUSED,
                     error="approved hash does not match the payload to run; nothing ran",
-                    payload_sha256=digest,
                     **base,
                 )
 
@@ -211,7 +207,7 @@ class ToolRunner:
             if recorded.phase is Phase.FAILED:
                 return ToolOutcome(
                     kind=OutcomeKind.FAILED,
-                    error=recorded.error,
+                    error=(recorded.error or "")[:MAX_ERROR_CHARS],
                     replayed=True,
                     intent=intent,
                     outcome=entry_ref(recorded),
@@ -283,14 +279,15 @@ class ToolRunner:
             failed = await retrying(store.append, draft(Phase.FAILED, error=error[:10_000]))
             return ToolOutcome(
                 kind=OutcomeKind.FAILED,
-                error=error,
+                error=error[:MAX_ERROR_CHARS],
                 intent=entry_ref(intent),
                 outcome=entry_ref(failed),
                 **base,
             )
         try:
+            check_value(result, "the tool's result")
             executed_draft = draft(Phase.EXECUTED, result=result)
-        except InvalidEntryError as exc:  # e.g. over the journal's size limit
+        except (InvalidEntryError, BoundsError) as exc:  # too deep, or over the size limit
             result, unjournalable = _unjournalable(result, exc), str(exc)
             executed_draft = draft(Phase.EXECUTED, result=result)
         executed = await retrying(store.append, executed_draft)
@@ -299,7 +296,9 @@ class ToolRunner:
             kind=OutcomeKind.EXECUTED,
             result=shown,
             result_truncated=cut,
-            error=None if unjournalable is None else f"result not journaled: {unjournalable}",
+            error=None
+            if unjournalable is None
+            else f"result not journaled: {unjournalable}"[:MAX_ERROR_CHARS],
             result_unjournalable=unjournalable is not None,
             intent=entry_ref(intent),
             outcome=entry_ref(executed),
@@ -307,25 +306,36 @@ class ToolRunner:
         )
 
     def _resolve(self, req: RunToolInput) -> tuple[ToolSpec, dict[str, Any]]:
-        name = req.call.tool
-        if req.allowed_tools is not None and name not in req.allowed_tools:
-            raise ToolInputError(
-                f"tool {name!r} is not allowed in this saga; allowed: {sorted(req.allowed_tools)}"
-            )
-        spec = self.toolbox.get(name)
-        if set(req.call.args) == {INVALID_ARGUMENTS_KEY}:
-            raw = str(req.call.args[INVALID_ARGUMENTS_KEY])
-            raise ToolInputError(
-                f"arguments for tool {spec.name!r} are not a JSON object (received "
-                f"{raw[:200]!r}); nothing ran — call it again with a JSON object that matches "
-                "its parameters schema"
-            )
-        return spec, spec.validate(req.call.args)
+        return resolve_call(self.toolbox, req.call, req.allowed_tools)
 
 
 def _jsonable_or_repr(value: Any) -> Any:
     try:
+        check_value(value, "arguments")
         canonical_text(value, limit=64_000)
         return value
     except SagacityError:
-        return {"unrepresentable": repr(value)[:2_000]}
+        text = repr(value)
+        return {"unrepresentable": text[:2_000], "chars": len(text)}
+
+
+def _refusal_draft(req: RunToolInput, exc: SagacityError) -> EntryDraft:
+    """CALL_REFUSED for a call that did not resolve. The entry must be writable whatever
+    the caller sent: a tool name that is not a valid entry name (control characters, too
+    long) is kept as evidence in the input instead of the tool field."""
+    name = req.call.tool
+    try:
+        check_name(name, "tool", allow_empty=True)
+        tool, evidence = name, _jsonable_or_repr(req.call.args)
+    except SagacityError:
+        tool = ""
+        evidence = {"tool": name[:MAX_TEXT_ECHO], "tool_chars": len(name)}
+        evidence["args"] = _jsonable_or_repr(req.call.args)
+    return EntryDraft.new(
+        req.saga_id,
+        Phase.CALL_REFUSED,
+        step=req.step,
+        tool=tool,
+        input=evidence,
+        error=str(exc)[:10_000],
+    )

@@ -33,6 +33,9 @@ from pydantic import (
 from sagacity.canonical import JsonValue, payload_sha256
 
 APPROVER_MAX_CHARS = 256
+RESERVED_ACTOR_PREFIX = "sagacity:"
+"""Actors the saga itself uses (`sagacity:timeout`, `sagacity:cancelled`...). No human
+decision may carry one, so the journal never shows a person's decision as the system's."""
 REASON_MAX_CHARS = 2_000
 SAGA_ID_MAX_CHARS = 256
 
@@ -160,6 +163,7 @@ class RefusalReason(StrEnum):
     EMPTY_APPROVER = "EMPTY_APPROVER"
     APPROVER_NOT_ALLOWED = "APPROVER_NOT_ALLOWED"
     ALREADY_DECIDED = "ALREADY_DECIDED"
+    RESERVED_APPROVER = "RESERVED_APPROVER"
 
 
 class Refusal(BaseModel):
@@ -302,6 +306,12 @@ def judge(
             RefusalReason.EMPTY_APPROVER,
             "the decision names no approver; send it with your approver identity",
         )
+    if decision.approver.strip().lower().startswith(RESERVED_ACTOR_PREFIX):
+        return Verdict.refuse(
+            RefusalReason.RESERVED_APPROVER,
+            f"approver names starting with {RESERVED_ACTOR_PREFIX!r} belong to the saga itself "
+            "(timeouts, cancellations); send the decision with your own identity",
+        )
     if allowed_approvers is not None and decision.approver not in allowed_approvers:
         return Verdict.refuse(
             RefusalReason.APPROVER_NOT_ALLOWED,
@@ -314,6 +324,7 @@ def judge(
 __all__ = [
     "APPROVER_MAX_CHARS",
     "REASON_MAX_CHARS",
+    "RESERVED_ACTOR_PREFIX",
     "ApprovalDecision",
     "ApprovalRequest",
     "Refusal",

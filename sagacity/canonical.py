@@ -14,6 +14,7 @@ from typing import Any
 
 import rfc8785
 
+from sagacity.bounds import depth_of
 from sagacity.errors import NotCanonicalError, PayloadTooLargeError
 
 JsonValue = Any
@@ -21,6 +22,10 @@ JsonValue = Any
 
 DEFAULT_MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
 """Documented limit for one canonical field (input, result or error) of a journal entry."""
+MAX_CANONICAL_DEPTH = 64
+"""Deepest nesting canonical JSON accepts. Deeper values are refused with a typed error
+instead of exhausting the interpreter's recursion (and are far past what a saga admits,
+see sagacity.bounds)."""
 
 
 def canonical_bytes(value: JsonValue, *, what: str = "value", limit: int | None = None) -> bytes:
@@ -29,6 +34,10 @@ def canonical_bytes(value: JsonValue, *, what: str = "value", limit: int | None 
     Raises NotCanonicalError for values JSON cannot carry exactly and PayloadTooLargeError
     when `limit` is given and exceeded.
     """
+    if depth_of(value, MAX_CANONICAL_DEPTH) > MAX_CANONICAL_DEPTH:
+        raise NotCanonicalError(
+            f"{what} is nested more than {MAX_CANONICAL_DEPTH} levels deep; flatten it"
+        )
     try:
         data: bytes = rfc8785.dumps(value)
     except rfc8785.IntegerDomainError as exc:
@@ -38,7 +47,13 @@ def canonical_bytes(value: JsonValue, *, what: str = "value", limit: int | None 
         ) from exc
     except rfc8785.FloatDomainError as exc:
         raise NotCanonicalError(f"{what}: {exc}; use null or a string instead") from exc
-    except (rfc8785.CanonicalizationError, TypeError, ValueError, UnicodeError) as exc:
+    except (
+        rfc8785.CanonicalizationError,
+        TypeError,
+        ValueError,
+        UnicodeError,
+        RecursionError,
+    ) as exc:
         raise NotCanonicalError(
             f"{what} is not JSON-serializable ({type(exc).__name__}: {exc}); "
             "use dict, list, str, int, float, bool or None (dates as ISO strings)"

@@ -74,3 +74,13 @@ class AuditFileError(SagacityError, ValueError):
 class SagaClosedError(JournalError):
     """An append to a saga whose chain already ends with SAGA_CLOSED. A closed chain has a
     known end; a late writer (a timed-out attempt) must not extend it."""
+
+
+class BoundsError(SagacityError, ValueError):
+    """A value is nested too deep or is too large to enter a saga. Nothing was started or
+    run: a saga refuses what it could not decode, store in history and compensate."""
+
+
+class ForgedStateError(SagacityError):
+    """A saga was started with internal state (continue-as-new state) that only the saga
+    itself may hand over. Start sagas with their public input only."""

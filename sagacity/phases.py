@@ -31,7 +31,7 @@ class Phase(StrEnum):
 
 
 class SagaStatus(StrEnum):
-    """Where a saga stands. The last three are final."""
+    """Where a saga stands. The last four are final."""
 
     RUNNING = "RUNNING"
     AWAITING_APPROVAL = "AWAITING_APPROVAL"
@@ -39,6 +39,8 @@ class SagaStatus(StrEnum):
     COMPLETED = "COMPLETED"
     COMPENSATED = "COMPENSATED"
     COMPENSATION_FAILED = "COMPENSATION_FAILED"
+    REFUSED = "REFUSED"
+    """Nothing ran: the saga's plan was refused before its first side effect."""
 
     @property
     def is_final(self) -> bool:
@@ -46,6 +48,7 @@ class SagaStatus(StrEnum):
             SagaStatus.COMPLETED,
             SagaStatus.COMPENSATED,
             SagaStatus.COMPENSATION_FAILED,
+            SagaStatus.REFUSED,
         )
 
 

@@ -3,18 +3,20 @@ production, the CLI and the tests alike."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import sys
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from activities import SagaActivities
+from activities import SagaActivities, activity_queue
 from activities.model import ModelClient
 from sagacity.errors import SagacityError
 from sagacity.stores import JournalStore
@@ -62,6 +64,52 @@ async def connect(settings: Settings) -> Client:
     )
 
 
+class SagaWorker:
+    """A saga worker: two Temporal workers with one workflow and one set of activities.
+
+    One polls the task queue sagas are started on: a new saga's first workflow task pins
+    the identity of the worker that runs it (its toolbox and journal, see
+    activities.identity), journals SAGA_OPENED, checks its plan and continues as new on
+    the queue of that identity. The other polls that queue: only workers with the same
+    tools and journal poll it, so a second worker with another toolbox on the same task
+    queue can never run, or journal, another saga's step."""
+
+    def __init__(self, workflows: Worker, pinned: Worker, identity: str) -> None:
+        self.workflows = workflows
+        self.pinned = pinned
+        self.identity = identity
+
+    @property
+    def task_queue(self) -> str:
+        return self.workflows.task_queue
+
+    @property
+    def activity_task_queue(self) -> str:
+        return self.pinned.task_queue
+
+    async def __aenter__(self) -> SagaWorker:
+        await self.workflows.__aenter__()
+        try:
+            await self.pinned.__aenter__()
+        except BaseException:
+            await self.workflows.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        try:
+            await self.pinned.__aexit__(None, None, None)
+        finally:
+            await self.workflows.__aexit__(None, None, None)
+
+    async def run(self) -> None:
+        """Poll until shut down (or until one of the two fails)."""
+        await asyncio.gather(self.workflows.run(), self.pinned.run())
+
+    async def shutdown(self) -> None:
+        await asyncio.gather(self.pinned.shutdown(), self.workflows.shutdown())
+
+
 def new_worker(
     client: Client,
     *,
@@ -72,20 +120,33 @@ def new_worker(
     max_concurrent_activities: int = 100,
     max_concurrent_workflow_tasks: int = 100,
     graceful_shutdown: timedelta = timedelta(0),
-) -> Worker:
+) -> SagaWorker:
     """The saga worker. The client must use the pydantic data converter (see `connect`)."""
     activities = SagaActivities(store, toolbox, models)
-    return Worker(
+    common: dict[str, Any] = {
+        "activities": activities.all(),
+        "max_concurrent_activities": max_concurrent_activities,
+        # Let running tool calls finish on shutdown: a call cut off mid-way is an unknown
+        # outcome that needs a human. Production workers set this (Settings).
+        "graceful_shutdown_timeout": graceful_shutdown,
+    }
+    runner = SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH)
+    )
+    workflows = Worker(
         client,
         task_queue=task_queue,
         workflows=[AgentSagaWorkflow],
-        activities=activities.all(),
-        max_concurrent_activities=max_concurrent_activities,
         max_concurrent_workflow_tasks=max_concurrent_workflow_tasks,
-        # Let running tool calls finish on shutdown: a call cut off mid-way is an unknown
-        # outcome that needs a human. Production workers set this (Settings).
-        graceful_shutdown_timeout=graceful_shutdown,
-        workflow_runner=SandboxedWorkflowRunner(
-            restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH)
-        ),
+        workflow_runner=runner,
+        **common,
     )
+    pinned = Worker(
+        client,
+        task_queue=activity_queue(task_queue, activities.identity),
+        workflows=[AgentSagaWorkflow],
+        max_concurrent_workflow_tasks=max_concurrent_workflow_tasks,
+        workflow_runner=runner,
+        **common,
+    )
+    return SagaWorker(workflows, pinned, activities.identity)

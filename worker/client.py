@@ -46,6 +46,7 @@ from workflows.models import (
     SagaView,
     StepReport,
 )
+from workflows.start_input import check_start_fields
 
 __all__ = [
     "SAGA_WORKFLOW",
@@ -232,6 +233,7 @@ async def start_saga(
 ) -> SagaHandle:
     """Start a saga; its id is the workflow id. An id is never reused, not even after its
     saga closed: it names the saga's journal chain, and a closed chain takes no entries."""
+    check_start_fields(inp.model_dump(mode="json"))
     with _rpc(client, saga_id):
         try:
             return await client.start_workflow(
@@ -375,9 +377,9 @@ async def decide(
     """Approve or reject the pending step and return where the decision was journaled.
 
     Raises ApprovalRefusedError when the saga refuses the decision (wrong hash or step,
-    approver not allowed, already decided...). A refusal by the update's validator leaves
-    no history, so the body is re-sent as the `record_refusal` signal, which journals it as
-    evidence and can never approve or reject anything.
+    approver not allowed, already decided...). The saga journals every refusal itself,
+    whichever door the decision came through; only a saga that is closing refuses without
+    journaling (`journaled` is then False).
     """
     body: dict[str, Any] = {
         "saga_id": handle.id,
@@ -406,12 +408,6 @@ async def decide(
                 raise SagaClientError(f"decision failed: {cause or exc}") from exc
             reason_code = str(cause.details[0]) if cause.details else "REFUSED"
             journaled = len(cause.details) > 1 and cause.details[1] == "journaled"
-            if not journaled:  # refused by the validator: no history, so journal it now
-                try:
-                    await handle.signal("record_refusal", body)
-                    journaled = True
-                except RPCError:
-                    journaled = False
             raise ApprovalRefusedError(reason_code, cause.message, journaled=journaled) from exc
 
 

@@ -19,26 +19,38 @@ from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
-    from activities import JOURNAL_EVENT, NEXT_TURN, RUN_TOOL
+    from activities import (
+        CHECK_PLAN,
+        JOURNAL_EVENT,
+        NEXT_TURN,
+        RUN_TOOL,
+        WORKER_IDENTITY,
+        WRONG_WORKER,
+        activity_queue,
+    )
     from activities.models import (
         ChatMessage,
+        CheckPlanInput,
         EntryRef,
         JournalEventInput,
         ModelTurn,
         ModelTurnInput,
         OutcomeKind,
+        PlanCheck,
         RunToolInput,
         ToolCall,
         ToolOutcome,
     )
+    from sagacity.errors import SagacityError
     from sagacity.phases import Phase, SagaStatus
+    from sagacity.tools import ToolKind
     from workflows.models import (
         CompensationReport,
         DecisionResult,
         PendingApproval,
         SagaCarry,
-        SagaInput,
         SagaResult,
+        SagaRunInput,
         SagaView,
         StepReport,
     )
@@ -49,7 +61,8 @@ from workflows.approval_gate import ApprovalGate
 from workflows.compensator import LOCAL_OPTIONS, compensate, failure_cause
 from workflows.conversation import bound_messages, tool_message
 from workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS, call_summary, steps_markdown
-from workflows.reporting import step_report
+from workflows.reporting import fit_carry, fit_result, step_report
+from workflows.start_input import decode_run_input
 
 T = TypeVar("T")
 
@@ -61,9 +74,19 @@ class _ContinueAsNew(Exception):
 @workflow.defn(name="AgentSaga")
 class AgentSagaWorkflow:
     @workflow.init
-    def __init__(self, inp: SagaInput) -> None:
+    def __init__(self, raw: RawValue) -> None:
+        # The input is taken raw and decoded here, so an input that cannot be decoded or
+        # breaks the bounds fails this saga at once instead of every workflow task.
+        self._refused_input: str | None = None
+        try:
+            inp = decode_run_input(raw, continued=workflow.info().continued_run_id is not None)
+        except SagacityError as exc:
+            self._refused_input = f"{type(exc).__name__}: {exc}"
+            inp = SagaRunInput()
         self._inp = inp
         self._saga_id = workflow.info().workflow_id
+        self._worker: str | None = None
+        self._plan_refused = False
         self._status = SagaStatus.RUNNING
         self._steps: dict[int, StepReport] = {}
         self._outcomes: dict[int, ToolOutcome] = {}
@@ -94,22 +117,34 @@ class AgentSagaWorkflow:
             self._outcomes = {o.step: o for o in carry.outcomes}
             self._gate.restore(carry.decided_steps, carry.refusals)
             self._head = carry.head
+            self._worker = carry.worker
         self._run_start_step = self._next_step
 
     # ---- run -----------------------------------------------------------------------------
 
     @workflow.run
-    async def run(self, inp: SagaInput) -> SagaResult:
+    async def run(self, raw: RawValue) -> SagaResult:
+        if self._refused_input is not None:
+            raise ApplicationError(
+                f"saga input refused, nothing started: {self._refused_input}",
+                type="SagaInputRefused",
+                non_retryable=True,
+            )
+        inp = self._inp
         self._publish()
         if inp.carry is None:
+            if workflow.patched("pin-worker-identity"):
+                self._worker = await workflow.execute_local_activity(
+                    WORKER_IDENTITY, result_type=str, **LOCAL_OPTIONS
+                )
+            opened = inp.model_dump(mode="json", exclude={"model": {"script"}, "carry": True})
+            if self._worker is not None:
+                opened["worker"] = self._worker
             await self._journal(
                 JournalEventInput(
                     saga_id=self._saga_id,
                     phase=Phase.SAGA_OPENED,
-                    input={
-                        "run_id": workflow.info().run_id,
-                        **inp.model_dump(mode="json", exclude={"model": {"script"}, "carry": True}),
-                    },
+                    input={"run_id": workflow.info().run_id, **opened},
                 )
             )
         cancelled: BaseException | None = None
@@ -118,7 +153,11 @@ class AgentSagaWorkflow:
                 await self._drive()
             except _ContinueAsNew:
                 await workflow.wait_condition(workflow.all_handlers_finished)
-                workflow.continue_as_new(inp.model_copy(update={"carry": self._carry()}))
+                next_input = fit_carry(inp, self._carry())
+                if next_input is None:
+                    self._fail("the saga's state is too large to continue as new")
+                else:
+                    workflow.continue_as_new(next_input, task_queue=self._activity_queue())
         except BaseException as exc:
             if not (
                 is_cancelled_exception(exc) or isinstance(exc, ActivityError | ApplicationError)
@@ -140,6 +179,7 @@ class AgentSagaWorkflow:
             await self._gate.journal_abandoned()  # (histories from before replay as before)
         if self._failure is not None:
             await self._compensate()
+            self._mark_not_compensable()
         return await self._close()
 
     @staticmethod
@@ -155,6 +195,18 @@ class AgentSagaWorkflow:
         return task.result()
 
     async def _drive(self) -> None:
+        first_run = self._inp.carry is None
+        if (
+            self._inp.plan is not None
+            and first_run
+            and workflow.patched("check-whole-plan")
+            and await self._plan_problems()
+        ):
+            return
+        if self._activity_queue() is not None:
+            # Pinned to a worker identity: the saga moves to that identity's queue, where
+            # only workers with its toolbox and journal poll, before its first step.
+            raise _ContinueAsNew()
         if self._inp.plan is None:
             await self._agent_loop()
             return
@@ -170,8 +222,33 @@ class AgentSagaWorkflow:
                 return
             self._maybe_continue_as_new()
 
+    async def _plan_problems(self) -> bool:
+        """Check the whole plan before its first step: a typo in step 2 must not run step
+        1 and then undo it. True (and the saga failed as REFUSED) when it has problems."""
+        plan = self._inp.plan or []
+        check: PlanCheck = await workflow.execute_activity(
+            CHECK_PLAN,
+            CheckPlanInput(
+                saga_id=self._saga_id,
+                plan=plan,
+                allowed_tools=self._inp.allowed_tools,
+                worker=self._worker,
+            ),
+            result_type=PlanCheck,
+            task_queue=self._activity_queue(),
+            start_to_close_timeout=timedelta(minutes=1),
+            retry_policy=RetryPolicy(maximum_attempts=5),
+            summary=f"check the plan ({len(plan)} steps)",
+        )
+        if not check.problems:
+            return False
+        self._plan_refused = True
+        listed = "; ".join(f"step {p.index + 1} ({p.tool}): {p.error}" for p in check.problems[:5])
+        self._fail(f"plan refused before any step ran, nothing was done: {listed}")
+        return True
+
     async def _agent_loop(self) -> None:
-        if self._inp.carry is None:
+        if not self._messages:  # a new saga (or one that only moved to its pinned queue)
             if self._inp.system_prompt:
                 self._messages.append(ChatMessage(role="system", content=self._inp.system_prompt))
             self._messages.append(ChatMessage(role="user", content=self._inp.goal or ""))
@@ -185,8 +262,10 @@ class AgentSagaWorkflow:
                     messages=self._messages,
                     allowed_tools=self._inp.allowed_tools,
                     turn=self._model_turns,
+                    worker=self._worker,
                 ),
                 result_type=ModelTurn,
+                task_queue=self._activity_queue(),
                 start_to_close_timeout=timedelta(minutes=5),
                 retry_policy=RetryPolicy(
                     maximum_attempts=5,
@@ -250,6 +329,7 @@ class AgentSagaWorkflow:
             decided_steps=sorted(self._gate.decided_steps),
             refusals=dict(self._gate.refusals),
             head=self._head,
+            worker=self._worker,
         )
 
     # ---- one tool call ---------------------------------------------------------------------
@@ -297,8 +377,10 @@ class AgentSagaWorkflow:
                     allowed_tools=inp.allowed_tools,
                     approved_sha256=approved,
                     model_result_limit=inp.model_result_limit,
+                    worker=self._worker,
                 ),
                 result_type=ToolOutcome,
+                task_queue=self._activity_queue(),
                 start_to_close_timeout=timedelta(seconds=inp.tool_timeout_seconds),
                 heartbeat_timeout=timedelta(seconds=inp.tool_heartbeat_timeout_seconds),
                 retry_policy=RetryPolicy(
@@ -315,11 +397,11 @@ class AgentSagaWorkflow:
                 # Interrupted mid-call: the tool may or may not have applied its effect.
                 self._record(unknown.model_copy(update={"error": "cancelled during the call"}))
                 raise
-            # Retries exhausted without an outcome: whatever the tool did is unknown.
-            cause = failure_cause(exc)
-            return unknown.model_copy(
-                update={"error": f"no outcome after {inp.tool_attempts} attempts: {cause}"}
-            )
+            # No outcome came back: whatever the tool did is unknown.
+            cause = failure_cause(exc)[:2_000]
+            retryable = not (isinstance(exc.cause, ApplicationError) and exc.cause.non_retryable)
+            how = f"after {inp.tool_attempts} attempts" if retryable else "(not retryable)"
+            return unknown.model_copy(update={"error": f"no outcome {how}: {cause}"})
 
     # ---- compensation ----------------------------------------------------------------------
 
@@ -329,7 +411,13 @@ class AgentSagaWorkflow:
         self._compensation_started = True
         self._set_status(SagaStatus.COMPENSATING)
         await compensate(
-            self._saga_id, self._inp, self._outcomes.values(), self._journal, self._on_compensated
+            self._saga_id,
+            self._inp,
+            self._outcomes.values(),
+            self._journal,
+            self._on_compensated,
+            worker=self._worker,
+            task_queue=self._activity_queue(),
         )
 
     def _on_compensated(self, report: CompensationReport) -> None:
@@ -340,11 +428,19 @@ class AgentSagaWorkflow:
         )
         self._publish()
 
+    def _mark_not_compensable(self) -> None:
+        """Steps that ran and that nothing can undo stay live after compensation: say so."""
+        for step, report in list(self._steps.items()):
+            if report.status == "EXECUTED" and report.tool_kind != ToolKind.COMPENSABLE.value:
+                self._steps[step] = report.model_copy(update={"status": "NOT_COMPENSABLE"})
+
     # ---- close -----------------------------------------------------------------------------
 
     async def _close(self) -> SagaResult:
         if self._failure is None:
             final = SagaStatus.COMPLETED
+        elif self._plan_refused and not self._outcomes:
+            final = SagaStatus.REFUSED
         elif any(not c.ok for c in self._compensations):
             final = SagaStatus.COMPENSATION_FAILED
         else:
@@ -371,25 +467,54 @@ class AgentSagaWorkflow:
             )
         )
         self._publish()
-        return SagaResult(
-            saga_id=self._saga_id,
-            status=final,
-            final_answer=self._final_answer,
-            steps=list(self._steps.values()),
-            compensations=self._compensations,
-            unknown_outcome_steps=unknown,
-            first_failure=self._failure,
-            needs_human=needs_human,
-            head_seq=ref.seq,
-            head_hash=ref.hash,
+        return fit_result(
+            SagaResult(
+                saga_id=self._saga_id,
+                status=final,
+                final_answer=self._final_answer,
+                steps=list(self._steps.values()),
+                compensations=self._compensations,
+                unknown_outcome_steps=unknown,
+                first_failure=self._failure,
+                needs_human=needs_human,
+                head_seq=ref.seq,
+                head_hash=ref.hash,
+            )
         )
 
     # ---- bookkeeping -----------------------------------------------------------------------
 
+    def _activity_queue(self) -> str | None:
+        """The queue of the saga's pinned worker identity while the workflow is not on it
+        yet (its first run); None once it runs there, or for sagas from before pinning:
+        activities then go to the workflow's own queue."""
+        if self._worker is None or self._inp.carry is not None:
+            # Continued runs are on the pinned queue: the first continue-as-new moved there.
+            # (Decided from state, not from workflow.info(): a replay runs on another queue.)
+            return None
+        return activity_queue(workflow.info().task_queue, self._worker)
+
     async def _journal(self, event: JournalEventInput) -> EntryRef:
-        ref: EntryRef = await workflow.execute_local_activity(
-            JOURNAL_EVENT, event, result_type=EntryRef, **LOCAL_OPTIONS
-        )
+        """Journal through a local activity on this worker; if this worker is not the one
+        the saga is pinned to (another toolbox or journal on the same task queue), the
+        entry goes through the pinned worker's queue instead, never into another journal."""
+        if self._worker is not None:
+            event = event.model_copy(update={"worker": self._worker})
+        try:
+            ref: EntryRef = await workflow.execute_local_activity(
+                JOURNAL_EVENT, event, result_type=EntryRef, **LOCAL_OPTIONS
+            )
+        except ActivityError as exc:
+            cause = exc.cause
+            if not (isinstance(cause, ApplicationError) and cause.type == WRONG_WORKER):
+                raise
+            ref = await workflow.execute_activity(
+                JOURNAL_EVENT,
+                event,
+                result_type=EntryRef,
+                task_queue=self._activity_queue(),
+                **LOCAL_OPTIONS,
+            )
         self._head = ref
         return ref
 

@@ -2,10 +2,16 @@
 
 Every decision — by signal or by update — goes through the pure judge in
 sagacity.approvals, so both doors refuse the same things for the same reasons. Refusals
-are journaled (they are evidence) and leave the request pending. The update's validator
-refuses a bad decision synchronously; since a rejected update leaves no history, the
-client helper in worker.client re-sends a refused decision as a signal so the workflow
-journals it too.
+are journaled (they are evidence) and leave the request pending. The `decide` update is
+accepted whatever it carries and refused by its handler after the refusal is journaled:
+a validator's rejection leaves no history, so a refusal through a raw update would leave
+no evidence. Only once the saga is closing does the validator reject (nothing is
+journaled then, and late updates should not grow the history).
+
+Refusals are bounded: up to REFUSALS_JOURNALED_PER_STEP for the step that is pending,
+and REFUSALS_JOURNALED_ELSEWHERE shared by every decision about anything else (junk that
+names a thousand made-up steps fills one small bucket, not a thousand). Beyond the caps
+refusals are counted in the close entry, not journaled one by one.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from activities.models import EntryRef, JournalEventInput, ToolOutcome
@@ -29,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         judge,
         parse_decision,
     )
+    from sagacity.bounds import check_value, utf8_len
     from sagacity.canonical import canonical_text, sha256_hex
     from sagacity.entry import check_name
     from sagacity.errors import SagacityError
@@ -38,10 +45,19 @@ with workflow.unsafe.imports_passed_through():
 Journal = Callable[[JournalEventInput], Awaitable[EntryRef]]
 TIMEOUT_ACTOR = "sagacity:timeout"
 CANCELLED_ACTOR = "sagacity:cancelled"
+FAILED_ACTOR = "sagacity:failed"
+"""Actor of the REJECTED that closes a request the saga stopped waiting for because of a
+failure (the journal could not record the decision), not a cancellation."""
 REFUSALS_JOURNALED_PER_STEP = 100
-"""Refused decisions journaled per step; beyond it they are counted, not journaled, so a
-flood of junk signals cannot grow the journal and the history without bound."""
+"""Refused decisions journaled for the pending step; beyond it they are counted, not
+journaled, so a flood of junk signals cannot grow the journal and history without bound."""
+REFUSALS_JOURNALED_ELSEWHERE = 20
+"""Refused decisions journaled, all together, that name no pending step."""
+ELSEWHERE = 0
+"""Key (and journal step) of refusals that are not about the pending step."""
 EVIDENCE_LIMIT = 4_096
+"""Bytes (UTF-8) of a refused decision kept whole as evidence; larger ones are kept as a
+prefix, their size and their hash."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +78,7 @@ class ApprovalGate:
         self._decided_steps: set[int] = set()
         self._decision_refs: dict[int, EntryRef] = {}
         self._refusals: dict[int, int] = {}
-        self._abandoned: dict[int, ApprovalRequest] = {}
+        self._abandoned: dict[int, tuple[ApprovalRequest, str | None]] = {}
         self._closed = False
 
     async def wait(self, outcome: ToolOutcome, now: datetime, timeout: timedelta) -> GateDecision:
@@ -104,13 +120,14 @@ class ApprovalGate:
             decision, self._decision, self._pending = self._decision, None, None
             self._decided_steps.add(outcome.step)
             return await self._journal_decision(request, decision, timeout)
-        except BaseException:
+        except BaseException as exc:
             # Cancelled (or the journal failed) while waiting or journaling the decision:
             # nothing stays pending, late decisions are refused, a waiting update returns.
             self._pending, self._decision = None, None
             self._decided_steps.add(outcome.step)
             if outcome.step not in self._decision_refs:
-                self._abandoned[outcome.step] = request
+                failure = None if is_cancelled_exception(exc) else f"{type(exc).__name__}"
+                self._abandoned[outcome.step] = (request, failure)
             raise
 
     async def _journal_decision(
@@ -152,16 +169,18 @@ class ApprovalGate:
     async def journal_abandoned(self) -> None:
         """Close the evidence of a request the saga stopped waiting for (cancelled): every
         AWAITING_APPROVAL gets its REJECTED."""
-        for step, request in sorted(self._abandoned.items()):
+        for step, (request, failure) in sorted(self._abandoned.items()):
             self._decision_refs[step] = await self._journal(
                 JournalEventInput(
                     saga_id=self._saga_id,
                     phase=Phase.REJECTED,
                     step=step,
                     tool=request.tool,
-                    actor=CANCELLED_ACTOR,
+                    actor=CANCELLED_ACTOR if failure is None else FAILED_ACTOR,
                     result={"payload_sha256": request.payload_sha256},
-                    error="the saga was cancelled while awaiting approval",
+                    error="the saga was cancelled while awaiting approval"
+                    if failure is None
+                    else f"the saga failed while awaiting approval ({failure}); nothing ran",
                 )
             )
         self._abandoned.clear()
@@ -219,8 +238,11 @@ class ApprovalGate:
             await self._journal_refusal(raw, judged)
 
     def validate(self, raw: Any) -> None:
-        judged = self._judge(raw, None)
-        if isinstance(judged, Refusal):
+        """Reject only once the saga is closing: every other refusal is journaled by the
+        handler (a rejected update leaves no history, hence no evidence)."""
+        if self._closed:
+            judged = self._judge(raw, None)
+            assert isinstance(judged, Refusal)  # nothing is pending once closed
             raise ApplicationError(_message(judged), judged.reason.value, type="ApprovalRefused")
 
     async def on_update(self, raw: Any) -> DecisionResult:
@@ -251,16 +273,19 @@ class ApprovalGate:
         if self._closed:
             workflow.logger.warning("decision after close refused, not journaled: %s", refusal)
             return
-        step = _field(raw, "step", int)
-        if step is None or step < 0 or step > 1_000_000_000:
-            step = self._pending.step if self._pending else 0
+        claimed = _field(raw, "step", int)
+        pending = self._pending
+        if pending is not None and claimed == pending.step:
+            step, cap = pending.step, REFUSALS_JOURNALED_PER_STEP
+        else:  # about no pending step: one small shared bucket, whatever step it names
+            step, cap = ELSEWHERE, REFUSALS_JOURNALED_ELSEWHERE
         self._refusals[step] = count = self._refusals.get(step, 0) + 1
-        if count > REFUSALS_JOURNALED_PER_STEP:
-            workflow.logger.warning("refused decision %d for step %d not journaled", count, step)
+        if count > cap:
+            workflow.logger.warning("refused decision %d (bucket %d) not journaled", count, step)
             return
         note = (
-            f" (refusal {count}: later refusals for this step are counted, not journaled)"
-            if count == REFUSALS_JOURNALED_PER_STEP
+            f" (refusal {count}: later ones like it are counted, not journaled)"
+            if count == cap
             else ""
         )
         actor = _field(raw, "approver", str)
@@ -276,7 +301,7 @@ class ApprovalGate:
                     phase=Phase.APPROVAL_REFUSED,
                     step=step,
                     attempt=count,
-                    tool=self._pending.tool if self._pending and self._pending.step == step else "",
+                    tool=pending.tool if pending is not None and step == pending.step else "",
                     input=_bounded(raw),
                     actor=actor,
                     error=_message(refusal) + note,
@@ -313,14 +338,17 @@ def _field(raw: Any, name: str, kind: type) -> Any:
 def _bounded(raw: Any) -> Any:
     """The decision as evidence, bounded: huge bodies are kept as a prefix and a hash."""
     try:
+        check_value(raw, "the decision")
         text = canonical_text(raw)
     except SagacityError:
-        text = repr(raw)
-        return {"unrepresentable": text[:EVIDENCE_LIMIT], "bytes": len(text)}
-    if len(text) <= EVIDENCE_LIMIT:
+        text = repr(raw)[: EVIDENCE_LIMIT * 4]
+        return {"unrepresentable": _prefix(text), "bytes": utf8_len(text)}
+    data = text.encode("utf-8")
+    if len(data) <= EVIDENCE_LIMIT:
         return raw
-    return {
-        "prefix": text[:EVIDENCE_LIMIT],
-        "bytes": len(text),
-        "sha256": sha256_hex(text.encode()),
-    }
+    return {"prefix": _prefix(text), "bytes": len(data), "sha256": sha256_hex(data)}
+
+
+def _prefix(text: str) -> str:
+    """The longest prefix of `text` within EVIDENCE_LIMIT bytes of UTF-8."""
+    return text.encode("utf-8", "surrogatepass")[:EVIDENCE_LIMIT].decode("utf-8", "ignore")

@@ -61,16 +61,21 @@ async def compensate(
     outcomes: Iterable[ToolOutcome],
     journal: Journal,
     on_report: OnReport,
+    *,
+    worker: str | None = None,
+    task_queue: str | None = None,
 ) -> None:
     """Fence unknown steps, then undo executed compensable steps, newest first. No single
-    failure stops the rest: each is reported and the next step is still compensated."""
+    failure stops the rest: each is reported and the next step is still compensated.
+
+    `worker` is the identity the saga is pinned to and `task_queue` the queue of its
+    activities (both None for sagas from before pinning)."""
     outcomes = list(outcomes)
     for outcome in outcomes:
         if outcome.kind is OutcomeKind.UNKNOWN:
+            fence = FenceInput(saga_id=saga_id, step=outcome.step, worker=worker)
             try:
-                await workflow.execute_local_activity(
-                    FENCE_STEP, FenceInput(saga_id=saga_id, step=outcome.step), **LOCAL_OPTIONS
-                )
+                await _fence(fence, task_queue)
             except ActivityError as exc:
                 workflow.logger.error("could not fence step %d: %s", outcome.step, exc)
     executed = [
@@ -80,11 +85,30 @@ async def compensate(
     ]
     executed.sort(key=lambda o: o.outcome.seq if o.outcome else 0, reverse=True)
     for outcome in executed:
-        on_report(await _compensate_step(saga_id, inp, outcome, journal))
+        on_report(await _compensate_step(saga_id, inp, outcome, journal, worker, task_queue))
+
+
+async def _fence(fence: FenceInput, task_queue: str | None) -> None:
+    """Fence through a local activity; on a worker that is not the saga's pinned one, go
+    through the pinned worker's queue instead (the fence belongs in the saga's journal)."""
+    try:
+        await workflow.execute_local_activity(FENCE_STEP, fence, **LOCAL_OPTIONS)
+    except ActivityError as exc:
+        cause = exc.cause
+        if task_queue is None or not (
+            isinstance(cause, ApplicationError) and cause.type == "WrongWorker"
+        ):
+            raise
+        await workflow.execute_activity(FENCE_STEP, fence, task_queue=task_queue, **LOCAL_OPTIONS)
 
 
 async def _compensate_step(
-    saga_id: str, inp: SagaInput, outcome: ToolOutcome, journal: Journal
+    saga_id: str,
+    inp: SagaInput,
+    outcome: ToolOutcome,
+    journal: Journal,
+    worker: str | None = None,
+    task_queue: str | None = None,
 ) -> CompensationReport:
     try:
         done: CompensationOutcome = await workflow.execute_activity(
@@ -95,8 +119,10 @@ async def _compensate_step(
                 tool=outcome.tool,
                 args=outcome.args or {},
                 result=outcome.result,
+                worker=worker,
             ),
             result_type=CompensationOutcome,
+            task_queue=task_queue,
             start_to_close_timeout=timedelta(seconds=inp.tool_timeout_seconds),
             heartbeat_timeout=timedelta(seconds=inp.tool_heartbeat_timeout_seconds),
             retry_policy=RetryPolicy(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 from activities.models import ChatMessage, OutcomeKind, ToolCall, ToolOutcome
+from sagacity.bounds import utf8_len
 
 DROPPED_NOTE = "[earlier steps omitted to stay within payload limits; the journal has them]"
 
@@ -30,12 +31,21 @@ def tool_message(call: ToolCall, outcome: ToolOutcome) -> ChatMessage:
 
 
 def _size(message: ChatMessage) -> int:
-    calls = sum(len(c.tool) + len(json.dumps(c.args, default=str)) for c in message.tool_calls)
-    return len(message.content or "") + calls + 64
+    """UTF-8 bytes, as payload limits count them (an emoji is four bytes, one character)."""
+    calls = sum(
+        utf8_len(c.tool) + utf8_len(json.dumps(c.args, default=str, ensure_ascii=False))
+        for c in message.tool_calls
+    )
+    return utf8_len(message.content) + calls + 64
+
+
+def conversation_bytes(messages: list[ChatMessage]) -> int:
+    return sum(_size(m) for m in messages)
 
 
 def bound_messages(messages: list[ChatMessage], budget_chars: int) -> list[ChatMessage]:
-    """Drop the oldest exchanges until the conversation fits `budget_chars`."""
+    """Drop the oldest exchanges until the conversation fits `budget_chars` (a budget in
+    UTF-8 bytes, despite the historical name)."""
     if sum(_size(m) for m in messages) <= budget_chars:
         return messages
     head_len = 0

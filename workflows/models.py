@@ -2,6 +2,13 @@
 
 Clients (the CLI, user code, tests) import these to start sagas and read results; they
 are pydantic models carried by Temporal's pydantic data converter.
+
+Compatibility rule: every model here ignores fields it does not know. They are decoded
+from workflow history on replay (an older or newer version's fields must not fail a
+replay) and by clients of other versions (a result with one more field must still
+decode). Strictness lives at the door instead: a saga's first run refuses unknown start
+fields, internal state and values over the bounds of sagacity.bounds (see
+workflows.start_input), with an error naming the field.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ __all__ = [
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="ignore")
 
 
 class SagaInput(_Model):
@@ -62,11 +69,10 @@ class SagaInput(_Model):
     compensation_attempts: int = Field(default=5, ge=1, le=1_000)
     model_result_limit: int = Field(default=16_000, ge=100, le=200_000)
     max_conversation_chars: int = Field(default=400_000, ge=10_000, le=1_000_000)
-    """Budget of the conversation sent to the model (and carried across continue-as-new)."""
+    """Budget of the conversation sent to the model (and carried across continue-as-new),
+    in UTF-8 bytes despite the name (kept for compatibility): payload limits are bytes."""
     continue_as_new_after_steps: int = Field(default=100, ge=1, le=1_000)
     """Steps per workflow run before the saga continues as new with its state."""
-    carry: SagaCarry | None = None
-    """State handed over by continue-as-new; None when a saga starts."""
 
 
 class StepReport(_Model):
@@ -78,7 +84,8 @@ class StepReport(_Model):
     tool_kind: str | None = None
     status: str
     """EXECUTED, FAILED, REFUSED, REJECTED, UNKNOWN, FENCED, AWAITING_APPROVAL, COMPENSATED,
-    COMPENSATION_FAILED or NOT_COMPENSABLE."""
+    COMPENSATION_FAILED, or NOT_COMPENSABLE (it ran, the saga was undone, and nothing can
+    undo this step: a plain or an approved irreversible tool)."""
     intent_seq: int | None = None
     intent_hash: str | None = None
     seq: int | None = None
@@ -142,6 +149,10 @@ class SagaResult(_Model):
     needs_human: bool = False
     head_seq: int | None = None
     head_hash: str | None = None
+    reports_compacted: bool = False
+    """True when step reports were shortened (arguments, results and errors left out of
+    the oldest ones) to keep the result within Temporal's payload limit; the journal has
+    every step whole."""
 
 
 class SagaCarry(_Model):
@@ -160,6 +171,16 @@ class SagaCarry(_Model):
     decided_steps: list[int] = Field(default_factory=list)
     refusals: dict[int, int] = Field(default_factory=dict)
     head: EntryRef | None = None
+    worker: str | None = None
+    """The worker identity (toolbox and journal) the saga is pinned to."""
 
 
-SagaInput.model_rebuild()
+class SagaRunInput(SagaInput):
+    """What the workflow run itself takes: the public input plus the state a saga hands
+    to its own next run. Internal: a first run refuses a carry (it must come from
+    continue-as-new, which Temporal records and no caller can set)."""
+
+    carry: SagaCarry | None = None
+
+
+SagaRunInput.model_rebuild()

@@ -14,7 +14,15 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from activities.models import ToolOutcome
     from sagacity.canonical import canonical_text
-    from workflows.models import StepReport
+    from workflows.models import SagaCarry, SagaInput, SagaResult, SagaRunInput, StepReport
+
+from workflows.conversation import bound_messages, conversation_bytes
+
+RESULT_BUDGET = 1024 * 1024
+"""Bytes a saga's result may take (Temporal refuses payloads over about 2 MB, and a
+workflow whose completion is refused never completes)."""
+CARRY_BUDGET = 1536 * 1024
+"""Bytes of the continue-as-new input: the start input and the saga's state together."""
 
 REPORTED_RESULT_LIMIT = 500
 """Arguments and results longer than this (canonical characters) are left out of step
@@ -62,3 +70,50 @@ def _reported(outcome: ToolOutcome) -> Any:
         return outcome.result
     seq = outcome.outcome.seq if outcome.outcome else "?"
     return f"[{len(text)} characters; the journal holds the full result at seq {seq}]"
+
+
+def _compact(report: StepReport) -> StepReport:
+    """A step report without its arguments and result, and with its error cut: the seq
+    and hashes still name the journal entries that hold them whole."""
+    return report.model_copy(
+        update={
+            "args": {},
+            "result": None,
+            "error": report.error[:200] if report.error else report.error,
+        }
+    )
+
+
+def _bytes(model: Any) -> int:
+    return len(model.model_dump_json().encode())
+
+
+def fit_result(result: SagaResult) -> SagaResult:
+    """`result`, with its step reports compacted if it would be over RESULT_BUDGET."""
+    if _bytes(result) <= RESULT_BUDGET:
+        return result
+    return result.model_copy(
+        update={"steps": [_compact(r) for r in result.steps], "reports_compacted": True}
+    )
+
+
+def fit_carry(inp: SagaInput, carry: SagaCarry) -> SagaRunInput | None:
+    """The next run's input, sized from its real encoded bytes: the goal is not carried
+    twice (the conversation holds it), step reports are compacted and the conversation
+    shortened as far as needed. None when even that is over CARRY_BUDGET."""
+    fields = inp.model_dump(exclude={"carry"})
+    if carry.messages:
+        fields.update(goal=None, system_prompt=None)
+    candidate = SagaRunInput.model_validate({**fields, "carry": carry})
+    if _bytes(candidate) <= CARRY_BUDGET:
+        return candidate
+    carry = carry.model_copy(update={"steps": [_compact(r) for r in carry.steps]})
+    budget = conversation_bytes(carry.messages)
+    while True:
+        candidate = SagaRunInput.model_validate({**fields, "carry": carry})
+        if _bytes(candidate) <= CARRY_BUDGET:
+            return candidate
+        if budget <= 10_000:
+            return None
+        budget //= 2
+        carry = carry.model_copy(update={"messages": bound_messages(carry.messages, budget)})

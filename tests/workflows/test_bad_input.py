@@ -120,8 +120,13 @@ async def test_consecutive_invalid_calls_fail_the_saga(saga) -> None:
     assert saga.shop.stock("widget") == 10
 
 
-async def test_plan_with_unknown_tool_fails_and_compensates(saga) -> None:
+async def test_plan_with_unknown_tool_is_refused_before_its_first_step(saga) -> None:
+    """The whole plan is checked before anything runs: a typo in step 2 does not run step
+    1 and then undo it, and the saga says REFUSED, not COMPENSATED."""
     result = await saga.run(SagaInput(plan=[RESERVE, ToolCall(tool="teleport", args={})]))
-    assert result.status is SagaStatus.COMPENSATED
-    assert "teleport" in (result.first_failure or "")
+    assert result.status is SagaStatus.REFUSED
+    assert "step 2" in (result.first_failure or "") and "teleport" in (result.first_failure or "")
+    assert result.steps == [] and result.compensations == []
+    phases = [e.phase.value for e in saga.store.entries(result.saga_id)]
+    assert phases == ["SAGA_OPENED", "SAGA_CLOSED"]
     assert saga.shop.stock("widget") == 10

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from temporalio import workflow
 from temporalio.client import WorkflowHistory
+from temporalio.common import RawValue
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
@@ -32,7 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from tests.workflows.record_histories import FLOWS, HISTORIES
     from worker.app import PASSTHROUGH
     from workflows.agent_saga import AgentSagaWorkflow
-    from workflows.models import SagaInput, SagaResult
+    from workflows.models import SagaResult
 
 CLOSING_EVENTS = {
     "workflow_execution_completed_event_attributes",
@@ -95,8 +96,8 @@ class OpensAfterFirstStep(AgentSagaWorkflow):
     _deferred: JournalEventInput | None = None
 
     @workflow.run
-    async def run(self, inp: SagaInput) -> SagaResult:
-        return await super().run(inp)
+    async def run(self, raw: RawValue) -> SagaResult:
+        return await super().run(raw)
 
     async def _journal(self, event: JournalEventInput) -> EntryRef:
         if event.phase == Phase.SAGA_OPENED:
@@ -117,8 +118,8 @@ class SkipsTheApprovalJournal(AgentSagaWorkflow):
     """Another plausible edit: stop journaling decisions (an activity fewer)."""
 
     @workflow.run
-    async def run(self, inp: SagaInput) -> SagaResult:
-        return await super().run(inp)
+    async def run(self, raw: RawValue) -> SagaResult:
+        return await super().run(raw)
 
     async def _journal(self, event: JournalEventInput) -> EntryRef:
         if event.phase in (Phase.APPROVED, Phase.REJECTED):
@@ -132,13 +133,15 @@ class RunsPlanBackwards(AgentSagaWorkflow):
     sagacity.run_tool activity per step) in the same sequence."""
 
     @workflow.init
-    def __init__(self, inp: SagaInput) -> None:
-        plan = list(reversed(inp.plan)) if inp.plan is not None else None
-        super().__init__(inp.model_copy(update={"plan": plan}))
+    def __init__(self, raw: RawValue) -> None:
+        super().__init__(raw)
+        if self._inp.carry is None:  # a continued run inherits the reversed plan
+            plan = list(reversed(self._inp.plan)) if self._inp.plan is not None else None
+            self._inp = self._inp.model_copy(update={"plan": plan})
 
     @workflow.run
-    async def run(self, inp: SagaInput) -> SagaResult:
-        return await super().run(inp)
+    async def run(self, raw: RawValue) -> SagaResult:
+        return await super().run(raw)
 
 
 @pytest.mark.parametrize(
@@ -192,14 +195,21 @@ async def test_the_backwards_mutant_really_runs_backwards(saga: Any) -> None:
     from activities import SagaActivities
     from sagacity.toolbox import Toolbox
 
+    from activities import activity_queue
+
     task_queue = f"{saga.task_queue}-backwards"
-    async with Worker(
-        saga.client,
-        task_queue=task_queue,
-        workflows=[RunsPlanBackwards],
-        activities=SagaActivities(saga.store, Toolbox.build(saga.shop)).all(),
-        workflow_runner=_runner(),
-    ):
+    activities = SagaActivities(saga.store, Toolbox.build(saga.shop))
+    workers = [
+        Worker(
+            saga.client,
+            task_queue=queue,
+            workflows=[RunsPlanBackwards],
+            activities=activities.all(),
+            workflow_runner=_runner(),
+        )
+        for queue in (task_queue, activity_queue(task_queue, activities.identity))
+    ]
+    async with workers[0], workers[1]:
         handle = await FLOWS["happy_path"](
             _OnQueue(saga, task_queue), f"backwards-{saga.task_queue}"
         )

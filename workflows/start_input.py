@@ -1,0 +1,118 @@
+"""The door of a saga: its run input decoded, bounded and checked for forged state.
+
+The workflow takes its input raw and decodes it here, so an input the converter cannot
+decode (nested hundreds of levels deep) fails the saga at once with a clear error
+instead of failing every workflow task for ever. The same checks run in the client
+before a saga is started (`check_start_fields`), so a well-behaved caller hears about a
+bad input before anything starts; a hostile caller who bypasses the client meets them in
+the workflow.
+
+Internal state — what one run hands to the next on continue-as-new — is accepted only
+when Temporal says this run continues another (`continued_run_id`, which the server sets
+and no start request can). A first run that brings a carry is refused: a caller could
+otherwise plant an "executed" step and have a refund run on someone else's charge.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RawValue
+
+with workflow.unsafe.imports_passed_through():
+    from pydantic import ValidationError
+
+    from sagacity.approvals import RESERVED_ACTOR_PREFIX
+    from sagacity.bounds import (
+        MAX_ARGS_BYTES,
+        MAX_DEPTH,
+        MAX_START_INPUT_BYTES,
+        check_value,
+        echo,
+    )
+    from sagacity.errors import BoundsError, ForgedStateError, SagacityError
+    from workflows.models import SagaInput, SagaRunInput
+
+STRUCTURE_DEPTH = 8
+"""Levels the input's own shape adds around tool arguments (plan → call → args…)."""
+_INTERNAL_FIELDS = {"carry"}
+
+
+class SagaInputError(SagacityError, ValueError):
+    """A start input that is not a valid SagaInput (a field of the wrong type, a value out
+    of range): nothing was started."""
+
+
+def _check_calls(calls: Any, where: str) -> None:
+    if not isinstance(calls, list):
+        return
+    for index, call in enumerate(calls):
+        if not isinstance(call, dict):
+            continue
+        tool = call.get("tool")
+        what = f"{where} {index + 1} ({echo(tool)}) arguments"
+        check_value(call.get("args"), what, max_bytes=MAX_ARGS_BYTES)
+
+
+def check_start_fields(data: Any, *, continued: bool = False) -> None:
+    """Refuse a start input (JSON form) that names unknown or internal fields, nests too
+    deep, carries oversized arguments or names a reserved approver. Raises a SagacityError
+    subclass naming the field and what to do."""
+    if not isinstance(data, dict):
+        raise SagaInputError(f"a saga's input is a JSON object (SagaInput), not {type(data)}")
+    unknown = sorted(set(data) - set(SagaInput.model_fields) - _INTERNAL_FIELDS)
+    if unknown:
+        raise SagaInputError(
+            f"unknown SagaInput field(s) {', '.join(echo(k, 40) for k in unknown[:5])}; "
+            f"the fields are: {', '.join(SagaInput.model_fields)}"
+        )
+    if data.get("carry") is not None and not continued:
+        raise ForgedStateError(
+            "the input carries continue-as-new state ('carry'), which only a saga hands to its "
+            "own next run; start sagas with SagaInput's public fields only"
+        )
+    check_value(data, "the saga's input", max_depth=MAX_DEPTH + STRUCTURE_DEPTH)
+    _check_calls(data.get("plan"), "plan step")
+    model = data.get("model")
+    if isinstance(model, dict) and isinstance(model.get("script"), list):
+        for turn, scripted in enumerate(model["script"]):
+            if isinstance(scripted, dict):
+                _check_calls(scripted.get("tool_calls"), f"script turn {turn + 1} call")
+    approvers = data.get("approvers")
+    if isinstance(approvers, list):
+        for name in approvers:
+            if isinstance(name, str) and name.strip().lower().startswith(RESERVED_ACTOR_PREFIX):
+                raise SagaInputError(
+                    f"approver {echo(name)} uses the reserved prefix "
+                    f"{RESERVED_ACTOR_PREFIX!r} (the saga's own actors); name people"
+                )
+
+
+def decode_run_input(raw: RawValue, *, continued: bool) -> SagaRunInput:
+    """The run input, or a SagacityError saying why the saga must not start."""
+    size = len(raw.payload.data)
+    if not continued and size > MAX_START_INPUT_BYTES:
+        raise BoundsError(
+            f"the saga's input is {size:,} bytes, over the limit of {MAX_START_INPUT_BYTES:,}; "
+            "pass large data by reference"
+        )
+    try:
+        data = workflow.payload_converter().from_payload(raw.payload, dict)
+    except Exception as exc:  # whatever the converter cannot decode is the sender's fault
+        raise BoundsError(
+            f"the saga's input cannot be decoded ({type(exc).__name__}: {str(exc)[:200]}); "
+            f"values may nest at most {MAX_DEPTH} levels"
+        ) from exc
+    check_start_fields(data, continued=continued)
+    try:
+        return SagaRunInput.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+            for e in exc.errors(include_url=False, include_input=False)[:5]
+        )
+        raise SagaInputError(f"invalid saga input: {problems}") from exc
+
+
+__all__ = ["SagaInputError", "check_start_fields", "decode_run_input"]
