@@ -192,10 +192,8 @@ async def test_the_backwards_mutant_really_runs_backwards(saga: Any) -> None:
     """So the test above is not vacuous: run live, the mutant does reorder the effects."""
     from temporalio.worker import Worker
 
-    from activities import SagaActivities
+    from activities import SagaActivities, activity_queue
     from sagacity.toolbox import Toolbox
-
-    from activities import activity_queue
 
     task_queue = f"{saga.task_queue}-backwards"
     activities = SagaActivities(saga.store, Toolbox.build(saga.shop))
