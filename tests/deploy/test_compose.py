@@ -275,9 +275,16 @@ def test_the_init_script_creates_what_the_services_connect_to(compose: dict[str,
         "temporal_visibility": "temporal",
         "sagacity": "sagacity_owner",
     }
-    assert "GRANT SELECT, INSERT ON TABLES TO sagacity_app;" in sql
-    assert not re.search(r"GRANT[^;]*(UPDATE|DELETE|TRUNCATE|ALL)[^;]*sagacity_app", sql)
+    # New tables are only readable by the worker; journal-grants.sql names what it may
+    # append to (tests/deploy/test_compose_scripts.py lists every privilege it ends with).
+    assert "GRANT SELECT ON TABLES TO sagacity_app;" in sql
+    assert not re.search(r"GRANT[^;]*(INSERT|UPDATE|DELETE|TRUNCATE|ALL)[^;]*sagacity_app", sql)
     assert "REVOKE ALL ON DATABASE sagacity FROM PUBLIC;" in sql
+    grants = config_content(compose, "journal-grants.sql")
+    assert re.findall(r"^GRANT [^;]*;$", grants, re.M) == [
+        "GRANT SELECT ON ALL TABLES IN SCHEMA public TO sagacity_app;",
+        "GRANT INSERT ON sagacity_journal, sagacity_fences TO sagacity_app;",
+    ]
 
 
 def test_temporal_persists_to_the_compose_postgres(services: dict[str, Any]) -> None:

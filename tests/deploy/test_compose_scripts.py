@@ -5,9 +5,11 @@
   namespace it has to create; then a saga runs there to completion. A clash of types
   must stop it.
 - The postgres init script runs with psql against the test PostgreSQL (its roles and
-  databases renamed with a unique suffix, dropped afterwards); then the journal is
-  migrated as its owner and used as the worker's role, which must be able to append and
-  verify but not to update, delete, truncate, disable the triggers or create tables.
+  databases renamed with a unique suffix, dropped afterwards); then the journal-migrate
+  service's command runs as the journal's owner (migration, then the worker's grants) and
+  the journal is used as the worker's role, which must be able to append and verify but
+  not to update, delete, truncate, disable the triggers, create tables or write the
+  migration bookkeeping; and every privilege the role holds is listed and pinned.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -208,6 +211,40 @@ def run_init_sql(postgres_url: str, renamed: dict[str, str], workdir: Path) -> N
     assert done.returncode == 0, done.stderr
 
 
+def run_journal_migrate(owner_url: str, renamed: dict[str, str], workdir: Path) -> None:
+    """The journal-migrate service's command, as its container runs it: the migration as
+    the journal's owner, then the worker role's grants from the journal-grants.sql config."""
+    compose = interpolated(load_compose(), {})
+    service = compose["services"]["journal-migrate"]
+    pattern = re.compile(r"\b(" + "|".join(NAMES) + r")\b")
+    grants = workdir / "journal-grants.sql"
+    grants.write_text(
+        pattern.sub(lambda m: renamed[m[1]], config_content(compose, "journal-grants.sql")),
+        encoding="utf-8",
+    )
+    mounted = {c["source"]: c["target"] for c in service["configs"]}
+    assert environment(service)["JOURNAL_GRANTS_FILE"] == mounted["journal-grants.sql"]
+    command = service["command"]
+    assert command[:2] == ["python", "-c"], command
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SAGACITY_")}
+    env.update(
+        PYTHONPATH=str(Path(__file__).resolve().parents[2]),
+        SAGACITY_JOURNAL_URL=owner_url,
+        JOURNAL_GRANTS_FILE=str(grants),
+    )
+    done = subprocess.run(
+        [sys.executable, *command[1:]],
+        env=env,
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "worker role grants applied" in done.stdout
+
+
 FORBIDDEN_TO_THE_WORKER = [
     "UPDATE sagacity_journal SET tool = 'x'",
     "DELETE FROM sagacity_journal",
@@ -216,6 +253,11 @@ FORBIDDEN_TO_THE_WORKER = [
     "DROP TABLE sagacity_journal",
     "CREATE TABLE sagacity_shadow (x int)",
     "UPDATE sagacity_fences SET step = 0",
+    # A version row the worker wrote would make a future migration look applied.
+    "INSERT INTO sagacity_schema_version (version, name) VALUES (999, 'forged')",
+    "DELETE FROM sagacity_schema_version",
+    "UPDATE sagacity_schema_version SET name = 'x'",
+    "TRUNCATE sagacity_schema_version",
 ]
 
 
@@ -228,7 +270,7 @@ def test_init_script_gives_the_worker_append_only_access(
     owner_url = _url(postgres_url, user=init_sandbox["sagacity_owner"], dbname=journal_db)
     app_url = _url(postgres_url, user=init_sandbox["sagacity_app"], dbname=journal_db)
 
-    open_store(owner_url).close()  # what the journal-migrate service does
+    run_journal_migrate(owner_url, init_sandbox, tmp_path)
 
     saga = f"saga-{uuid.uuid4().hex[:8]}"
     store = open_store(app_url)  # what the worker does: no DDL needed once migrated
@@ -250,6 +292,130 @@ def test_init_script_gives_the_worker_append_only_access(
             except psycopg.errors.InsufficientPrivilege:
                 refused.append(statement)
     assert refused == FORBIDDEN_TO_THE_WORKER
+
+
+TABLE_PRIVILEGES = ("SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER")
+
+# Every privilege the worker's role holds once the journal is migrated, and nothing else.
+WORKER_PRIVILEGES = {
+    ("role", "attributes"): {"LOGIN", "INHERIT"},
+    ("database", "sagacity"): {"CONNECT"},
+    ("schema", "public"): {"USAGE"},
+    ("table", "sagacity_journal"): {"SELECT", "INSERT"},
+    ("table", "sagacity_fences"): {"SELECT", "INSERT"},
+    ("table", "sagacity_schema_version"): {"SELECT"},
+    # Functions are executable by PUBLIC; both run as the caller (SECURITY INVOKER), so
+    # they can do nothing the role could not do itself.
+    ("function", "sagacity_append"): {"EXECUTE"},
+    ("function", "sagacity_journal_refuse"): {"EXECUTE"},
+}
+
+
+def worker_privileges(
+    admin: psycopg.Connection[tuple[object, ...]], role: str, renamed: dict[str, str]
+) -> dict[tuple[str, str], set[str]]:
+    """What `role` may do, asked of PostgreSQL itself (has_*_privilege counts grants to
+    PUBLIC and to roles it belongs to), in the journal database `admin` is connected to."""
+    found: dict[tuple[str, str], set[str]] = {}
+
+    def add(kind: str, name: str, privilege: str) -> None:
+        found.setdefault((kind, name), set()).add(privilege)
+
+    attrs = admin.execute(
+        "SELECT rolsuper, rolinherit, rolcreaterole, rolcreatedb, rolcanlogin,"
+        " rolreplication, rolbypassrls FROM pg_roles WHERE rolname = %s",
+        (role,),
+    ).fetchone()
+    assert attrs is not None
+    names = ("SUPERUSER", "INHERIT", "CREATEROLE", "CREATEDB", "LOGIN", "REPLICATION", "BYPASSRLS")
+    for name, held in zip(names, attrs, strict=True):
+        if held:
+            add("role", "attributes", name)
+    member_of = admin.execute(
+        "SELECT g.rolname FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid"
+        " JOIN pg_roles r ON r.oid = m.member WHERE r.rolname = %s",
+        (role,),
+    ).fetchall()
+    for (group,) in member_of:
+        add("member of", str(group), "MEMBER")
+    plain = {v: k for k, v in renamed.items()}
+    for (dbname,) in admin.execute("SELECT datname FROM pg_database").fetchall():
+        if dbname not in plain:
+            continue  # the test cluster's own databases, not the init script's
+        for privilege in ("CONNECT", "CREATE", "TEMPORARY"):
+            held = admin.execute(
+                "SELECT has_database_privilege(%s, %s, %s)", (role, dbname, privilege)
+            ).fetchone()
+            if held and held[0]:
+                add("database", plain[str(dbname)], privilege)
+    schemas = admin.execute(
+        "SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%%'"
+        " AND nspname <> 'information_schema'"
+    ).fetchall()
+    for (schema,) in schemas:
+        for privilege in ("USAGE", "CREATE"):
+            held = admin.execute(
+                "SELECT has_schema_privilege(%s, %s, %s)", (role, schema, privilege)
+            ).fetchone()
+            if held and held[0]:
+                add("schema", str(schema), privilege)
+    relations = admin.execute(
+        "SELECT c.oid, c.relname, c.relkind FROM pg_class c"
+        " JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')"
+    ).fetchall()
+    for oid, relname, relkind in relations:
+        if relkind == "S":
+            for privilege in ("USAGE", "SELECT", "UPDATE"):
+                held = admin.execute(
+                    "SELECT has_sequence_privilege(%s, %s, %s)", (role, oid, privilege)
+                ).fetchone()
+                if held and held[0]:
+                    add("sequence", str(relname), privilege)
+            continue
+        for privilege in TABLE_PRIVILEGES:
+            held = admin.execute(
+                "SELECT has_table_privilege(%s, %s, %s)", (role, oid, privilege)
+            ).fetchone()
+            if held and held[0]:
+                add("table", str(relname), privilege)
+        columns = admin.execute(
+            "SELECT attname FROM pg_attribute WHERE attrelid = %s AND attacl IS NOT NULL",
+            (oid,),
+        ).fetchall()
+        for (column,) in columns:
+            add("column grant", f"{relname}.{column}", "SOME")
+    functions = admin.execute(
+        "SELECT p.oid, p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+        " WHERE n.nspname = 'public'"
+    ).fetchall()
+    for oid, proname in functions:
+        held = admin.execute(
+            "SELECT has_function_privilege(%s, %s, 'EXECUTE')", (role, oid)
+        ).fetchone()
+        if held and held[0]:
+            add("function", str(proname), "EXECUTE")
+    return found
+
+
+@pytest.mark.postgres
+def test_the_worker_role_holds_exactly_the_listed_privileges(
+    postgres_url: str, init_sandbox: dict[str, str], tmp_path: Path
+) -> None:
+    run_init_sql(postgres_url, init_sandbox, tmp_path)
+    journal_db = init_sandbox["sagacity"]
+    owner_url = _url(postgres_url, user=init_sandbox["sagacity_owner"], dbname=journal_db)
+    run_journal_migrate(owner_url, init_sandbox, tmp_path)
+    superuser = urlsplit(postgres_url).username or "postgres"
+    admin_url = _url(postgres_url, user=superuser, dbname=journal_db)
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        held = worker_privileges(admin, init_sandbox["sagacity_app"], init_sandbox)
+    assert held == WORKER_PRIVILEGES
+
+    # Re-running the migration service (every `docker compose up` does) changes nothing.
+    run_journal_migrate(owner_url, init_sandbox, tmp_path)
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        assert worker_privileges(admin, init_sandbox["sagacity_app"], init_sandbox) == held
 
 
 @pytest.mark.postgres
