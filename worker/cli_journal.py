@@ -3,6 +3,13 @@
 They read the evidence store (SAGACITY_JOURNAL_URL or --journal), never Temporal, so an
 auditor can check a journal with the engine down. A broken chain exits non-zero and names
 the first broken seq and why.
+
+An unbroken chain is not proof that nothing is missing: deleting a chain's last entries
+leaves a shorter chain that verifies. A closed saga that lost its tail looks exactly like
+a saga still running, so the verify commands count closed and open chains, list the open
+ones, and with --require-closed exit non-zero on any open chain (for an audit of sagas
+that should all have finished). A saga deleted whole leaves no chain at all; only an
+earlier export or Temporal's history shows it (docs/threat-model.md).
 """
 
 from __future__ import annotations
@@ -37,6 +44,22 @@ SagaArg = Annotated[
     str | None, typer.Argument(help="the saga id; omit with --all", show_default=False)
 ]
 AllOpt = Annotated[bool, typer.Option("--all", help="every saga in the journal")]
+RequireClosedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--require-closed",
+        help="exit 1 if a chain is open (no SAGA_CLOSED): a saga still running, or one whose "
+        "tail was deleted",
+    ),
+]
+
+EXIT_OPEN = 1
+
+OPEN_CHAIN_NOTE = (
+    "an open chain is a saga still running, or a closed saga whose last entries were "
+    "deleted: the journal alone cannot tell them apart (check `sagacity status ID`, or "
+    "compare with an earlier export); --require-closed makes an open chain an error"
+)
 
 
 class UnknownSagaError(JournalError, LookupError):
@@ -69,6 +92,61 @@ def _broken(report: VerifyReport) -> str:
     return f"seq {report.first_broken_seq} ({reason})"
 
 
+class Tally:
+    """Counts of the chains walked, and the open ones by name: an unbroken open chain is
+    reported as such, never as intact evidence of a whole saga."""
+
+    def __init__(self) -> None:
+        self.sagas = 0
+        self.entries = 0
+        self.broken: list[VerifyReport] = []
+        self.open: list[VerifyReport] = []
+
+    def add(self, report: VerifyReport) -> None:
+        self.sagas += 1
+        self.entries += report.entries
+        if not report.ok:
+            self.broken.append(report)
+        elif not report.closed:
+            self.open.append(report)
+
+    @property
+    def closed(self) -> int:
+        return self.sagas - len(self.broken) - len(self.open)
+
+    def summary(self, where: str) -> str:
+        counts = f"{self.closed} closed, {len(self.open)} open"
+        if self.broken:
+            counts += f", {len(self.broken)} broken"
+        return f"verified {self.sagas} sagas, {self.entries} entries: {counts} ({where})"
+
+    def conclude(self, where: str, *, require_closed: bool, prefix: str = "") -> None:
+        """Print the summary and the open chains; raise the exit a broken chain (or, with
+        require_closed, an open one) calls for."""
+        say(self.summary(where))
+        for report in self.open:
+            say(
+                f"open: {report.saga_id} ({report.entries} entries, head "
+                f"{report.head_hash[:16]}, no SAGA_CLOSED)"
+            )
+        if self.open:
+            note(OPEN_CHAIN_NOTE)
+        if self.broken:
+            first = self.broken[0]
+            raise fail(
+                f"{prefix}{len(self.broken)} of {self.sagas} sagas broken; first: "
+                f"{first.saga_id} at {_broken(first)}"
+            )
+        if require_closed and self.open:
+            names = ", ".join(r.saga_id for r in self.open[:5])
+            more = f" and {len(self.open) - 5} more" if len(self.open) > 5 else ""
+            raise fail(
+                f"{prefix}{len(self.open)} of {self.sagas} chains open (no SAGA_CLOSED): "
+                f"{names}{more}; --require-closed expects every saga closed",
+                EXIT_OPEN,
+            )
+
+
 def journal(
     ctx: typer.Context,
     saga_id: Annotated[str, typer.Argument(help="the saga id", show_default=False)],
@@ -85,11 +163,16 @@ def verify(
     saga_id: SagaArg = None,
     every: AllOpt = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="a line per saga")] = False,
+    require_closed: RequireClosedOpt = False,
 ) -> None:
-    """Walk hash chains in the journal; exit 1 naming the first broken seq and why."""
+    """Walk hash chains in the journal; exit 1 naming the first broken seq and why.
+
+    The summary counts closed and open chains and lists the open ones: an open chain is a
+    running saga or one that lost its tail, which no hash can show.
+    """
     _one_or_all(saga_id, every)
     settings = settings_of(ctx)
-    broken: list[VerifyReport] = []
+    tally = Tally()
     with user_errors(), open_journal(settings) as store:
         if saga_id is not None:
             _known(store, saga_id)
@@ -97,25 +180,25 @@ def verify(
             console.print(verify_line(report), soft_wrap=True)
             if not report.ok:
                 raise fail(f"journal of saga {saga_id} is broken at {_broken(report)}")
+            if not report.closed:
+                note(OPEN_CHAIN_NOTE)
+                if require_closed:
+                    raise fail(
+                        f"journal of saga {saga_id} is open (no SAGA_CLOSED); "
+                        "--require-closed expects it closed",
+                        EXIT_OPEN,
+                    )
             return
         ids = list(store.sagas())
-        entries = 0
         with _progress() as progress:
             task = progress.add_task("verifying", total=len(ids))
             for sid in ids:
                 report = verify_store(store, sid)
-                entries += report.entries
-                if not report.ok:
-                    broken.append(report)
+                tally.add(report)
                 if verbose or not report.ok:
                     console.print(verify_line(report), soft_wrap=True)
                 progress.advance(task)
-    if broken:
-        first = broken[0]
-        raise fail(
-            f"{len(broken)} of {len(ids)} sagas broken; first: {first.saga_id} at {_broken(first)}"
-        )
-    say(f"verified {len(ids)} sagas, {entries} entries: every chain intact ({store.url})")
+    tally.conclude(store.url, require_closed=require_closed)
 
 
 @contextlib.contextmanager
@@ -176,8 +259,13 @@ def verify_file(
     file: Annotated[
         Path, typer.Argument(help='a JSON Lines export ("-" for stdin)', show_default=False)
     ],
+    require_closed: RequireClosedOpt = False,
 ) -> None:
-    """Verify an export offline, from the file alone; exit 1 naming the first broken seq."""
+    """Verify an export offline, from the file alone; exit 1 naming the first broken seq.
+
+    The summary counts closed and open chains and lists the open ones (a saga exported
+    while running, or whose last lines were cut).
+    """
     with user_errors():
         if str(file) == "-":
             reports = verify_jsonl(sys.stdin)
@@ -186,12 +274,8 @@ def verify_file(
                 reports = verify_jsonl(fh)
     if not reports:
         raise fail(f"{file} holds no journal entries")
-    broken = [r for r in reports if not r.ok]
+    tally = Tally()
     for report in reports:
+        tally.add(report)
         console.print(verify_line(report), soft_wrap=True)
-    if broken:
-        first = broken[0]
-        raise fail(
-            f"{file}: {len(broken)} of {len(reports)} sagas broken; first: {first.saga_id} at "
-            f"{_broken(first)}"
-        )
+    tally.conclude(str(file), require_closed=require_closed, prefix=f"{file}: ")

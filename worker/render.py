@@ -67,11 +67,16 @@ def journal_table(saga_id: str, entries: Iterable[JournalEntry]) -> Table:
 def verify_line(report: VerifyReport) -> str:
     """One line of rich markup; saga-provided text is escaped."""
     saga = escape(report.saga_id)
-    if report.ok:
-        state = "closed" if report.closed else "open"
+    if report.ok and report.closed:
         return (
             f"[green]verified[/] {saga}: {report.entries} entries, chain intact "
-            f"({state}), head {report.head_hash[:16]}"
+            f"(closed), head {report.head_hash[:16]}"
+        )
+    if report.ok:
+        # Not "intact": a closed saga that lost its tail verifies exactly like this.
+        return (
+            f"[yellow]verified[/] {saga}: {report.entries} entries, chain unbroken but OPEN "
+            f"(no SAGA_CLOSED: running, or its tail was deleted), head {report.head_hash[:16]}"
         )
     reason = report.reason.value if report.reason is not None else "broken"
     return (

@@ -98,7 +98,8 @@ def test_verify_one_and_all(journal: Journal) -> None:
 
     every = run(env, "verify", "--all")
     assert every.code == 0, every.output
-    assert "verified 3 sagas, 12 entries: every chain intact" in every.stdout
+    assert "verified 3 sagas, 12 entries: 3 closed, 0 open" in every.stdout
+    assert "open:" not in every.stdout
 
     verbose = run(env, "verify", "--all", "-v")
     assert all(f"verified {s}" in verbose.stdout for s in ("saga-a", "saga-b", "saga-c"))
@@ -131,6 +132,91 @@ def test_a_tampered_row_breaks_verify_naming_the_seq(journal: Journal, tmp_path:
     assert "1 of 3 sagas broken; first: saga-b at seq 3" in offline.stderr
 
 
+def cut_tail(db: Path, copy: Path, saga_id: str, keep: int) -> int:
+    """Copy the journal and, in the copy only, delete the saga's entries after seq
+    `keep` (SAGA_CLOSED among them), as an insider would: the append-only triggers are
+    dropped first. Returns how many rows went."""
+    source = sqlite3.connect(db)
+    con = sqlite3.connect(copy)
+    try:
+        source.backup(con)  # a consistent copy, the write-ahead log included
+        source.close()
+        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+            con.execute("DELETE FROM journal WHERE saga_id=? AND seq>?", (saga_id, keep))
+        con.execute("DROP TRIGGER journal_no_delete")
+        gone = con.execute("DELETE FROM journal WHERE saga_id=? AND seq>?", (saga_id, keep))
+        con.commit()
+        return gone.rowcount
+    finally:
+        con.close()
+
+
+def test_a_closed_saga_that_lost_its_tail_is_reported_open(
+    journal: Journal, tmp_path: Path
+) -> None:
+    store, env = journal
+    copy = tmp_path / "cut.db"
+    assert cut_tail(tmp_path / "journal.db", copy, "saga-b", keep=2) == 2  # EXECUTED, CLOSED
+    cut = {"SAGACITY_JOURNAL_URL": f"sqlite:///{copy}"}
+    with open_store(cut["SAGACITY_JOURNAL_URL"]) as cut_store:
+        assert [e.phase for e in cut_store.entries("saga-b")] == [Phase.SAGA_OPENED, Phase.INTENT]
+
+    every = run(cut, "verify", "--all")
+    assert every.code == 0, every.output  # nothing is broken: the chain is only shorter
+    assert "every chain intact" not in every.output  # what the old summary claimed
+    assert f"verified 3 sagas, 10 entries: 2 closed, 1 open (sqlite:///{copy})" in every.stdout
+    assert [line for line in every.stdout.splitlines() if line.startswith("open:")] == [
+        f"open: saga-b (2 entries, head {cut_store_head(copy, 'saga-b')}, no SAGA_CLOSED)"
+    ]
+    assert "cannot tell them apart" in every.stderr
+
+    strict = run(cut, "verify", "--all", "--require-closed")
+    assert strict.code == 1
+    assert strict.stderr.strip().splitlines()[-1] == (
+        "error: 1 of 3 chains open (no SAGA_CLOSED): saga-b; --require-closed expects every "
+        "saga closed"
+    )
+    one = run(cut, "verify", "saga-b")
+    assert one.code == 0 and "chain unbroken but OPEN" in one.stdout
+    assert "chain intact" not in one.stdout
+    one_strict = run(cut, "verify", "saga-b", "--require-closed")
+    assert one_strict.code == 1 and "is open (no SAGA_CLOSED)" in one_strict.stderr
+
+    # The original journal is untouched and still passes the strict check.
+    assert run(env, "verify", "--all", "--require-closed").code == 0
+    assert len(list(store.entries("saga-b"))) == 4
+
+
+def cut_store_head(db: Path, saga_id: str) -> str:
+    with open_store(f"sqlite:///{db}") as store:
+        head = store.head(saga_id)
+    assert head is not None
+    return head.hash[:16]
+
+
+def test_verify_file_reports_an_export_whose_tail_was_cut(journal: Journal, tmp_path: Path) -> None:
+    _, env = journal
+    out = tmp_path / "all.jsonl"
+    assert run(env, "export", "--all", "--out", str(out)).code == 0
+    lines = out.read_text().splitlines()
+    kept = [line for line in lines if json.loads(line)["saga_id"] != "saga-c"]
+    saga_c = [line for line in lines if json.loads(line)["saga_id"] == "saga-c"]
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("\n".join(kept + saga_c[:-1]) + "\n")  # saga-c's SAGA_CLOSED dropped
+
+    offline = run({}, "verify-file", str(cut))
+    assert offline.code == 0, offline.output
+    assert "every chain intact" not in offline.output
+    assert f"verified 3 sagas, 11 entries: 2 closed, 1 open ({cut})" in offline.stdout
+    assert "open: saga-c (3 entries" in offline.stdout
+    assert "saga-c: 3 entries, chain unbroken but OPEN" in offline.stdout
+
+    strict = run({}, "verify-file", str(cut), "--require-closed")
+    assert strict.code == 1
+    assert f"error: {cut}: 1 of 3 chains open (no SAGA_CLOSED): saga-c" in strict.stderr
+    assert run({}, "verify-file", str(out), "--require-closed").code == 0
+
+
 def test_export_one_saga_to_stdout_and_all_to_a_file(journal: Journal, tmp_path: Path) -> None:
     _, env = journal
     one = run(env, "export", "saga-c")
@@ -152,7 +238,8 @@ def test_export_one_saga_to_stdout_and_all_to_a_file(journal: Journal, tmp_path:
 
     checked = run(env, "verify-file", str(out))
     assert checked.code == 0, checked.output
-    assert checked.stdout.count("verified") == 3
+    assert checked.stdout.count("verified saga-") == 3
+    assert f"verified 3 sagas, 12 entries: 3 closed, 0 open ({out})" in checked.stdout
 
 
 def test_verify_file_reports_a_bad_line_in_one_line(tmp_path: Path, journal: Journal) -> None:
