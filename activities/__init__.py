@@ -50,6 +50,8 @@ CHECK_PLAN = "sagacity.check_plan"
 WRONG_WORKER = "WrongWorker"
 """Error type of an activity that reached a worker with another toolbox or journal."""
 _DETERMINISTIC = (InvalidEntryError, SagaClosedError, JournalConflictError)
+_AFTER_CLOSE_IS_MOOT = {Phase.APPROVAL_REFUSED.value, Phase.SAGA_CLOSED.value}
+"""Entries that a closed saga answers with its close entry instead of an error."""
 """Journal errors that no retry can fix: raised as non-retryable failures."""
 
 __all__ = [
@@ -163,8 +165,21 @@ class SagaActivities:
                     type="SagaIdReused",
                     non_retryable=True,
                 ) from exc
+            head = await store_call(self.store.head, req.saga_id)
+            if req.phase == Phase.SAGA_CLOSED and head is not None and head.phase is Phase.SAGA_CLOSED:
+                return entry_ref(head)  # the first close stands (see below)
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
-        except (InvalidEntryError, SagaClosedError) as exc:
+        except SagaClosedError as exc:
+            closed = await store_call(self.store.head, req.saga_id)
+            if closed is not None and req.phase in _AFTER_CLOSE_IS_MOOT:
+                # A workflow task that journaled SAGA_CLOSED can still fail (a signal arrived
+                # as it completed) and be run again with that late decision applied first.
+                # The first close stands; the late refusal or repeated close changes nothing.
+                activity.logger.warning("saga %s already closed; %s not journaled", req.saga_id,
+                                        req.phase)  # fmt: skip
+                return entry_ref(closed)
+            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+        except InvalidEntryError as exc:
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
 
     @activity.defn(name=FENCE_STEP)

@@ -118,8 +118,9 @@ async def test_stale_hash_is_refused(saga: Any) -> None:
     # A rejection must carry the right hash too: nobody cancels a step they did not see.
     await handle.signal("reject", body(p, payload_sha256=stale))
 
-    refused = await refusals(saga, handle, 3)
-    assert reasons(refused) == ["HASH_MISMATCH"] * 3
+    # Four doors, four pieces of evidence: the raw update is journaled by the saga itself.
+    refused = await refusals(saga, handle, 4)
+    assert reasons(refused) == ["HASH_MISMATCH"] * 4
     assert p.payload_sha256 not in " ".join(e.error or "" for e in refused)  # never echoed
     assert (await pending(handle)).payload_sha256 == p.payload_sha256
     assert saga.shop.wires() == []
@@ -144,8 +145,11 @@ async def test_old_approval_replayed_on_a_reproposed_identical_step(saga: Any) -
     await handle.signal("approve", old)
     # The same bytes with only the step number edited is a new decision someone must
     # make for step 3; the replay itself does not count.
-    refused = await refusals(saga, handle, 1)
-    assert reasons(refused) == ["ALREADY_DECIDED"] and refused[0].step == 1
+    # Both doors leave evidence. A decision about a step that is not pending goes to the
+    # shared bucket (journal step 0); the step it claimed is kept in the entry's input.
+    refused = await refusals(saga, handle, 2)
+    assert reasons(refused) == ["ALREADY_DECIDED"] * 2
+    assert [(e.step, e.input["step"]) for e in refused] == [(0, 1), (0, 1)]
     assert [w["key"] for w in saga.shop.wires()] == [f"{handle.id}:1"]  # step 3 not sent
     assert (await pending(handle)).step == 3
 
@@ -170,8 +174,8 @@ async def test_approval_meant_for_another_saga_is_refused(saga: Any) -> None:
     assert "WRONG_SAGA" in await refused_by_update(a, {**for_b, "approve": True})
     await a.signal("approve", for_b)
     await a.signal("reject", for_b)
-    refused = await refusals(saga, a, 2)
-    assert reasons(refused) == ["WRONG_SAGA", "WRONG_SAGA"]
+    refused = await refusals(saga, a, 3)  # the raw update is journaled too
+    assert reasons(refused) == ["WRONG_SAGA"] * 3
     assert entries_of(saga.store, b.id, Phase.APPROVAL_REFUSED) == []
     assert (await pending(a)).step == pa.step and saga.shop.wires() == []
 
@@ -200,8 +204,8 @@ async def test_approver_outside_the_allow_list_is_refused(saga: Any) -> None:
         assert reason in await refused_by_update(handle, {**body(p, approver=approver),
                                                           "approve": True})  # fmt: skip
         await handle.signal("approve", body(p, approver=approver))
-    refused = await refusals(saga, handle, len(attempts))
-    assert reasons(refused) == list(attempts.values())
+    refused = await refusals(saga, handle, 2 * len(attempts))  # update, then signal
+    assert reasons(refused) == [reason for reason in attempts.values() for _ in range(2)]
     assert saga.shop.wires() == [] and (await pending(handle)).step == p.step
 
     accepted = await decide(
@@ -226,8 +230,8 @@ async def test_double_approve_runs_the_step_once(saga: Any) -> None:
         await decide(handle, step=1, payload_sha256=p.payload_sha256, approver="bob",
                      approve=True)  # fmt: skip
 
-    refused = await refusals(saga, handle, 2)
-    assert reasons(refused) == ["ALREADY_DECIDED", "ALREADY_DECIDED"]
+    refused = await refusals(saga, handle, 3)  # second signal, raw update, client
+    assert reasons(refused) == ["ALREADY_DECIDED"] * 3
     assert len(entries_of(saga.store, handle.id, Phase.APPROVED)) == 1
     assert len(saga.shop.calls("send_wire_transfer")) == 1
 
@@ -270,8 +274,8 @@ async def test_reject_after_approve_changes_nothing(saga: Any) -> None:
     await handle.signal("reject", {**body(p, approver="mallory"), "reason": "too late"})
     assert "ALREADY_DECIDED" in await refused_by_update(handle, {**body(p), "approve": False})
 
-    refused = await refusals(saga, handle, 1)
-    assert reasons(refused) == ["ALREADY_DECIDED"] and refused[0].actor == "mallory"
+    refused = await refusals(saga, handle, 2)
+    assert reasons(refused) == ["ALREADY_DECIDED"] * 2 and refused[0].actor == "mallory"
     assert entries_of(saga.store, handle.id, Phase.REJECTED) == []
     p2 = await pending(handle, 2)
     await handle.signal("approve", body(p2))
