@@ -166,7 +166,8 @@ class SagaActivities:
                     non_retryable=True,
                 ) from exc
             head = await store_call(self.store.head, req.saga_id)
-            if req.phase == Phase.SAGA_CLOSED and head is not None and head.phase is Phase.SAGA_CLOSED:
+            closed = head is not None and head.phase is Phase.SAGA_CLOSED
+            if req.phase == Phase.SAGA_CLOSED and head is not None and closed:
                 return entry_ref(head)  # the first close stands (see below)
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
         except SagaClosedError as exc:
