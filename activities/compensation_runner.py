@@ -1,28 +1,79 @@
 """The journaled compensation of one executed step.
 
 The step is fenced before the compensation runs, so a late forward attempt (Temporal
-cannot stop an activity that timed out) sees the tombstone and refuses to apply. A
-COMPENSATED entry already journaled means an earlier attempt finished: it is returned,
+cannot stop an activity that timed out) sees the tombstone and refuses to apply.
+
+Only what the journal says was EXECUTED is undone, with the input and result of that
+entry: the request names the saga, step and tool and nothing else is taken from it. No
+EXECUTED entry for the step, or one naming another tool, fails closed (non-retryable,
+the saga ends COMPENSATION_FAILED and needs a human): a workflow's record of a step —
+carried through continue-as-new, perhaps forged — is never a reason to run a refund.
+
+A COMPENSATED entry already journaled means an earlier attempt finished: it is returned,
 never run twice. A compensation that raises is retried by its own retry policy; when the
-workflow gives up it journals COMPENSATION_FAILED. Journal outages are retried in place,
-so they never use up the compensation's own attempts.
+workflow gives up it journals COMPENSATION_FAILED with the EXECUTED entry's input, which
+every failure raised here carries as a detail (`EXECUTED_DETAIL`). Journal outages are
+retried in place, so they never use up the compensation's own attempts.
 """
 
 from __future__ import annotations
+
+import asyncio
+from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.models import CompensateInput, CompensationOutcome
 from activities.tool_runner import entry_ref, heartbeating, retrying
-from sagacity.entry import EntryDraft
+from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import SagacityError
 from sagacity.phases import Phase
 from sagacity.stores.base import JournalStore
 from sagacity.toolbox import Toolbox
 from sagacity.tools import CompensationContext, idempotency_key
 
-__all__ = ["CompensationRunner"]
+__all__ = [
+    "EXECUTED_DETAIL",
+    "NOT_EXECUTED_IN_JOURNAL",
+    "TOOL_MISMATCH",
+    "CompensationRunner",
+]
+
+NOT_EXECUTED_IN_JOURNAL = "NotExecutedInJournal"
+"""Error type: the journal holds no EXECUTED entry for the step to undo."""
+TOOL_MISMATCH = "ExecutedToolMismatch"
+"""Error type: the journal's EXECUTED entry for the step names another tool."""
+EXECUTED_DETAIL = "executed"
+"""Key of the failure detail carrying the EXECUTED entry ({"seq", "hash", "input"}); the
+workflow's compensator reads the same key (workflows/compensator.py)."""
+
+
+def _evidence(executed: JournalEntry) -> dict[str, Any]:
+    return {EXECUTED_DETAIL: {"seq": executed.seq, "hash": executed.hash, "input": executed.input}}
+
+
+def _missing(req: CompensateInput, prior: list[JournalEntry]) -> ApplicationError:
+    held = ", ".join(f"{e.phase.value} (seq {e.seq})" for e in prior) or "nothing"
+    return ApplicationError(
+        f"saga {req.saga_id!r} step {req.step} ({req.tool!r}): the journal holds no EXECUTED "
+        f"entry for this step (it holds {held}), so there is nothing it says ran and nothing "
+        "is undone from any other record. A human must check whether the tool took effect "
+        "and undo it by hand.",
+        type=NOT_EXECUTED_IN_JOURNAL,
+        non_retryable=True,
+    )
+
+
+def _mismatch(req: CompensateInput, executed: JournalEntry) -> ApplicationError:
+    return ApplicationError(
+        f"saga {req.saga_id!r} step {req.step}: compensation of {req.tool!r} was requested, "
+        f"but the journal's EXECUTED entry (seq {executed.seq}) names {executed.tool!r}; "
+        "refusing to undo with another tool's compensation. A human must check the step.",
+        _evidence(executed),
+        type=TOOL_MISMATCH,
+        non_retryable=True,
+    )
 
 
 class CompensationRunner:
@@ -36,33 +87,61 @@ class CompensationRunner:
     async def _run(self, req: CompensateInput) -> CompensationOutcome:
         await retrying(self.store.fence, req.saga_id, req.step)
         prior = await retrying(self.store.step_entries, req.saga_id, req.step)
+        executed = next((e for e in prior if e.phase is Phase.EXECUTED), None)
+        if executed is None:
+            raise _missing(req, prior)
+        if executed.tool != req.tool:
+            raise _mismatch(req, executed)
         done = next((e for e in prior if e.phase is Phase.COMPENSATED), None)
         if done is not None:
             return CompensationOutcome(step=req.step, tool=req.tool, entry=entry_ref(done))
+        evidence = _evidence(executed)
         try:
-            spec = self.toolbox.get(req.tool)
+            spec = self.toolbox.get(executed.tool)
         except SagacityError as exc:
-            raise ApplicationError(str(exc), type="UnknownTool", non_retryable=True) from exc
+            raise ApplicationError(
+                str(exc), evidence, type="UnknownTool", non_retryable=True
+            ) from exc
         if spec.compensation is None:
             raise ApplicationError(
                 f"tool {req.tool!r} declares no compensation",
+                evidence,
                 type="NoCompensation",
                 non_retryable=True,
             )
-        # The journal's EXECUTED entry is the authority on what ran and what it returned
-        # (the workflow only holds the result as cut for the model).
-        executed = next((e for e in prior if e.phase is Phase.EXECUTED), None)
+        step_input = executed.input
+        if not isinstance(step_input, dict):  # a tool's validated arguments are an object
+            raise ApplicationError(
+                f"saga {req.saga_id!r} step {req.step}: the EXECUTED entry (seq "
+                f"{executed.seq}) holds no argument object; a human must check the step",
+                evidence,
+                type="ExecutedInputInvalid",
+                non_retryable=True,
+            )
+        # The journal's EXECUTED entry is the only authority on what ran and what it
+        # returned (the workflow holds at most a copy, cut for the model).
         ctx = CompensationContext(
             saga_id=req.saga_id,
             step=req.step,
-            tool=req.tool,
-            input=executed.input if executed else req.args,
-            result=executed.result if executed else req.result,
+            tool=executed.tool,
+            input=step_input,
+            result=executed.result,
             idempotency_key=idempotency_key(req.saga_id, req.step),
             attempt=activity.info().attempt,
             heartbeat=activity.heartbeat,
         )
-        await spec.compensation.invoke(ctx)
+        try:
+            await spec.compensation.invoke(ctx)
+        except asyncio.CancelledError:
+            raise
+        except ApplicationError as exc:  # the compensation's own words and retry choice
+            raise ApplicationError(
+                exc.message, *exc.details, evidence, type=exc.type, non_retryable=exc.non_retryable
+            ) from exc
+        except Exception as exc:  # retried by the compensation's retry policy
+            raise ApplicationError(
+                str(exc) or type(exc).__name__, evidence, type=type(exc).__name__
+            ) from exc
         entry = await retrying(
             self.store.append,
             EntryDraft.new(

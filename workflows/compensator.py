@@ -1,8 +1,13 @@
 """Reverse-order compensation of a saga's executed steps, inside the workflow.
 
-Each step is compensated by its own activity with its own retry policy; a compensation
-that still fails is journaled COMPENSATION_FAILED and the rest still run. Steps whose
-outcome is unknown are fenced first and never compensated blindly.
+Which steps, and in which order, is decided by the one planner,
+`sagacity.compensation.plan_steps`, fed with the outcomes this run recorded (the same
+planner `plan_compensation` feeds with journal entries). Each step is compensated by its
+own activity with its own retry policy; the activity undoes only what the journal says
+was EXECUTED and refuses otherwise. A compensation that still fails is journaled
+COMPENSATION_FAILED, with the input of the journal's EXECUTED entry as the activity
+reported it (never the workflow's copy, which continue-as-new drops), and the rest still
+run. Steps whose outcome is unknown are fenced first and never compensated blindly.
 """
 
 from __future__ import annotations
@@ -26,10 +31,15 @@ with workflow.unsafe.imports_passed_through():
         OutcomeKind,
         ToolOutcome,
     )
+    from sagacity.compensation import CompensationPlan, ExecutedStep, StepFact, plan_steps
     from sagacity.phases import Phase
     from sagacity.tools import ToolKind
     from workflows.inspection import call_summary
     from workflows.models import CompensationReport, SagaInput
+
+EXECUTED_DETAIL = "executed"
+"""Key of the compensate activity's failure detail that carries the journal's EXECUTED
+entry ({"seq", "hash", "input"}), so COMPENSATION_FAILED records what really ran."""
 
 Journal = Callable[[JournalEventInput], Awaitable[EntryRef]]
 OnReport = Callable[[CompensationReport], None]
@@ -70,22 +80,57 @@ async def compensate(
 
     `worker` is the identity the saga is pinned to and `task_queue` the queue of its
     activities (both None for sagas from before pinning)."""
-    outcomes = list(outcomes)
-    for outcome in outcomes:
-        if outcome.kind is OutcomeKind.UNKNOWN:
-            fence = FenceInput(saga_id=saga_id, step=outcome.step, worker=worker)
-            try:
-                await _fence(fence, task_queue)
-            except ActivityError as exc:
-                workflow.logger.error("could not fence step %d: %s", outcome.step, exc)
-    executed = [
-        o
-        for o in outcomes
-        if o.kind is OutcomeKind.EXECUTED and o.tool_kind == ToolKind.COMPENSABLE.value
-    ]
-    executed.sort(key=lambda o: o.outcome.seq if o.outcome else 0, reverse=True)
-    for outcome in executed:
-        on_report(await _compensate_step(saga_id, inp, outcome, journal, worker, task_queue))
+    recorded = {o.step: o for o in outcomes}
+    plan = plan_outcomes(recorded.values())
+    for unknown in plan.unknown:
+        fence = FenceInput(saga_id=saga_id, step=unknown.step, worker=worker)
+        try:
+            await _fence(fence, task_queue)
+        except ActivityError as exc:
+            workflow.logger.error("could not fence step %d: %s", unknown.step, exc)
+    for step in plan.to_compensate:
+        report = await _compensate_step(
+            saga_id, inp, step, recorded[step.step], journal, worker, task_queue
+        )
+        on_report(report)
+
+
+def outcome_facts(outcomes: Iterable[ToolOutcome]) -> list[StepFact]:
+    """The outcomes this run recorded as planner facts: an EXECUTED outcome carries its
+    tool's kind; an UNKNOWN one is an INTENT with no outcome; a FAILED one settles its
+    step. Refused, fenced and unapproved steps never ran, so they are no facts."""
+    facts: list[StepFact] = []
+    for o in outcomes:
+        if o.kind is OutcomeKind.EXECUTED:
+            compensable = o.tool_kind == ToolKind.COMPENSABLE.value
+            seq = o.outcome.seq if o.outcome else None
+            facts.append(StepFact(o.step, o.tool, Phase.EXECUTED, seq, compensable=compensable))
+        elif o.kind is OutcomeKind.UNKNOWN:
+            seq = o.intent.seq if o.intent else None
+            facts.append(StepFact(o.step, o.tool, Phase.INTENT, seq))
+        elif o.kind is OutcomeKind.FAILED:
+            seq = o.outcome.seq if o.outcome else None
+            facts.append(StepFact(o.step, o.tool, Phase.FAILED, seq))
+    return facts
+
+
+def plan_outcomes(outcomes: Iterable[ToolOutcome]) -> CompensationPlan:
+    """The workflow's compensation plan: the shared planner over its recorded outcomes."""
+    return plan_steps(outcome_facts(outcomes))
+
+
+def executed_input(exc: BaseException) -> Any:
+    """The input of the journal's EXECUTED entry, as the compensate activity reported it
+    in its failure; None when the failure carries none (a timeout, a lost worker, or no
+    EXECUTED entry at all — the error then says so)."""
+    current: BaseException | None = exc
+    while current is not None:
+        if isinstance(current, ApplicationError):
+            for detail in current.details:
+                if isinstance(detail, dict) and isinstance(detail.get(EXECUTED_DETAIL), dict):
+                    return detail[EXECUTED_DETAIL].get("input")
+        current = current.__cause__
+    return None
 
 
 async def _fence(fence: FenceInput, task_queue: str | None) -> None:
@@ -105,22 +150,17 @@ async def _fence(fence: FenceInput, task_queue: str | None) -> None:
 async def _compensate_step(
     saga_id: str,
     inp: SagaInput,
+    step: ExecutedStep,
     outcome: ToolOutcome,
     journal: Journal,
     worker: str | None = None,
     task_queue: str | None = None,
 ) -> CompensationReport:
+    # No args or result are sent: the activity reads what ran from the journal alone.
     try:
         done: CompensationOutcome = await workflow.execute_activity(
             COMPENSATE,
-            CompensateInput(
-                saga_id=saga_id,
-                step=outcome.step,
-                tool=outcome.tool,
-                args=outcome.args or {},
-                result=outcome.result,
-                worker=worker,
-            ),
+            CompensateInput(saga_id=saga_id, step=step.step, tool=step.tool, worker=worker),
             result_type=CompensationOutcome,
             task_queue=task_queue,
             start_to_close_timeout=timedelta(seconds=inp.tool_timeout_seconds),
@@ -130,19 +170,20 @@ async def _compensate_step(
                 maximum_interval=timedelta(seconds=10),
                 maximum_attempts=inp.compensation_attempts,
             ),
-            summary="undo " + call_summary(outcome.tool, outcome.args or {}),
+            # Display only (empty after continue-as-new, which drops the args).
+            summary="undo " + call_summary(step.tool, outcome.args or {}),
         )
     except ActivityError as exc:
         error = failure_cause(exc)
-        report = CompensationReport(step=outcome.step, tool=outcome.tool, ok=False, error=error)
+        report = CompensationReport(step=step.step, tool=step.tool, ok=False, error=error)
         try:
             ref = await journal(
                 JournalEventInput(
                     saga_id=saga_id,
                     phase=Phase.COMPENSATION_FAILED,
-                    step=outcome.step,
-                    tool=outcome.tool,
-                    input=outcome.args,
+                    step=step.step,
+                    tool=step.tool,
+                    input=executed_input(exc),
                     error=error[:10_000],
                 )
             )
@@ -151,8 +192,8 @@ async def _compensate_step(
             return report
         return report.model_copy(update={"seq": ref.seq, "hash": ref.hash})
     return CompensationReport(
-        step=outcome.step,
-        tool=outcome.tool,
+        step=step.step,
+        tool=step.tool,
         ok=True,
         seq=done.entry.seq,
         hash=done.entry.hash,

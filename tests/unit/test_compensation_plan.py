@@ -62,3 +62,14 @@ def test_a_retried_attempt_that_executed_makes_the_step_known() -> None:
     store.append(EntryDraft.new("s", Phase.EXECUTED, step=1, attempt=2, tool="a"))
     plan = plan_compensation(store.entries("s"))
     assert [s.step for s in plan.to_compensate] == [1] and plan.unknown == []
+
+
+def test_with_the_tools_kinds_a_plain_step_is_live_not_planned_for_undo() -> None:
+    store = journal(
+        ("INTENT", 1, "a"), ("EXECUTED", 1, "a"),
+        ("INTENT", 2, "plain"), ("EXECUTED", 2, "plain"),
+    )  # fmt: skip
+    plan = plan_compensation(store.entries("s"), lambda name: name != "plain")
+    assert [s.step for s in plan.to_compensate] == [1]
+    assert [(s.step, s.tool) for s in plan.not_compensable] == [(2, "plain")]
+    assert [s.step for s in plan_compensation(store.entries("s")).to_compensate] == [2, 1]
