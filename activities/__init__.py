@@ -165,10 +165,10 @@ class SagaActivities:
                     type="SagaIdReused",
                     non_retryable=True,
                 ) from exc
-            head = await store_call(self.store.head, req.saga_id)
-            closed = head is not None and head.phase is Phase.SAGA_CLOSED
-            if req.phase == Phase.SAGA_CLOSED and head is not None and closed:
-                return entry_ref(head)  # the first close stands (see below)
+            last = await store_call(self.store.head, req.saga_id)
+            is_closed = last is not None and last.phase is Phase.SAGA_CLOSED
+            if req.phase == Phase.SAGA_CLOSED and last is not None and is_closed:
+                return entry_ref(last)  # the first close stands (see below)
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
         except SagaClosedError as exc:
             closed = await store_call(self.store.head, req.saga_id)

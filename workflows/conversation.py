@@ -14,6 +14,7 @@ from activities.models import ChatMessage, OutcomeKind, ToolCall, ToolOutcome
 from sagacity.bounds import utf8_len
 
 DROPPED_NOTE = "[earlier steps omitted to stay within payload limits; the journal has them]"
+CUT_NOTE = "…[cut to stay within payload limits; the journal holds the full result]"
 
 
 def tool_message(call: ToolCall, outcome: ToolOutcome) -> ChatMessage:
@@ -68,4 +69,23 @@ def bound_messages(messages: list[ChatMessage], budget_chars: int) -> list[ChatM
         kept.append(exchange)
         used += size
     kept.reverse()
-    return [*head, note, *(m for exchange in kept for m in exchange)]
+    out = [*head, note, *(m for exchange in kept for m in exchange)]
+    if used <= budget_chars:
+        return out
+    # The newest exchange alone is over the budget (many large results in one turn): cut
+    # its tool results evenly, so no model call's input can outgrow a payload.
+    results = [i for i, m in enumerate(out) if i >= len(head) + 1 and m.role == "tool"]
+    room = budget_chars - sum(_size(m) for i, m in enumerate(out) if i not in results)
+    share = max(1_000, room // max(1, len(results)) - 64)  # 64: what _size adds per message
+    for i in results:
+        out[i] = _cut(out[i], share)
+    return out
+
+
+def _cut(message: ChatMessage, limit: int) -> ChatMessage:
+    content = message.content or ""
+    data = content.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
+        return message
+    kept = data[: max(0, limit - len(CUT_NOTE.encode()))].decode("utf-8", "ignore")
+    return message.model_copy(update={"content": kept + CUT_NOTE})
