@@ -62,7 +62,7 @@ def check_start_fields(data: Any, *, continued: bool = False) -> None:
     if not isinstance(data, dict):
         raise SagaInputError(f"a saga's input is a JSON object (SagaInput), not {type(data)}")
     unknown = sorted(set(data) - set(SagaInput.model_fields) - _INTERNAL_FIELDS)
-    if unknown:
+    if unknown and not continued:  # a field this version cannot honour must not be ignored
         raise SagaInputError(
             f"unknown SagaInput field(s) {', '.join(echo(k, 40) for k in unknown[:5])}; "
             f"the fields are: {', '.join(SagaInput.model_fields)}"
