@@ -12,20 +12,24 @@ carried through continue-as-new, perhaps forged — is never a reason to run a r
 A COMPENSATED entry already journaled means an earlier attempt finished: it is returned,
 never run twice. A compensation that raises is retried by its own retry policy; when the
 workflow gives up it journals COMPENSATION_FAILED with the EXECUTED entry's input, which
-every failure raised here carries as a detail (`EXECUTED_DETAIL`). Journal outages are
-retried in place, so they never use up the compensation's own attempts.
+every failure raised here carries as a detail (`EXECUTED_DETAIL`), and which every
+heartbeat carries once the entry is read — so a compensation that timed out (no failure
+of ours to carry it) still leaves it in the timeout's last heartbeat details. Journal
+outages are retried in place, so they never use up the compensation's own attempts.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import contextlib
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.models import CompensateInput, CompensationOutcome
-from activities.tool_runner import entry_ref, heartbeating, retrying
+from activities.tool_runner import HEARTBEAT_EVERY_S, entry_ref, retrying
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import SagacityError
 from sagacity.phases import Phase
@@ -40,6 +44,7 @@ __all__ = [
     "CompensationRunner",
 ]
 
+T = TypeVar("T")
 NOT_EXECUTED_IN_JOURNAL = "NotExecutedInJournal"
 """Error type: the journal holds no EXECUTED entry for the step to undo."""
 TOOL_MISMATCH = "ExecutedToolMismatch"
@@ -76,15 +81,40 @@ def _mismatch(req: CompensateInput, executed: JournalEntry) -> ApplicationError:
     )
 
 
+def _heartbeat_period() -> float:
+    timeout = activity.info().heartbeat_timeout
+    if not timeout:
+        return HEARTBEAT_EVERY_S
+    return max(0.05, min(HEARTBEAT_EVERY_S, timeout.total_seconds() / 3))
+
+
+async def _heartbeating(work: Awaitable[T], beat: list[Any]) -> T:
+    """Await `work` while heartbeating `beat` (the EXECUTED evidence once it is read), so
+    cancellation and worker loss are noticed and a timeout reports what ran."""
+    task = asyncio.ensure_future(work)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=_heartbeat_period())
+            if done:
+                return task.result()
+            activity.heartbeat(*beat)
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+
 class CompensationRunner:
     def __init__(self, store: JournalStore, toolbox: Toolbox) -> None:
         self.store = store
         self.toolbox = toolbox
 
     async def run(self, req: CompensateInput) -> CompensationOutcome:
-        return await heartbeating(self._run(req))
+        beat: list[Any] = ["running"]
+        return await _heartbeating(self._run(req, beat), beat)
 
-    async def _run(self, req: CompensateInput) -> CompensationOutcome:
+    async def _run(self, req: CompensateInput, beat: list[Any]) -> CompensationOutcome:
         await retrying(self.store.fence, req.saga_id, req.step)
         prior = await retrying(self.store.step_entries, req.saga_id, req.step)
         executed = next((e for e in prior if e.phase is Phase.EXECUTED), None)
@@ -96,6 +126,8 @@ class CompensationRunner:
         if done is not None:
             return CompensationOutcome(step=req.step, tool=req.tool, entry=entry_ref(done))
         evidence = _evidence(executed)
+        beat[:] = [evidence]
+        activity.heartbeat(*beat)  # at once: a timeout from here on still carries it
         try:
             spec = self.toolbox.get(executed.tool)
         except SagacityError as exc:

@@ -12,13 +12,14 @@ run. Steps whose outcome is unknown are fenced first and never compensated blind
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 
 with workflow.unsafe.imports_passed_through():
     from activities import COMPENSATE, FENCE_STEP
@@ -120,15 +121,21 @@ def plan_outcomes(outcomes: Iterable[ToolOutcome]) -> CompensationPlan:
 
 
 def executed_input(exc: BaseException) -> Any:
-    """The input of the journal's EXECUTED entry, as the compensate activity reported it
-    in its failure; None when the failure carries none (a timeout, a lost worker, or no
-    EXECUTED entry at all — the error then says so)."""
+    """The input of the journal's EXECUTED entry, as the compensate activity reported it:
+    in its failure's details, or (a timeout) in its last heartbeat's. None when neither
+    carries it: no EXECUTED entry at all (the error then says so), or an attempt lost
+    before it read the journal."""
     current: BaseException | None = exc
     while current is not None:
         if isinstance(current, ApplicationError):
-            for detail in current.details:
-                if isinstance(detail, dict) and isinstance(detail.get(EXECUTED_DETAIL), dict):
-                    return detail[EXECUTED_DETAIL].get("input")
+            details: Sequence[Any] = current.details
+        elif isinstance(current, ActivityTimeoutError):
+            details = current.last_heartbeat_details
+        else:
+            details = ()
+        for detail in details:
+            if isinstance(detail, dict) and isinstance(detail.get(EXECUTED_DETAIL), dict):
+                return detail[EXECUTED_DETAIL].get("input")
         current = current.__cause__
     return None
 

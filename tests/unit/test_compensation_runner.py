@@ -9,6 +9,7 @@ EXECUTED entry's input so COMPENSATION_FAILED can journal what really ran.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -171,3 +172,32 @@ async def test_a_plain_tool_has_no_compensation_and_says_so_with_its_input() -> 
         await compensate(store, shop, tool="note")
     assert raised.value.type == "NoCompensation" and raised.value.non_retryable
     assert raised.value.details[0][EXECUTED_DETAIL]["input"] == {"amount": 1250}
+
+
+async def test_heartbeats_carry_the_executed_entry_while_the_compensation_runs() -> None:
+    """So a compensation that times out (no failure of ours to carry the input) still
+    reports what ran, in the timeout's last heartbeat details."""
+    seen = asyncio.Event()
+    beats: list[tuple[Any, ...]] = []
+
+    class Slow(Payments):
+        @compensation
+        async def refund(self, ctx: CompensationContext) -> None:
+            await seen.wait()  # returns only once a heartbeat carried the evidence
+
+    def on_heartbeat(*details: Any) -> None:
+        beats.append(details)
+        if details and isinstance(details[0], dict) and EXECUTED_DETAIL in details[0]:
+            seen.set()
+
+    store = journal((Phase.INTENT, 1, "charge"), (Phase.EXECUTED, 1, "charge"))
+    executed = next(e for e in store.entries(SAGA) if e.phase is Phase.EXECUTED)
+    env = ActivityEnvironment()
+    env.on_heartbeat = on_heartbeat
+    runner = CompensationRunner(store, Toolbox.build(Slow()))
+    request = CompensateInput(saga_id=SAGA, step=1, tool="charge")
+    await asyncio.wait_for(env.run(runner.run, request), 30)  # a guard against hanging
+
+    expected = {EXECUTED_DETAIL: {"seq": executed.seq, "hash": executed.hash,
+                                  "input": {"amount": 1250}}}  # fmt: skip
+    assert (expected,) in beats

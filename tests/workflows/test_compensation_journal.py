@@ -10,7 +10,9 @@ compensates exactly the plan `plan_compensation` reads from the journal.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import uuid
 from pathlib import Path
 
 from temporalio.client import WorkflowHandle
@@ -19,7 +21,9 @@ from activities.compensation_runner import NOT_EXECUTED_IN_JOURNAL
 from sagacity.compensation import compensable_in, plan_compensation
 from sagacity.phases import Phase, SagaStatus
 from sagacity.toolbox import Toolbox
-from workflows.models import PendingApproval, SagaInput, SagaResult
+from sagacity.tools import CompensationContext, compensable, compensation, tool
+from worker.app import new_worker
+from workflows.models import PendingApproval, SagaInput, SagaResult, ToolCall
 
 from .helpers import CHARGE, RESERVE, SHIP, SHIP_FAILS, WIRE, entries_of, eventually
 
@@ -126,3 +130,52 @@ async def test_the_workflow_compensates_exactly_the_journals_plan(saga) -> None:
     assert [s.step for s in plan.not_compensable] == [3]  # ship_order is plain: stays live
     assert plan_compensation(entries, compensable_in(Toolbox.build(saga.shop))).to_compensate == []
     assert saga.shop.stock("widget") == 10 and len(saga.shop.shipments()) == 1
+
+
+class Hanging:
+    """A compensable hold whose release never returns (a provider that hangs), and a plain
+    step that fails the saga."""
+
+    def __init__(self) -> None:
+        self.releases = 0
+
+    @compensable("release")
+    def hold(self, amount: int) -> dict[str, int]:
+        return {"held": amount}
+
+    @compensation
+    async def release(self, ctx: CompensationContext) -> None:
+        self.releases += 1
+        await asyncio.Event().wait()  # cancelled when its attempt times out
+
+    @tool
+    def explode(self) -> None:
+        raise RuntimeError("boom")
+
+
+async def test_a_compensation_that_timed_out_still_journals_the_executed_input(
+    temporal_env, journal
+) -> None:
+    """No failure of the activity carries the input here: it comes from the timeout's
+    last heartbeat details, sent as soon as the EXECUTED entry was read."""
+    shop = Hanging()
+    queue = f"tq-{uuid.uuid4().hex[:8]}"
+    worker = new_worker(
+        temporal_env.client, store=journal, toolbox=Toolbox.build(shop), task_queue=queue
+    )
+    inp = SagaInput(
+        plan=[ToolCall(tool="hold", args={"amount": 42}), ToolCall(tool="explode")],
+        tool_timeout_seconds=3,
+        compensation_attempts=1,
+    )
+    async with worker:
+        result = await temporal_env.client.execute_workflow(
+            "AgentSaga", inp, id=f"saga-{uuid.uuid4().hex[:12]}", task_queue=queue,
+            result_type=SagaResult,
+        )  # fmt: skip
+
+    assert result.status is SagaStatus.COMPENSATION_FAILED and shop.releases == 1
+    [failed] = entries_of(journal, result.saga_id, "COMPENSATION_FAILED")
+    [executed] = [e for e in entries_of(journal, result.saga_id, "EXECUTED") if e.step == 1]
+    assert failed.input == executed.input == {"amount": 42}
+    assert failed.error == "activity StartToClose timeout"  # the attempt timed out
