@@ -1,0 +1,66 @@
+"""When the journal deterministically refuses a write mid-saga (here: someone with write
+access to the database planted a row), the saga says what happened instead of retrying
+for minutes or blaming a cancel that never was."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from activities import SagaActivities
+from activities.models import CompensateInput, RunToolInput, ToolCall
+from examples.orders import Shop
+from sagacity.entry import EntryDraft
+from sagacity.phases import Phase, SagaStatus
+from sagacity.stores.memory import MemoryJournalStore
+from sagacity.toolbox import Toolbox
+from workflows.approval_gate import CANCELLED_ACTOR, FAILED_ACTOR
+from workflows.models import SagaInput
+
+from ..workflows.helpers import RESERVE, WIRE, entries_of
+from ..workflows.test_approval_flows import decision, pending
+
+
+async def test_a_journal_failure_while_awaiting_approval_is_not_called_a_cancel(saga: Any) -> None:
+    handle = await saga.start(SagaInput(plan=[RESERVE, WIRE]))
+    p = await pending(handle)
+    # A hostile writer plants an APPROVED for the pending step: the saga's own APPROVED for
+    # the same logical entry now conflicts (non-retryable), as any deterministic journal
+    # refusal would.
+    planted = EntryDraft.new(handle.id, Phase.APPROVED, step=p.step, tool=p.tool, actor="eve")
+    saga.store.append(planted)
+    await handle.signal("approve", decision(p))
+    result = await handle.result()
+
+    assert result.status is SagaStatus.COMPENSATED
+    assert saga.shop.wires() == []  # the approval never took effect: nothing ran
+    rejected = entries_of(saga.store, handle.id, "REJECTED")
+    assert [(e.step, e.actor) for e in rejected] == [(p.step, FAILED_ACTOR)]
+    assert FAILED_ACTOR != CANCELLED_ACTOR and "failed while awaiting" in (rejected[0].error or "")
+    assert saga.shop.stock("widget") == 10  # the reservation was undone
+
+
+async def test_a_deterministic_journal_error_in_a_tool_step_is_not_retried(tmp_path: Any) -> None:
+    """A chain closed behind the saga's back refuses every later entry: the tool step
+    fails non-retryably at once (not ten attempts with back-off ending in "no outcome"),
+    and the tool never runs. Likewise for a compensation."""
+    shop = Shop(tmp_path / "shop.db")
+    store = MemoryJournalStore()
+    activities = SagaActivities(store, Toolbox.build(shop))
+    store.append(EntryDraft.new("s1", Phase.SAGA_OPENED))
+    store.append(EntryDraft.new("s1", Phase.SAGA_CLOSED, result={"status": "forged"}))
+    call = ToolCall(tool="reserve_inventory", args={"sku": "widget", "qty": 1})
+    env = ActivityEnvironment()
+    with pytest.raises(ApplicationError) as refused:
+        await env.run(activities.run_tool, RunToolInput(saga_id="s1", step=1, call=call))
+    assert refused.value.non_retryable and refused.value.type == "SagaClosedError"
+    assert shop.calls() == []
+    with pytest.raises(ApplicationError) as undo:
+        await env.run(
+            activities.compensate,
+            CompensateInput(saga_id="s1", step=1, tool="reserve_inventory"),
+        )
+    assert undo.value.non_retryable
