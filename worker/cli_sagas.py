@@ -38,6 +38,7 @@ from worker.client import (
 )
 from worker.render import pending_list, saga_overview, sagas_table, steps_table
 from worker.settings import Settings
+from worker.task_queues import require_pollers, task_queue_pollers
 from workflows.models import ModelSettings, SagaInput, SagaResult, SagaView, StepReport, ToolCall
 
 RUNNING = WorkflowExecutionStatus.RUNNING.name
@@ -67,7 +68,11 @@ def _validation_message(source: str, exc: ValidationError) -> str:
 
 
 def read_plan(path: Path, settings: Settings, approvers: list[str] | None) -> SagaInput:
-    """A plan file: a JSON list of {"tool", "args"} calls, or a full SagaInput object."""
+    """A plan file: a JSON list of {"tool", "args"} calls, or a full SagaInput object.
+
+    Either form takes SAGACITY_APPROVAL_TIMEOUT_SECONDS unless the object names its own
+    `approval_timeout_seconds`: the setting is the operator's default for every saga the
+    CLI starts, whatever the shape of the file."""
     source = "stdin" if str(path) == "-" else str(path)
     try:
         text = sys.stdin.read() if source == "stdin" else path.read_text(encoding="utf-8")
@@ -87,10 +92,40 @@ def read_plan(path: Path, settings: Settings, approvers: list[str] | None) -> Sa
             )
         if not isinstance(data, dict):
             raise fail(f"{source} must hold a list of tool calls or a saga input object")
+        if "approval_timeout_seconds" not in data:
+            data = {**data, "approval_timeout_seconds": settings.approval_timeout_seconds}
         inp = SagaInput.model_validate(data)
     except ValidationError as exc:
         raise fail(_validation_message(source, exc)) from None
     return inp.model_copy(update={"approvers": approvers}) if approvers else inp
+
+
+SCRIPTED_PROVIDER = "scripted"
+OPENAI_PROVIDER = "openai"
+
+
+def goal_model(settings: Settings, provider: str, model: str | None) -> ModelSettings:
+    """The model of a `--goal` saga, refused here, before anything starts, when no model
+    could answer it: a saga started without one would only fail at its first turn.
+
+    The worker and the CLI read the same SAGACITY_OPENAI_* settings (environment or .env);
+    the 'openai' provider needs at least a model name, given here or there. Other provider
+    names are registered in code (`new_worker(models=...)`) and are passed through."""
+    if provider == SCRIPTED_PROVIDER:
+        raise fail(
+            "the 'scripted' provider plays turns written in the saga input, which --goal "
+            "cannot carry; write a saga input file with goal, model.provider 'scripted' and "
+            "model.script, and start it with --plan FILE"
+        )
+    name = model or settings.openai_model
+    if provider == OPENAI_PROVIDER and not name:
+        raise fail(
+            "no model provider configured for --goal: the 'openai' provider needs a model "
+            "name; give --model NAME or set SAGACITY_OPENAI_MODEL, and point the worker at "
+            "the provider (SAGACITY_OPENAI_BASE_URL for a local server such as Ollama, "
+            "SAGACITY_OPENAI_API_KEY for OpenAI). Nothing was started"
+        )
+    return ModelSettings(provider=provider, model=name)
 
 
 async def _announce_approval(handle: SagaHandle) -> None:
@@ -133,9 +168,16 @@ def start(
         list[str] | None,
         typer.Option("--allow-approver", help="only these approvers may decide (repeatable)"),
     ] = None,
-    model: Annotated[str | None, typer.Option(help="model name for --goal")] = None,
-    provider: Annotated[str, typer.Option(help="model provider for --goal")] = "openai",
-    wait: Annotated[bool, typer.Option("--wait", help="wait for the saga's result")] = False,
+    model: Annotated[
+        str | None, typer.Option(help="model name for --goal \\[env: SAGACITY_OPENAI_MODEL]")
+    ] = None,
+    provider: Annotated[str, typer.Option(help="model provider for --goal")] = OPENAI_PROVIDER,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait", help="wait for the saga's result (refused when no worker polls the queue)"
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Start a saga from a plan file or a goal and print its id.
@@ -150,10 +192,7 @@ def start(
     else:
         inp = SagaInput(
             goal=goal,
-            model=ModelSettings(
-                provider=provider,
-                model=model or settings.openai_model,
-            ),
+            model=goal_model(settings, provider, model),
             approval_timeout_seconds=settings.approval_timeout_seconds,
             approvers=allow_approver,
         )
@@ -161,6 +200,11 @@ def start(
 
     async def main() -> SagaResult | None:
         client = await connect(settings)
+        if wait:  # waiting on a queue nobody polls would hang in silence: refuse first
+            try:
+                await require_pollers(client, settings.task_queue)
+            except NoWorkerError as exc:
+                raise NoWorkerError(f"{exc}. Not started: --wait would wait for ever") from None
         handle = await start_saga(client, inp, saga_id=sid, task_queue=settings.task_queue)
         say(sid)
         note(
@@ -168,6 +212,11 @@ def start(
             f"`sagacity status {sid}`",
         )
         if not wait:
+            if not await task_queue_pollers(client, settings.task_queue):
+                note(
+                    f"warning: no worker polls task queue {settings.task_queue}; saga {sid} "
+                    "waits until one does (`sagacity worker`)"
+                )
             return None
         watcher = asyncio.ensure_future(_announce_approval(handle))
         try:

@@ -5,10 +5,13 @@ handle, and turns Temporal's transport errors into typed sagacity errors that sa
 do, so callers never have to read gRPC status codes.
 
 Approvals go through `decide`: it sends the validated `decide` update, which answers at
-once with the journaled APPROVED/REJECTED entry or a refusal. A refused update leaves no
-trace in history, so `decide` then re-sends the same decision as the `approve`/`reject`
-signal: the workflow judges it again, refuses it again, and journals the refusal as
-evidence (see workflows/approval_gate.py).
+once with the journaled APPROVED/REJECTED entry or a refusal (ApprovalRefusedError, whose
+`journaled` says whether the saga recorded the refusal as APPROVAL_REFUSED evidence; see
+workflows/approval_gate.py for how each door into the saga journals a refused decision).
+
+Queries need a worker to answer; `QUERY_TIMEOUT` bounds them and a timeout becomes
+NoWorkerError naming the query. (worker.task_queues asks the server which workers poll a
+task queue, so a caller can say "no worker" before waiting at all.)
 """
 
 from __future__ import annotations
@@ -79,10 +82,11 @@ __all__ = [
 
 SAGA_WORKFLOW = "AgentSaga"
 QUERY_TIMEOUT = timedelta(seconds=10)
+"""The RPC deadline of a query. A query is answered by a worker, and the server holds it
+until one polls; past this deadline the call fails with NoWorkerError naming the query."""
 DECISION_TIMEOUT = timedelta(seconds=30)
 """The decide update returns once the decision is journaled; under a burst of decisions
 that can take longer than a query (measured: 1 in 2,000 over 10 s with 50 at once)."""
-"""Queries and updates need a worker; without one they would wait forever."""
 
 SagaHandle = WorkflowHandle[Any, SagaResult]
 
@@ -173,15 +177,30 @@ def _client_of(handle: SagaHandle) -> Client:
 
 
 @contextlib.contextmanager
-def _rpc(client: Client, saga_id: str | None = None) -> Iterator[None]:
-    """Translate Temporal's RPC errors into sagacity errors that say what to do."""
+def _rpc(
+    client: Client,
+    saga_id: str | None = None,
+    *,
+    call: str = "the request",
+    worker_timeout: timedelta | None = None,
+) -> Iterator[None]:
+    """Translate Temporal's RPC errors into sagacity errors that say what to do. `call`
+    names the call in a timeout's message; `worker_timeout` is set for calls a worker
+    must answer (queries), whose timeout means no worker answered."""
     try:
         yield
     except RPCError as exc:
-        raise _translate(exc, client, saga_id) from exc
+        raise _translate(exc, client, saga_id, call=call, worker_timeout=worker_timeout) from exc
 
 
-def _translate(exc: RPCError, client: Client, saga_id: str | None) -> SagacityError:
+def _translate(
+    exc: RPCError,
+    client: Client,
+    saga_id: str | None,
+    *,
+    call: str = "the request",
+    worker_timeout: timedelta | None = None,
+) -> SagacityError:
     target = client.service_client.config.target_host
     message = exc.message or str(exc)
     if exc.status is RPCStatusCode.NOT_FOUND:
@@ -196,11 +215,16 @@ def _translate(exc: RPCError, client: Client, saga_id: str | None) -> SagacityEr
             f"no saga {saga_id!r} in namespace {client.namespace!r} at {target}"
         )
     if exc.status in (RPCStatusCode.CANCELLED, RPCStatusCode.DEADLINE_EXCEEDED):
-        if saga_id is None:
-            return TemporalUnavailableError(f"Temporal at {target} did not answer: {message}")
-        return NoWorkerError(
-            f"no worker answered for saga {saga_id!r} within {QUERY_TIMEOUT.seconds}s; is "
-            "`sagacity worker` running on the saga's task queue?"
+        of_saga = f" for saga {saga_id!r}" if saga_id is not None else ""
+        if worker_timeout is not None:
+            return NoWorkerError(
+                f"no worker answered {call}{of_saga} within "
+                f"{worker_timeout.total_seconds():g}s; is `sagacity worker` running on the "
+                "saga's task queue?"
+            )
+        return TemporalUnavailableError(
+            f"Temporal at {target} did not answer {call}{of_saga} in time "
+            f"({exc.status.name}): {message}"
         )
     if exc.status is RPCStatusCode.UNAVAILABLE:
         return TemporalUnavailableError(f"cannot reach Temporal at {target}: {message}")
@@ -234,7 +258,7 @@ async def start_saga(
     """Start a saga; its id is the workflow id. An id is never reused, not even after its
     saga closed: it names the saga's journal chain, and a closed chain takes no entries."""
     check_start_fields(inp.model_dump(mode="json"))
-    with _rpc(client, saga_id):
+    with _rpc(client, saga_id, call="the start of the saga"):
         try:
             return await client.start_workflow(
                 SAGA_WORKFLOW,
@@ -267,13 +291,15 @@ def _summary(saga_id: str, desc: Any) -> SagaSummary:
 
 async def describe_saga(handle: SagaHandle) -> SagaSummary:
     """What Temporal knows of the saga without asking a worker."""
-    with _rpc(_client_of(handle), handle.id):
+    with _rpc(_client_of(handle), handle.id, call="describe"):
         desc = await handle.describe()
     return _summary(handle.id, desc)
 
 
 async def _query(handle: SagaHandle, name: str, result_type: Any) -> Any:
-    with _rpc(_client_of(handle), handle.id):
+    with _rpc(
+        _client_of(handle), handle.id, call=f"the {name!r} query", worker_timeout=QUERY_TIMEOUT
+    ):
         return await handle.query(name, result_type=result_type, rpc_timeout=QUERY_TIMEOUT)
 
 
@@ -300,7 +326,7 @@ async def pending_approval(handle: SagaHandle) -> PendingApproval | None:
 async def saga_result(handle: SagaHandle) -> SagaResult:
     """Wait for the saga's result (read from history: a closed saga needs no worker).
     Raises temporalio's WorkflowFailureError for a cancelled or terminated saga."""
-    with _rpc(_client_of(handle), handle.id):
+    with _rpc(_client_of(handle), handle.id, call="the wait for the result"):
         return await handle.result()
 
 
@@ -332,7 +358,7 @@ async def list_sagas(
     if needs_human is not None:
         query += f" AND SagaNeedsHuman={'true' if needs_human else 'false'}"
     found: list[SagaSummary] = []
-    with _rpc(client):
+    with _rpc(client, call="the visibility list"):
         async for wf in client.list_workflows(query, limit=limit):
             found.append(_summary(wf.id, wf))
     return found
@@ -420,6 +446,6 @@ async def cancel_saga(handle: SagaHandle) -> SagaSummary:
             f"saga {handle.id!r} has already finished "
             f"({summary.status or summary.execution_status}); nothing to cancel"
         )
-    with _rpc(_client_of(handle), handle.id):
+    with _rpc(_client_of(handle), handle.id, call="the cancel request"):
         await handle.cancel()
     return summary

@@ -44,7 +44,7 @@ TEMPORAL_COMMANDS = [
     ["reject", "s1", "--reason", "no", "--approver", "alice", "--yes"],
     ["cancel", "s1"],
     ["start", "--plan", "PLAN"],
-    ["start", "--goal", "sell a widget"],
+    ["start", "--goal", "sell a widget", "--model", "m"],  # no model at all: refused earlier
     ["worker"],
 ]
 
