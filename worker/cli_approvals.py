@@ -2,8 +2,9 @@
 payload an irreversible step will run with.
 
 The command shows the pending payload, recomputes its hash here from what it shows (and
-refuses to go on if the workflow reports another), asks for confirmation, and sends the
-decision through worker.client.decide, which journals a refusal as evidence.
+refuses to go on if the workflow reports another), warns about text that does not read as
+what it is (a Cyrillic "a" in a payee, a zero-width space...), asks for confirmation, and
+sends the decision through worker.client.decide.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from worker.client import (
     pending_approval,
     saga_handle,
 )
-from worker.render import pending_panel
-from workflows.models import DecisionResult
+from worker.confusables import payload_warnings
+from worker.render import pending_panel, text_warning_lines
+from workflows.models import DecisionResult, PendingApproval
 
 SagaId = Annotated[str, typer.Argument(help="the saga id (its workflow id)", show_default=False)]
 Approver = Annotated[
@@ -50,6 +52,21 @@ GivenHash = Annotated[
 
 class DeclinedError(SagacityError):
     """The operator answered no at the confirmation prompt."""
+
+
+def warn_about_text(pending: PendingApproval) -> None:
+    """Before the question: every payload field whose text does not read as what it is
+    (mixed scripts, confusables, non-NFC, invisible characters; worker.confusables),
+    naming the field and the character, on stderr where the question is asked."""
+    warnings = payload_warnings(pending.payload)
+    if not warnings:
+        return
+    for line in text_warning_lines(warnings):
+        note(line)
+    note(
+        f"warning: {len(warnings)} field(s) of this payload may not be what they look like; "
+        "the hash binds the exact characters above, not how they look"
+    )
 
 
 def _decide(
@@ -83,6 +100,7 @@ def _decide(
             )
         local = check_pending(pending)
         console.print(pending_panel(pending, local))
+        warn_about_text(pending)
         sent = local if given_hash is None else given_hash.strip()
         if sent != local:
             note(

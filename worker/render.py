@@ -20,6 +20,8 @@ from rich.text import Text
 
 from sagacity.chain import VerifyReport
 from sagacity.entry import JournalEntry
+from sagacity.phases import Phase
+from worker.confusables import TextWarning, payload_warnings
 from workflows.models import PendingApproval, SagaResult, SagaView, StepReport
 
 STATUS_STYLE = {
@@ -44,21 +46,36 @@ def status_text(status: str | None) -> Text:
     return _t(status or "-", STATUS_STYLE.get(status or "", ""))
 
 
+DETAIL_CHARS = 160
+"""Characters of an entry's detail shown in the journal table (`sagacity export` has all)."""
+
+
+def entry_detail(entry: JournalEntry) -> str:
+    """What the journal table shows of an entry: its error; a decision's reason (a
+    rejection without its reason tells an auditor nothing); a lifecycle entry's status."""
+    if entry.error:
+        return entry.error
+    result = entry.result if isinstance(entry.result, dict) else {}
+    if entry.phase in (Phase.REJECTED, Phase.APPROVED) and result.get("reason"):
+        return f"reason: {result['reason']}"
+    if entry.phase.is_lifecycle:
+        return str(result.get("status") or "")
+    return ""
+
+
 def journal_table(saga_id: str, entries: Iterable[JournalEntry]) -> Table:
     table = Table(title=_t(f"journal of {saga_id}"), title_justify="left", show_lines=False)
     for column in ("seq", "phase", "step", "tool", "actor", "detail", "hash"):
         table.add_column(column, overflow="fold", no_wrap=column in ("seq", "step", "hash"))
     for entry in entries:
-        detail = entry.error or ""
-        if not detail and entry.phase.is_lifecycle and isinstance(entry.result, dict):
-            detail = str(entry.result.get("status") or "")
+        detail = entry_detail(entry)
         table.add_row(
             _t(entry.seq),
             _t(entry.phase.value),
             _t(entry.step),
             _t(entry.tool),
             _t(entry.actor or ""),
-            _t(detail[:60]),
+            _t(detail if len(detail) <= DETAIL_CHARS else detail[: DETAIL_CHARS - 1] + "…"),
             _t(entry.hash[:12]),
         )
     return table
@@ -106,7 +123,18 @@ def payload_json(payload: Any) -> str:
     return json.dumps(payload, ensure_ascii=False, sort_keys=True, indent=2)
 
 
-def _pending_grid(p: PendingApproval) -> Table:
+MAX_TEXT_WARNINGS = 20
+
+
+def text_warning_lines(warnings: list[TextWarning]) -> list[str]:
+    """One line per warning (at most MAX_TEXT_WARNINGS, then how many more)."""
+    lines = [f"warning: {w}" for w in warnings[:MAX_TEXT_WARNINGS]]
+    if len(warnings) > MAX_TEXT_WARNINGS:
+        lines.append(f"warning: and {len(warnings) - MAX_TEXT_WARNINGS} more")
+    return lines
+
+
+def _pending_grid(p: PendingApproval, *, with_warnings: bool = False) -> Table:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
@@ -117,6 +145,9 @@ def _pending_grid(p: PendingApproval) -> Table:
         grid.add_row("deadline", _t(f"{_when(p.deadline)} UTC"))
     grid.add_row("payload", _t(p.canonical_payload))
     grid.add_row("sha256", _t(p.payload_sha256))
+    if with_warnings:
+        for line in text_warning_lines(payload_warnings(p.payload)):
+            grid.add_row("text", _t(line, "bold red"))
     return grid
 
 
@@ -130,7 +161,7 @@ def pending_list(items: Iterable[Any]) -> RenderableType:
         if item.pending is None:
             blocks.append(_t(f"{item.summary.saga_id}: {item.error}", "red"))
         else:
-            blocks.append(_pending_grid(item.pending))
+            blocks.append(_pending_grid(item.pending, with_warnings=True))
     return Group(*blocks)
 
 

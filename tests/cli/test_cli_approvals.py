@@ -184,6 +184,44 @@ async def test_reject_journals_the_reason_and_the_saga_compensates(cli: CliHarne
     assert f"journaled REJECTED at seq {rejected.seq}" in ran.stdout
     assert cli.shop.stock("widget") == 10 and cli.shop.wires() == []
 
+    table = await cli("journal", handle.id)  # the old table showed the row with no detail
+    assert table.code == 0, table.output
+    [row] = [line for line in table.stdout.splitlines() if "REJECTED" in line]
+    assert "reason: wrong IBAN" in row and "carol" in row
+
+
+async def test_approve_warns_about_a_confusable_payload_before_asking(cli: CliHarness) -> None:
+    # The IBAN's "DE" is written with a Cyrillic IE and carries a zero-width space: on a
+    # terminal it prints exactly like the real one.
+    forged = "D\u0415" + "89370400440532013000\u200b"
+    handle = await cli.start(
+        SagaInput(plan=[ToolCall(tool="send_wire_transfer", args={"iban": forged, "amount": 50})])
+    )
+    await cli.pending(handle.id)
+
+    declined = await cli("approve", handle.id, stdin="n\n", SAGACITY_APPROVER="bob")
+
+    assert declined.code == 1, declined.output
+    stderr = declined.stderr
+    question = stderr.index("approve step 1 (send_wire_transfer)")
+    mixed = stderr.index(
+        "warning: field iban: U+0415 CYRILLIC CAPITAL LETTER IE mixes Cyrillic + Latin in one "
+        'word "D\\u0415'
+    )
+    invisible = stderr.index("warning: field iban: U+200B ZERO WIDTH SPACE is invisible")
+    assert mixed < question and invisible < question  # warned before asking
+    assert "may not be what they look like" in stderr
+    assert cli.shop.wires() == []
+
+    listed = await cli("pending")
+    assert listed.code == 0, listed.output
+    assert "U+0415 CYRILLIC CAPITAL LETTER IE" in listed.stdout
+
+    plain = await cli.start(SagaInput(plan=[WIRE]))
+    await cli.pending(plain.id)
+    quiet = await cli("approve", plain.id, stdin="n\n", SAGACITY_APPROVER="bob")
+    assert quiet.code == 1 and "warning:" not in quiet.stderr  # nothing to warn about
+
 
 async def test_client_decide_resends_a_refused_decision_as_evidence(cli: CliHarness) -> None:
     handle = await cli.start(SagaInput(plan=[WIRE]))
