@@ -416,7 +416,7 @@ async def decide(
         "reason": reason,
     }
     client = _client_of(handle)
-    with _rpc(client, handle.id):
+    with _rpc(client, handle.id, call="the decide update", worker_timeout=DECISION_TIMEOUT):
         try:
             result: DecisionResult = await handle.execute_update(
                 "decide", body, result_type=DecisionResult, rpc_timeout=DECISION_TIMEOUT
