@@ -30,6 +30,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.models import CompensateInput, CompensationOutcome
 from activities.tool_runner import HEARTBEAT_EVERY_S, entry_ref, retrying
+from sagacity.bounds import MAX_TEXT_ECHO
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import SagacityError
 from sagacity.phases import Phase
@@ -58,10 +59,15 @@ def _evidence(executed: JournalEntry) -> dict[str, Any]:
     return {EXECUTED_DETAIL: {"seq": executed.seq, "hash": executed.hash, "input": executed.input}}
 
 
+def _echo(name: str) -> str:
+    """A requested tool name as echoed in an error: cut, since the request may be forged."""
+    return repr(name[:MAX_TEXT_ECHO])
+
+
 def _missing(req: CompensateInput, prior: list[JournalEntry]) -> ApplicationError:
     held = ", ".join(f"{e.phase.value} (seq {e.seq})" for e in prior) or "nothing"
     return ApplicationError(
-        f"saga {req.saga_id!r} step {req.step} ({req.tool!r}): the journal holds no EXECUTED "
+        f"saga {req.saga_id!r} step {req.step} ({_echo(req.tool)}): the journal holds no EXECUTED "
         f"entry for this step (it holds {held}), so there is nothing it says ran and nothing "
         "is undone from any other record. A human must check whether the tool took effect "
         "and undo it by hand.",
@@ -72,7 +78,7 @@ def _missing(req: CompensateInput, prior: list[JournalEntry]) -> ApplicationErro
 
 def _mismatch(req: CompensateInput, executed: JournalEntry) -> ApplicationError:
     return ApplicationError(
-        f"saga {req.saga_id!r} step {req.step}: compensation of {req.tool!r} was requested, "
+        f"saga {req.saga_id!r} step {req.step}: compensation of {_echo(req.tool)} was requested, "
         f"but the journal's EXECUTED entry (seq {executed.seq}) names {executed.tool!r}; "
         "refusing to undo with another tool's compensation. A human must check the step.",
         _evidence(executed),
@@ -82,6 +88,7 @@ def _mismatch(req: CompensateInput, executed: JournalEntry) -> ApplicationError:
 
 
 def _heartbeat_period() -> float:
+    """As the tool runner's: a third of the heartbeat timeout, at most HEARTBEAT_EVERY_S."""
     timeout = activity.info().heartbeat_timeout
     if not timeout:
         return HEARTBEAT_EVERY_S
