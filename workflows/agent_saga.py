@@ -58,7 +58,13 @@ with workflow.unsafe.imports_passed_through():
 # Workflow logic modules are imported inside the sandbox (not passed through), so the
 # sandbox checks them as it checks this one; the models and the core are passed through.
 from workflows.approval_gate import ApprovalGate
-from workflows.compensator import LOCAL_OPTIONS, compensate, failure_cause
+from workflows.compensator import (
+    LOCAL_FAILURES,
+    LOCAL_OPTIONS,
+    compensate,
+    failure_cause,
+    failure_type,
+)
 from workflows.conversation import bound_messages, tool_message
 from workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS, call_summary, steps_markdown
 from workflows.reporting import fit_carry, fit_result, step_report
@@ -157,7 +163,7 @@ class AgentSagaWorkflow:
                 if next_input is None:
                     self._fail("the saga's state is too large to continue as new")
                 else:
-                    workflow.continue_as_new(next_input, task_queue=self._activity_queue())
+                    workflow.continue_as_new(next_input)
         except BaseException as exc:
             if not (
                 is_cancelled_exception(exc) or isinstance(exc, ActivityError | ApplicationError)
@@ -203,10 +209,6 @@ class AgentSagaWorkflow:
             and await self._plan_problems()
         ):
             return
-        if self._activity_queue() is not None:
-            # Pinned to a worker identity: the saga moves to that identity's queue, where
-            # only workers with its toolbox and journal poll, before its first step.
-            raise _ContinueAsNew()
         if self._inp.plan is None:
             await self._agent_loop()
             return
@@ -235,7 +237,7 @@ class AgentSagaWorkflow:
                 worker=self._worker,
             ),
             result_type=PlanCheck,
-            task_queue=self._activity_queue(),
+            task_queue=self._pinned_queue(),
             start_to_close_timeout=timedelta(minutes=1),
             retry_policy=RetryPolicy(maximum_attempts=5),
             summary=f"check the plan ({len(plan)} steps)",
@@ -254,7 +256,7 @@ class AgentSagaWorkflow:
             self._messages.append(ChatMessage(role="user", content=self._inp.goal or ""))
         while True:
             self._messages = bound_messages(self._messages, self._inp.max_conversation_chars)
-            turn: ModelTurn = await workflow.execute_activity(
+            turn: ModelTurn = await self._on_pinned_worker(
                 NEXT_TURN,
                 ModelTurnInput(
                     saga_id=self._saga_id,
@@ -265,7 +267,6 @@ class AgentSagaWorkflow:
                     worker=self._worker,
                 ),
                 result_type=ModelTurn,
-                task_queue=self._activity_queue(),
                 start_to_close_timeout=timedelta(minutes=5),
                 retry_policy=RetryPolicy(
                     maximum_attempts=5,
@@ -368,7 +369,7 @@ class AgentSagaWorkflow:
     async def _run_tool(self, step: int, call: ToolCall, approved: str | None) -> ToolOutcome:
         inp = self._inp
         try:
-            outcome: ToolOutcome = await workflow.execute_activity(
+            outcome: ToolOutcome = await self._on_pinned_worker(
                 RUN_TOOL,
                 RunToolInput(
                     saga_id=self._saga_id,
@@ -380,7 +381,6 @@ class AgentSagaWorkflow:
                     worker=self._worker,
                 ),
                 result_type=ToolOutcome,
-                task_queue=self._activity_queue(),
                 start_to_close_timeout=timedelta(seconds=inp.tool_timeout_seconds),
                 heartbeat_timeout=timedelta(seconds=inp.tool_heartbeat_timeout_seconds),
                 retry_policy=RetryPolicy(
@@ -417,7 +417,7 @@ class AgentSagaWorkflow:
             self._journal,
             self._on_compensated,
             worker=self._worker,
-            task_queue=self._activity_queue(),
+            task_queue=self._pinned_queue(),
         )
 
     def _on_compensated(self, report: CompensationReport) -> None:
@@ -484,15 +484,26 @@ class AgentSagaWorkflow:
 
     # ---- bookkeeping -----------------------------------------------------------------------
 
-    def _activity_queue(self) -> str | None:
-        """The queue of the saga's pinned worker identity while the workflow is not on it
-        yet (its first run); None once it runs there, or for sagas from before pinning:
-        activities then go to the workflow's own queue."""
-        if self._worker is None or self._inp.carry is not None:
-            # Continued runs are on the pinned queue: the first continue-as-new moved there.
-            # (Decided from state, not from workflow.info(): a replay runs on another queue.)
+    def _pinned_queue(self) -> str | None:
+        """The queue only workers of the saga's pinned identity poll (None for sagas from
+        before pinning: the workflow's own queue)."""
+        if self._worker is None:
             return None
         return activity_queue(workflow.info().task_queue, self._worker)
+
+    async def _on_pinned_worker(self, activity: str, arg: Any, **options: Any) -> Any:
+        """Run an activity on the workflow's own queue (so Temporal can hand it straight
+        to this worker: eager dispatch, no extra round trip); if it reached a worker with
+        another toolbox or journal, that worker refused it before doing anything, and it
+        runs again on the pinned identity's queue, which only the right workers poll."""
+        try:
+            return await workflow.execute_activity(activity, arg, **options)
+        except ActivityError as exc:
+            if self._worker is None or failure_type(exc) != WRONG_WORKER:
+                raise
+            return await workflow.execute_activity(
+                activity, arg, task_queue=self._pinned_queue(), **options
+            )
 
     async def _journal(self, event: JournalEventInput) -> EntryRef:
         """Journal through a local activity on this worker; if this worker is not the one
@@ -504,15 +515,14 @@ class AgentSagaWorkflow:
             ref: EntryRef = await workflow.execute_local_activity(
                 JOURNAL_EVENT, event, result_type=EntryRef, **LOCAL_OPTIONS
             )
-        except ActivityError as exc:
-            cause = exc.cause
-            if not (isinstance(cause, ApplicationError) and cause.type == WRONG_WORKER):
+        except LOCAL_FAILURES as exc:
+            if failure_type(exc) != WRONG_WORKER:
                 raise
             ref = await workflow.execute_activity(
                 JOURNAL_EVENT,
                 event,
                 result_type=EntryRef,
-                task_queue=self._activity_queue(),
+                task_queue=self._pinned_queue(),
                 **LOCAL_OPTIONS,
             )
         self._head = ref

@@ -307,7 +307,7 @@ class ApprovalGate:
                     error=_message(refusal) + note,
                 )
             )
-        except ActivityError as exc:
+        except (ActivityError, ApplicationError) as exc:  # a local activity raises either
             workflow.logger.warning("could not journal a refused decision: %s", exc)
 
     def pending_view(self) -> PendingApproval | None:

@@ -58,6 +58,18 @@ LOCAL_OPTIONS: dict[str, Any] = {
 }
 
 
+LOCAL_FAILURES = (ActivityError, ApplicationError)
+"""What a failed local activity raises in the workflow: an ActivityError, or (for a
+non-retryable failure) the activity's ApplicationError itself. Code that survives a
+failed journal write must catch both, or the error escapes and fails the workflow."""
+
+
+def failure_type(exc: BaseException) -> str | None:
+    """The ApplicationError type behind a (local) activity failure, if any."""
+    cause = exc.cause if isinstance(exc, ActivityError) else exc
+    return cause.type if isinstance(cause, ApplicationError) else None
+
+
 def failure_cause(exc: BaseException) -> str:
     """The message that explains a Temporal failure: the first ApplicationError in the
     chain (what the activity raised, with its own words), else the innermost cause."""
@@ -87,7 +99,7 @@ async def compensate(
         fence = FenceInput(saga_id=saga_id, step=unknown.step, worker=worker)
         try:
             await _fence(fence, task_queue)
-        except ActivityError as exc:
+        except LOCAL_FAILURES as exc:
             workflow.logger.error("could not fence step %d: %s", unknown.step, exc)
     for step in plan.to_compensate:
         report = await _compensate_step(
@@ -145,11 +157,8 @@ async def _fence(fence: FenceInput, task_queue: str | None) -> None:
     through the pinned worker's queue instead (the fence belongs in the saga's journal)."""
     try:
         await workflow.execute_local_activity(FENCE_STEP, fence, **LOCAL_OPTIONS)
-    except ActivityError as exc:
-        cause = exc.cause
-        if task_queue is None or not (
-            isinstance(cause, ApplicationError) and cause.type == "WrongWorker"
-        ):
+    except LOCAL_FAILURES as exc:
+        if task_queue is None or failure_type(exc) != "WrongWorker":
             raise
         await workflow.execute_activity(FENCE_STEP, fence, task_queue=task_queue, **LOCAL_OPTIONS)
 
@@ -194,7 +203,7 @@ async def _compensate_step(
                     error=error[:10_000],
                 )
             )
-        except ActivityError as journal_exc:  # reported in the result and the close entry
+        except LOCAL_FAILURES as journal_exc:  # reported in the result and the close entry
             workflow.logger.error("COMPENSATION_FAILED not journaled: %s", journal_exc)
             return report
         return report.model_copy(update={"seq": ref.seq, "hash": ref.hash})

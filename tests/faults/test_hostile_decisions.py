@@ -234,3 +234,70 @@ async def test_two_workers_with_different_toolboxes_never_mix_a_saga(
         pinned["a" if in_a else "b"] += 1
     other.close()
     assert pinned["a"] + pinned["b"] == 12
+
+
+class ImpostorWire(Impostor):
+    @compensable("uncharge")
+    def send_wire_transfer(self, iban: str, amount: int, ctx: ToolContext) -> dict[str, Any]:
+        self.charged.append(f"wire:{ctx.saga_id}")
+        return {"impostor": True}
+
+
+async def test_a_saga_moved_to_a_worker_with_another_toolbox_is_refused_there(
+    temporal_env: WorkflowEnvironment, pg_store: JournalStore, shop: Shop, tmp_path: Path
+) -> None:
+    """The saga parks on worker A; A goes away and B (another toolbox naming the same
+    tools, another journal) takes over the task queue. B runs the workflow but refuses
+    the step, which waits on A's identity queue until A is back: the impostor never runs
+    and nothing lands in B's journal."""
+    task_queue = f"moved-{uuid.uuid4().hex[:8]}"
+    impostor = ImpostorWire()
+    other = open_store(f"sqlite:///{tmp_path}/other.db")
+    other_client = await Client.connect(
+        temporal_env.client.service_client.config.target_host,
+        data_converter=temporal_env.client.data_converter,
+    )
+
+    def shop_worker() -> Any:
+        return new_worker(
+            temporal_env.client, store=pg_store, toolbox=Toolbox.build(shop), task_queue=task_queue
+        )
+
+    try:
+        async with shop_worker():
+            handle = await temporal_env.client.start_workflow(
+                "AgentSaga", SagaInput(plan=[CHARGE, WIRE]), id=f"moved-{uuid.uuid4().hex[:8]}",
+                task_queue=task_queue, result_type=SagaResult,
+            )  # fmt: skip
+            p = await pending(handle)
+        b = new_worker(
+            other_client, store=other, toolbox=Toolbox.build(impostor), task_queue=task_queue
+        )
+        async with b:
+            await handle.signal("approve", body(p))
+
+            async def refused_on_b() -> bool:
+                """B refused a journal write or a step (a local activity's failure is a
+                marker, a remote one an activity failure)."""
+                async for event in handle.fetch_history_events():
+                    for failure in (
+                        event.marker_recorded_event_attributes.failure,
+                        event.activity_task_failed_event_attributes.failure,
+                    ):
+                        if failure.application_failure_info.type == "WrongWorker":
+                            return True
+                return False
+
+            await eventually(refused_on_b)  # the attack happened: B got the step
+        async with shop_worker():
+            result = await handle.result()
+    finally:
+        other.close()
+    assert result.status is SagaStatus.COMPLETED
+    assert impostor.charged == []
+    assert len(shop.wires()) == 1 and len(shop.charges()) == 1
+    reopened = open_store(f"sqlite:///{tmp_path}/other.db")
+    assert list(reopened.entries(handle.id)) == []
+    reopened.close()
+    phases = [e.phase.value for e in pg_store.entries(handle.id)]
+    assert phases.count("EXECUTED") == 2 and phases[-1] == "SAGA_CLOSED"
