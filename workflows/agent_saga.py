@@ -228,7 +228,8 @@ class AgentSagaWorkflow:
         """Check the whole plan before its first step: a typo in step 2 must not run step
         1 and then undo it. True (and the saga failed as REFUSED) when it has problems."""
         plan = self._inp.plan or []
-        check: PlanCheck = await workflow.execute_activity(
+        # A local activity: checking needs the toolbox, not I/O, so it costs no round trip.
+        check: PlanCheck = await self._local_on_pinned_worker(
             CHECK_PLAN,
             CheckPlanInput(
                 saga_id=self._saga_id,
@@ -237,10 +238,6 @@ class AgentSagaWorkflow:
                 worker=self._worker,
             ),
             result_type=PlanCheck,
-            task_queue=self._pinned_queue(),
-            start_to_close_timeout=timedelta(minutes=1),
-            retry_policy=RetryPolicy(maximum_attempts=5),
-            summary=f"check the plan ({len(plan)} steps)",
         )
         if not check.problems:
             return False
@@ -506,27 +503,34 @@ class AgentSagaWorkflow:
             )
 
     async def _journal(self, event: JournalEventInput) -> EntryRef:
-        """Journal through a local activity on this worker; if this worker is not the one
-        the saga is pinned to (another toolbox or journal on the same task queue), the
-        entry goes through the pinned worker's queue instead, never into another journal."""
+        """Journal through a local activity on this worker (the pinned worker's queue if
+        this worker has another toolbox or journal: never into another journal)."""
         if self._worker is not None:
             event = event.model_copy(update={"worker": self._worker})
+        ref: EntryRef = await self._local_on_pinned_worker(
+            JOURNAL_EVENT, event, result_type=EntryRef
+        )
+        self._head = ref
+        return ref
+
+    async def _local_on_pinned_worker(self, activity: str, arg: Any, result_type: type) -> Any:
+        """A local activity on this worker; if this worker is not of the saga's pinned
+        identity it refuses before doing anything, and the call goes to the pinned
+        identity's queue as a regular activity instead."""
         try:
-            ref: EntryRef = await workflow.execute_local_activity(
-                JOURNAL_EVENT, event, result_type=EntryRef, **LOCAL_OPTIONS
+            return await workflow.execute_local_activity(
+                activity, arg, result_type=result_type, **LOCAL_OPTIONS
             )
         except LOCAL_FAILURES as exc:
             if failure_type(exc) != WRONG_WORKER:
                 raise
-            ref = await workflow.execute_activity(
-                JOURNAL_EVENT,
-                event,
-                result_type=EntryRef,
+            return await workflow.execute_activity(
+                activity,
+                arg,
+                result_type=result_type,
                 task_queue=self._pinned_queue(),
                 **LOCAL_OPTIONS,
             )
-        self._head = ref
-        return ref
 
     def _fail(self, reason: str) -> None:
         if self._failure is None:  # the first failure is the one reported
