@@ -84,3 +84,8 @@ class BoundsError(SagacityError, ValueError):
 class ForgedStateError(SagacityError):
     """A saga was started with internal state (continue-as-new state) that only the saga
     itself may hand over. Start sagas with their public input only."""
+
+
+class PayloadMismatchError(ToolInputError):
+    """A call's arguments no longer validate to the payload that was approved and
+    journaled (a validator that is not deterministic): the tool is not run."""

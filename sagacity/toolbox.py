@@ -7,8 +7,13 @@ finding out at refund time, with money already moved.
 
 A spec validates arguments with a pydantic model built from the type hints and returns
 the JSON dump of the validated values. That dump is the canonical payload: what the
-journal records, what an approver's hash covers, and what `invoke` re-validates and runs,
-so the approved bytes and the executed arguments cannot drift apart.
+journal records and what an approver's hash covers. The tool receives the values
+validated from the call's own arguments — never a re-validation of the dump, which would
+run a converting validator twice (euros to cents, then cents to "cents of cents") — and
+`invoke` checks, byte for byte, that their dump is the payload that was approved and
+journaled. So validation must be deterministic (`validate` runs it twice and refuses a
+call whose two results differ), and types whose JSON form hides the value the tool gets
+(secrets) are refused when the toolbox is built.
 """
 
 from __future__ import annotations
@@ -25,10 +30,12 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, ValidationError, create_model
+from pydantic.types import _SecretBase
 
 from sagacity.canonical import JsonValue, canonical_bytes
 from sagacity.errors import (
     NotCanonicalError,
+    PayloadMismatchError,
     ToolboxError,
     ToolInputError,
     UnknownToolError,
@@ -160,9 +167,23 @@ class ToolSpec:
     def validate(self, args: object) -> dict[str, Any]:
         """The canonical payload for `args`: validated, defaults filled in, JSON mode.
 
-        Raises ToolInputError naming the tool and every bad field.
+        Raises ToolInputError naming the tool and every bad field, or when validating the
+        same arguments twice gives two payloads (a generated default, a clock or a random
+        value in a validator): what was approved could then never be what runs.
         """
-        instance = self._validated(args)
+        payload = self._payload(self._validated(args))
+        again = self._payload(self._validated(args))
+        if canonical_bytes(again) != canonical_bytes(payload):
+            differ = sorted(k for k in payload if payload.get(k) != again.get(k))[:5]
+            raise ToolInputError(
+                f"arguments for tool {self.name!r} validate differently each time "
+                f"(parameters {differ}): a generated default or a validator reading a clock "
+                "or random source. Pass the value explicitly, or derive it inside the tool "
+                "from ctx.idempotency_key"
+            )
+        return payload
+
+    def _payload(self, instance: BaseModel) -> dict[str, Any]:
         payload: dict[str, Any] = instance.model_dump(mode="json", by_alias=True)
         try:
             canonical_bytes(payload, what=f"arguments for tool {self.name!r}")
@@ -170,10 +191,24 @@ class ToolSpec:
             raise ToolInputError(str(exc)) from exc
         return payload
 
-    async def invoke(self, args: dict[str, Any], ctx: ToolContext) -> JsonValue:
-        """Re-validate `args` (the canonical payload), call the tool and return its result
-        as JSON. The context is passed only if the tool declares a ToolContext parameter."""
-        instance = self._validated(args)
+    async def invoke(
+        self,
+        call_args: Mapping[str, Any],
+        ctx: ToolContext,
+        *,
+        payload: dict[str, Any] | None = None,
+    ) -> JsonValue:
+        """Validate the call's own arguments, check their payload is `payload` (the one
+        approved and journaled; by default, what `validate` gives) byte for byte, call the
+        tool with those values and return its result as JSON. The context is passed only
+        if the tool declares one."""
+        instance = self._validated(call_args)
+        expected = self.validate(call_args) if payload is None else payload
+        if canonical_bytes(self._payload(instance)) != canonical_bytes(expected):
+            raise PayloadMismatchError(
+                f"the arguments of tool {self.name!r} no longer validate to the approved and "
+                "journaled payload; nothing ran"
+            )
         if not self.is_async:
             ctx = dataclasses.replace(ctx, heartbeat=thread_safe_heartbeat(ctx.heartbeat))
         positional: list[Any] = []
@@ -231,6 +266,23 @@ def _mentions_set(annotation: object) -> bool:
     return any(_mentions_set(arg) for arg in typing.get_args(annotation))
 
 
+def _mentions_secret(annotation: object, seen: set[int] | None = None) -> bool:
+    """True if a pydantic secret appears in the annotation, its arguments, or the fields of
+    a model or dataclass it names (recursively)."""
+    seen = set() if seen is None else seen
+    if id(annotation) in seen:
+        return False
+    seen.add(id(annotation))
+    origin = typing.get_origin(annotation) or annotation
+    if isinstance(origin, type) and issubclass(origin, _SecretBase):
+        return True
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return any(_mentions_secret(f.annotation, seen) for f in annotation.model_fields.values())
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
+        return any(_mentions_secret(f.type, seen) for f in dataclasses.fields(annotation))
+    return any(_mentions_secret(arg, seen) for arg in typing.get_args(annotation))
+
+
 def _tool_spec(
     name: str, mark: ToolMark, fn: Callable[..., Any], compensation: CompensationSpec | None
 ) -> ToolSpec:
@@ -256,6 +308,13 @@ def _tool_spec(
             raise ToolboxError(
                 f"{what}: parameter {p.name!r} has no type hint; annotate it "
                 f"(e.g. `{p.name}: str`) so it can be validated and described to the model"
+            )
+        if _mentions_secret(annotation):
+            raise ToolboxError(
+                f"{what}: parameter {p.name!r} is (or contains) a pydantic secret; its JSON "
+                "form is '**********', so the approver, the hash and the journal would not "
+                "see the value the tool receives. Pass a reference to the secret (a vault "
+                "key name) and read it inside the tool"
             )
         if _mentions_set(annotation):
             raise ToolboxError(

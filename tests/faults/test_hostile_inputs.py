@@ -12,9 +12,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
+from pydantic import BeforeValidator
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
@@ -25,7 +26,7 @@ from sagacity.errors import BoundsError, ForgedStateError
 from sagacity.phases import SagaStatus
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
-from sagacity.tools import tool
+from sagacity.tools import irreversible, tool
 from worker.app import new_worker
 from worker.client import start_saga
 from workflows.models import SagaInput, SagaResult
@@ -42,13 +43,28 @@ def nested(depth: int) -> Any:
     return value
 
 
+def _cents(value: Any) -> Any:
+    """Euros to integer cents: a converting validator (run twice, 12.50 becomes 125000)."""
+    return round(float(value) * 100)
+
+
 class Hostile:
-    """Tools whose results an attacker shaped."""
+    """Tools whose results an attacker shaped, and a payment tool with a converting
+    validator."""
+
+    def __init__(self) -> None:
+        self.sent: list[int] = []
 
     @tool
     def deep_result(self, depth: int) -> Any:
         """Return a value nested `depth` levels deep."""
         return nested(depth)
+
+    @irreversible
+    def pay_euros(self, amount: Annotated[int, BeforeValidator(_cents)]) -> dict[str, int]:
+        """Pay `amount` euros (validated into cents)."""
+        self.sent.append(amount)
+        return {"sent_cents": amount}
 
 
 class ScriptedAttacker:
@@ -71,6 +87,7 @@ class Harness:
     shop: Shop
     task_queue: str
     attacker: ScriptedAttacker
+    tools: Hostile
 
     async def start_raw(self, body: dict[str, Any]) -> WorkflowHandle[Any, SagaResult]:
         """Start with a raw JSON body, as a caller bypassing sagacity's client can."""
@@ -88,16 +105,17 @@ async def hostile(
     temporal_env: WorkflowEnvironment, pg_store: JournalStore, shop: Shop
 ) -> AsyncIterator[Harness]:
     attacker = ScriptedAttacker([ModelTurn(final="done")])
+    tools = Hostile()
     task_queue = f"hostile-{uuid.uuid4().hex[:8]}"
     worker = new_worker(
         temporal_env.client,
         store=pg_store,
-        toolbox=Toolbox.build(shop, Hostile()),
+        toolbox=Toolbox.build(shop, tools),
         task_queue=task_queue,
         models={"attacker": attacker},
     )
     async with worker:
-        yield Harness(temporal_env.client, pg_store, shop, task_queue, attacker)
+        yield Harness(temporal_env.client, pg_store, shop, task_queue, attacker, tools)
 
 
 async def failed_workflow_tasks(handle: WorkflowHandle[Any, Any]) -> int:
@@ -223,3 +241,26 @@ async def test_a_deep_tool_result_after_a_charge_is_compensated(hostile: Harness
     executed = [e for e in hostile.store.entries(handle.id) if e.phase.value == "EXECUTED"]
     assert "unjournalable_result" in executed[1].result
     assert await failed_workflow_tasks(handle) == 0
+
+
+async def test_the_euros_to_cents_tool_sends_exactly_the_approved_amount(hostile: Harness) -> None:
+    """The approver sees 1250 (cents, the validated payload); the tool must send 1250 —
+    not 125000, which re-validating the approved payload would give."""
+    handle = await hostile.start_raw({"plan": [{"tool": "pay_euros", "args": {"amount": "12.50"}}]})
+
+    async def pending() -> Any:
+        return await handle.query("pending_approval", result_type=dict | None)
+
+    from tests.workflows.helpers import eventually
+
+    p = await eventually(pending)
+    assert p["payload"] == {"amount": 1250}
+    decision = {"step": p["step"], "payload_sha256": p["payload_sha256"], "approver": "alice"}
+    await handle.signal("approve", decision)
+    result = await handle.result()
+
+    assert result.status is SagaStatus.COMPLETED
+    assert hostile.tools.sent == [1250]
+    entries = {e.phase.value: e for e in hostile.store.entries(handle.id)}
+    assert entries["INTENT"].input == p["payload"] == {"amount": 1250}
+    assert entries["EXECUTED"].result == {"sent_cents": 1250}
