@@ -115,5 +115,5 @@ if __name__ == "__main__":
     sys.stdout.flush()
     sys.stderr.flush()
     # Skip interpreter teardown: the Temporal SDK can crash there after finishing
-    # (DESIGN.md §4), and the exit status must be the benchmarks', not the crash's.
+    # (sdk-python issue 300), and the exit status must be the benchmarks', not the crash's.
     os._exit(code)

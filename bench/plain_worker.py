@@ -51,7 +51,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     asyncio.run(serve(args.address, args.task_queue))
     sys.stdout.flush()
-    os._exit(0)  # skip the SDK's interpreter-exit crash (DESIGN.md §4)
+    os._exit(0)  # skip the SDK's interpreter-exit crash (sdk-python issue 300)
 
 
 if __name__ == "__main__":

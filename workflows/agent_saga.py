@@ -190,7 +190,7 @@ class AgentSagaWorkflow:
 
     @staticmethod
     async def _shielded(work: Awaitable[T]) -> T:
-        """Run `work` to the end even if cancels keep arriving (DESIGN.md §4: a bare
+        """Run `work` to the end even if cancels keep arriving (a bare
         shield abandons the work on a second cancel; looping does not)."""
         task = asyncio.ensure_future(work)
         while not task.done():

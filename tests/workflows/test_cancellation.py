@@ -2,7 +2,7 @@
 
 A cancel raises CancelledError while waiting and ActivityError during an activity; both
 must compensate every executed step, and a second cancel during compensation must not
-abandon the remaining compensations (DESIGN.md §4: shield in a loop)."""
+abandon the remaining compensations (the shield is awaited in a loop)."""
 
 from __future__ import annotations
 
