@@ -192,7 +192,6 @@ def test_canonical_text_survives_the_memory_store(value: Any) -> None:
 
 @pytest.fixture(scope="module")
 def sqlite_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JournalStore]:
-    pytest.importorskip("sagacity.stores.sqlite", reason="the SQLite store is not written yet")
     path: Path = tmp_path_factory.mktemp("sqlite") / "journal.db"
     store = open_store(f"sqlite:///{path}")
     yield store

@@ -1,4 +1,4 @@
-"""Must-show 5-8: approvals bound to the exact payload, by signal and by update."""
+"""Approvals bound to the exact payload, by signal and by update."""
 
 from __future__ import annotations
 

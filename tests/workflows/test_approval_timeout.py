@@ -1,4 +1,4 @@
-"""Must-show 9: an approval nobody answers times out, is journaled REJECTED by
+"""An approval nobody answers times out, is journaled REJECTED by
 "sagacity:timeout", and the executed steps are compensated in reverse order; the
 irreversible tool never runs.
 

@@ -1,4 +1,4 @@
-"""Must-show 10: cancellation never abandons compensation.
+"""Cancellation never abandons compensation.
 
 A cancel raises CancelledError while waiting and ActivityError during an activity; both
 must compensate every executed step, and a second cancel during compensation must not

@@ -1,4 +1,4 @@
-"""Must-show 11: a worker killed between INTENT and EXECUTED.
+"""A worker killed between INTENT and EXECUTED.
 
 A real worker process (`python -m worker worker`, as production runs it) is SIGKILLed
 while ship_order hangs heartbeating after its INTENT was journaled. Temporal notices the

@@ -1,4 +1,4 @@
-"""Must-show 12: recorded histories replay against the current workflow code.
+"""Recorded histories replay against the current workflow code.
 
 The histories in histories/*.json were recorded by `python -m tests.workflows.record_histories`
 (one per flow: happy path, failure with compensation, a failing compensation, approve by

@@ -1,4 +1,4 @@
-"""Must-show 1-4 of the runtime: happy path, reverse compensation, swallowed failures,
+"""The runtime: happy path, reverse compensation, swallowed failures,
 a compensation that keeps failing. Real dev server, real SQLite journal, durable shop."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Must-show 13: operators find sagas by status with a visibility query.
+"""Operators find sagas by status with a visibility query.
 
 Visibility is eventually consistent, so each query is polled until it shows the saga
 (bounded); the negative checks are made on the same answer that shows the positive one.
