@@ -359,8 +359,8 @@ async def test_decision_over_the_payload_limit_never_reaches_the_saga(saga: Any)
     p = await pending(handle)
     with pytest.raises(RPCError, match=r"(?i)size"):
         await handle.signal("approve", body(p, reason="x" * 3_000_000))
-    await asyncio.sleep(0.5)
-    assert entries_of(saga.store, handle.id, Phase.APPROVAL_REFUSED) == []
+    await barrier(saga, handle)  # every earlier signal has been handled
+    assert [e.input for e in entries_of(saga.store, handle.id, Phase.APPROVAL_REFUSED)] == [BARRIER]
     await handle.signal("approve", body(p))
     assert (await handle.result()).status is SagaStatus.COMPLETED
     await assert_unharmed(saga, handle)
@@ -380,6 +380,22 @@ async def _raw_signal(saga: Any, handle: Handle, payloads: list[Payload]) -> Non
     )
 
 
+BARRIER = "barrier: every signal sent before this one has been handled"
+
+
+async def barrier(saga: Any, handle: Handle) -> None:
+    """Signals are handled in the order they were sent: once this malformed decision is
+    journaled, every earlier signal has been handled (an event, not a sleep)."""
+    await handle.signal("approve", BARRIER)
+
+    async def seen() -> bool:
+        return any(
+            e.input == BARRIER for e in entries_of(saga.store, handle.id, Phase.APPROVAL_REFUSED)
+        )
+
+    await eventually(seen, 20, "the barrier's refusal")
+
+
 def _json_payload(data: bytes) -> Payload:
     return Payload(metadata={"encoding": b"json/plain"}, data=data)
 
@@ -393,7 +409,7 @@ async def test_undecodable_decisions_do_not_break_the_saga(saga: Any) -> None:
     await _raw_signal(saga, handle, [Payload(metadata={"encoding": b"binary/x"}, data=b"\0")])
     await _raw_signal(saga, handle, [_json_payload(b"[" * 100_000 + b"]" * 100_000)])
     await _raw_signal(saga, handle, [_json_payload(b'{"step": 2, "approver": "\\ud800"}')])
-    await asyncio.sleep(1)
+    await barrier(saga, handle)
     assert await failed_workflow_tasks(handle) == []
     assert (await pending(handle)).payload_sha256 == p.payload_sha256
 
@@ -418,10 +434,10 @@ async def test_decision_with_extra_arguments_is_refused_not_fatal(saga: Any) -> 
     p = await pending(handle)
     try:
         await handle.signal("approve", args=[body(p), {"also": "this"}])
-        await asyncio.sleep(1.5)
+        await barrier(saga, handle)
         assert await failed_workflow_tasks(handle) == []
-        refused = await refusals(saga, handle, 1, timeout=5)
-        assert reasons(refused) == ["MALFORMED"]
+        refused = await refusals(saga, handle, 2, timeout=5)
+        assert reasons(refused) == ["MALFORMED", "MALFORMED"]  # the two-argument one, the barrier
         await handle.signal("approve", body(p))
         assert (await asyncio.wait_for(handle.result(), 15)).status is SagaStatus.COMPLETED
     finally:
