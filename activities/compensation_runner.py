@@ -21,15 +21,13 @@ outages are retried in place, so they never use up the compensation's own attemp
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.models import CompensateInput, CompensationOutcome
-from activities.tool_runner import HEARTBEAT_EVERY_S, entry_ref, retrying
+from activities.tool_runner import entry_ref, heartbeating, retrying
 from sagacity.bounds import MAX_TEXT_ECHO
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import SagacityError
@@ -87,31 +85,6 @@ def _mismatch(req: CompensateInput, executed: JournalEntry) -> ApplicationError:
     )
 
 
-def _heartbeat_period() -> float:
-    """As the tool runner's: a third of the heartbeat timeout, at most HEARTBEAT_EVERY_S."""
-    timeout = activity.info().heartbeat_timeout
-    if not timeout:
-        return HEARTBEAT_EVERY_S
-    return max(0.05, min(HEARTBEAT_EVERY_S, timeout.total_seconds() / 3))
-
-
-async def _heartbeating(work: Awaitable[T], beat: list[Any]) -> T:
-    """Await `work` while heartbeating `beat` (the EXECUTED evidence once it is read), so
-    cancellation and worker loss are noticed and a timeout reports what ran."""
-    task = asyncio.ensure_future(work)
-    try:
-        while True:
-            done, _ = await asyncio.wait({task}, timeout=_heartbeat_period())
-            if done:
-                return task.result()
-            activity.heartbeat(*beat)
-    finally:
-        if not task.done():
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
-
-
 class CompensationRunner:
     def __init__(self, store: JournalStore, toolbox: Toolbox) -> None:
         self.store = store
@@ -119,7 +92,7 @@ class CompensationRunner:
 
     async def run(self, req: CompensateInput) -> CompensationOutcome:
         beat: list[Any] = ["running"]
-        return await _heartbeating(self._run(req, beat), beat)
+        return await heartbeating(self._run(req, beat), beat)
 
     async def _run(self, req: CompensateInput, beat: list[Any]) -> CompensationOutcome:
         await retrying(self.store.fence, req.saga_id, req.step)

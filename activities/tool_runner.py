@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -98,15 +98,17 @@ def _heartbeat_period() -> float:
     return max(0.05, min(HEARTBEAT_EVERY_S, timeout.total_seconds() / 3))
 
 
-async def heartbeating(work: Awaitable[T]) -> T:
-    """Await `work` while heartbeating, so cancellation and worker loss are noticed."""
+async def heartbeating(work: Awaitable[T], details: Sequence[Any] = ("running",)) -> T:
+    """Await `work` while heartbeating `details`, so cancellation and worker loss are
+    noticed. `details` is read at each beat: a caller may fill a list it passed in (the
+    compensation runner reports the EXECUTED evidence once it has read it)."""
     task = asyncio.ensure_future(work)
     try:
         while True:
             done, _ = await asyncio.wait({task}, timeout=_heartbeat_period())
             if done:
                 return task.result()
-            activity.heartbeat("running")
+            activity.heartbeat(*details)
     finally:
         if not task.done():
             task.cancel()
