@@ -55,8 +55,9 @@ with workflow.unsafe.imports_passed_through():
         StepReport,
     )
 
-# Workflow logic modules are imported inside the sandbox (not passed through), so the
-# sandbox checks them as it checks this one; the models and the core are passed through.
+# Workflow logic modules. The worker passes the `workflows` package through the sandbox
+# (worker.app.PASSTHROUGH, measured cheaper): the replay tests are what catch
+# nondeterministic edits in them.
 from workflows.approval_gate import ApprovalGate
 from workflows.compensator import (
     LOCAL_FAILURES,
