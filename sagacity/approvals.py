@@ -31,11 +31,20 @@ from pydantic import (
 )
 
 from sagacity.canonical import JsonValue, payload_sha256
+from sagacity.lookalikes import skeleton
 
 APPROVER_MAX_CHARS = 256
 RESERVED_ACTOR_PREFIX = "sagacity:"
 """Actors the saga itself uses (`sagacity:timeout`, `sagacity:cancelled`...). No human
 decision may carry one, so the journal never shows a person's decision as the system's."""
+
+
+def is_reserved_actor(name: str) -> bool:
+    """Whether `name` reads as one of the saga's own actors: compared by its skeleton, so
+    fullwidth letters, a Cyrillic "a" (U+0430) or a zero-width space does not get through."""
+    return skeleton(name).startswith(RESERVED_ACTOR_PREFIX)
+
+
 REASON_MAX_CHARS = 2_000
 SAGA_ID_MAX_CHARS = 256
 
@@ -306,11 +315,12 @@ def judge(
             RefusalReason.EMPTY_APPROVER,
             "the decision names no approver; send it with your approver identity",
         )
-    if decision.approver.strip().lower().startswith(RESERVED_ACTOR_PREFIX):
+    if is_reserved_actor(decision.approver):
         return Verdict.refuse(
             RefusalReason.RESERVED_APPROVER,
-            f"approver names starting with {RESERVED_ACTOR_PREFIX!r} belong to the saga itself "
-            "(timeouts, cancellations); send the decision with your own identity",
+            f"approver names that read as {RESERVED_ACTOR_PREFIX!r}… (whatever the characters "
+            "used to write it) belong to the saga itself (timeouts, cancellations); send the "
+            "decision with your own identity",
         )
     if allowed_approvers is not None and decision.approver not in allowed_approvers:
         return Verdict.refuse(
@@ -332,6 +342,7 @@ __all__ = [
     "Verdict",
     "approval_hash",
     "approval_payload",
+    "is_reserved_actor",
     "judge",
     "parse_decision",
 ]

@@ -32,29 +32,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from sagacity.lookalikes import BLANK_LETTERS, LOOKALIKES
+
 __all__ = ["LOOKALIKES", "TextWarning", "char_name", "payload_warnings", "text_warnings"]
-
-# Written as escapes, so that this file is not itself confusable: each item is a
-# look-alike followed by the ASCII character it passes for.
-_PAIRS = (
-    # Cyrillic
-    "\u0430a", "\u0435e", "\u043eo", "\u0440p", "\u0441c", "\u0443y", "\u0445x",
-    "\u0456i", "\u0458j", "\u0455s", "\u0501d", "\u04bbh", "\u04cfl", "\u051bq", "\u051dw",
-    "\u0410A", "\u0412B", "\u0415E", "\u041aK", "\u041cM", "\u041dH", "\u041eO", "\u0420P",
-    "\u0421C", "\u0422T", "\u0425X", "\u0423Y", "\u0405S", "\u0406I", "\u0408J", "\u050cG",
-    # Greek
-    "\u03bfo", "\u03b1a", "\u03bdv", "\u03c1p", "\u03b9i", "\u03bak", "\u03c4t", "\u03c5u",
-    "\u0391A", "\u0392B", "\u0395E", "\u0396Z", "\u0397H", "\u0399I", "\u039aK", "\u039cM",
-    "\u039dN", "\u039fO", "\u03a1P", "\u03a4T", "\u03a5Y", "\u03a7X",
-    # punctuation that passes for ASCII
-    "\u2010-", "\u2011-", "\u2212-", "\u2043-", "\u02d7-", "\u0589:", "\u037e;", "\u01c3!",
-    "\u2044/", "\u2215/",
-)  # fmt: skip
-LOOKALIKES: dict[str, str] = {pair[0]: pair[1] for pair in _PAIRS}
-"""Characters that render like the ASCII character they map to."""
-
-BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f")
-"""Letters (and the combining grapheme joiner) that print as nothing."""
 
 BIDI_CONTROLS = frozenset(
     "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"

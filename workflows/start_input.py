@@ -23,7 +23,7 @@ from temporalio.common import RawValue
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
-    from sagacity.approvals import RESERVED_ACTOR_PREFIX
+    from sagacity.approvals import RESERVED_ACTOR_PREFIX, is_reserved_actor
     from sagacity.bounds import (
         MAX_ARGS_BYTES,
         MAX_DEPTH,
@@ -82,9 +82,9 @@ def check_start_fields(data: Any, *, continued: bool = False) -> None:
     approvers = data.get("approvers")
     if isinstance(approvers, list):
         for name in approvers:
-            if isinstance(name, str) and name.strip().lower().startswith(RESERVED_ACTOR_PREFIX):
+            if isinstance(name, str) and is_reserved_actor(name):
                 raise SagaInputError(
-                    f"approver {echo(name)} uses the reserved prefix "
+                    f"approver {echo(name)} reads as the reserved prefix "
                     f"{RESERVED_ACTOR_PREFIX!r} (the saga's own actors); name people"
                 )
 

@@ -19,6 +19,7 @@ from sagacity.approvals import (
     Verdict,
     approval_hash,
     approval_payload,
+    is_reserved_actor,
     judge,
     parse_decision,
 )
@@ -303,3 +304,22 @@ def test_the_right_hash_of_any_payload_is_accepted(payload: dict[str, Any]) -> N
     pending = request(payload=payload)
     assert pending.payload_sha256 == approval_hash("charge_card", payload)
     assert judge(pending, decision(pending)).accepted
+
+
+_DISGUISES = st.sampled_from(["", "\u200b", "\u200d", "\u2060", "\u00ad", "\u0301", " "])
+
+
+@given(st.lists(_DISGUISES, min_size=9, max_size=9), st.text(max_size=20), st.booleans())
+def test_a_disguised_reserved_name_is_still_reserved(
+    between: list[str], rest: str, wide: bool
+) -> None:
+    """Invisible characters, combining marks and spaces between the letters of
+    `sagacity:`, fullwidth forms, any case: the name still reads as the saga's own."""
+    letters = "SaGaCiTy:" if not wide else "\uff53\uff41\uff47\uff41\uff43\uff49\uff54\uff59\uff1a"
+    name = "".join(c + gap for c, gap in zip(letters, between, strict=True)) + rest
+    assert is_reserved_actor(name)
+
+
+@pytest.mark.parametrize("name", ["alice", "sagacity", "sagacit:y", "ops:sagacity:x"])
+def test_names_that_do_not_read_as_the_saga_are_people(name: str) -> None:
+    assert not is_reserved_actor(name)

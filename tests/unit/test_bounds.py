@@ -119,8 +119,9 @@ def test_start_fields_door() -> None:
     check_start_fields({"goal": "g", "carry": {"next_step": 3}}, continued=True)
     with pytest.raises(SagaInputError, match="unknown SagaInput field"):
         check_start_fields({"goal": "g", "admin": True})
-    with pytest.raises(SagaInputError, match="reserved prefix"):
-        check_start_fields({"goal": "g", "approvers": ["Sagacity:timeout"]})
+    for look_alike in ["Sagacity:timeout", "\uff53agacity\uff1atimeout", "s\u0430gacity:x"]:
+        with pytest.raises(SagaInputError, match="reserved prefix"):
+            check_start_fields({"goal": "g", "approvers": [look_alike]})
     with pytest.raises(BoundsError, match="plan step 1"):
         check_start_fields({"plan": [{"tool": "x", "args": {"a": "x" * (MAX_ARGS_BYTES + 1)}}]})
     turn = {"tool_calls": [{"tool": "x", "args": {"a": nested(33)}}]}
