@@ -210,9 +210,8 @@ class Shop:
         self, address: str, ctx: ToolContext, fail: bool = False
     ) -> dict[str, Any]:
         """Hand the order to the carrier. `fail=True` makes the carrier refuse it."""
-        delay = float(self.fault("ship_delay") or 0)
-        waited = 0.0
-        while waited < delay:
+        waited = 0.0  # the delay is re-read as it waits: clearing the fault ends the wait
+        while waited < float(self.fault("ship_delay") or 0):
             await asyncio.sleep(0.2)
             waited += 0.2
             ctx.heartbeat("waiting for the carrier")

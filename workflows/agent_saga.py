@@ -94,6 +94,8 @@ class AgentSagaWorkflow:
         self._saga_id = workflow.info().workflow_id
         self._worker: str | None = None
         self._plan_refused = False
+        self._check_whole_plan = False  # patches: asked at the top of run()
+        self._journal_abandoned = False
         self._status = SagaStatus.RUNNING
         self._steps: dict[int, StepReport] = {}
         self._outcomes: dict[int, ToolOutcome] = {}
@@ -112,6 +114,7 @@ class AgentSagaWorkflow:
             self._saga_id,
             frozenset(inp.approvers) if inp.approvers is not None else None,
             self._journal,
+            reached=lambda: self._next_step,
         )
         carry = inp.carry
         if carry is not None:
@@ -138,9 +141,16 @@ class AgentSagaWorkflow:
                 non_retryable=True,
             )
         inp = self._inp
+        # Every patch is asked here, in the first activation, before any await: on replay
+        # core only knows of a patch marker once it has reached the workflow task that
+        # holds it, so a patch asked after a local activity can read False on replay
+        # although the original run recorded it (a NondeterminismError).
+        pin_worker = workflow.patched("pin-worker-identity")
+        self._check_whole_plan = workflow.patched("check-whole-plan")
+        self._journal_abandoned = workflow.patched("journal-abandoned-approval-at-start")
         self._publish()
         if inp.carry is None:
-            if workflow.patched("pin-worker-identity"):
+            if pin_worker:
                 self._worker = await workflow.execute_local_activity(
                     WORKER_IDENTITY, result_type=str, **LOCAL_OPTIONS
                 )
@@ -159,6 +169,7 @@ class AgentSagaWorkflow:
             try:
                 await self._drive()
             except _ContinueAsNew:
+                self._gate.release()
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 next_input = fit_carry(inp, self._carry())
                 if next_input is None:
@@ -182,8 +193,13 @@ class AgentSagaWorkflow:
 
     async def _finish(self) -> SagaResult:
         """Compensate (if the saga failed) and close: one unit that cancels cannot split."""
-        if self._gate.abandoned and workflow.patched("journal-abandoned-approval"):
-            await self._gate.journal_abandoned()  # (histories from before replay as before)
+        # Histories recorded before the patch was asked at the start carry the older
+        # patch, recorded here; asking it here only when the new one is absent keeps them
+        # replaying (histories older still have neither, and replay as before).
+        if self._gate.abandoned and (
+            self._journal_abandoned or workflow.patched("journal-abandoned-approval")
+        ):
+            await self._gate.journal_abandoned()
         if self._failure is not None:
             await self._compensate()
             self._mark_not_compensable()
@@ -206,7 +222,7 @@ class AgentSagaWorkflow:
         if (
             self._inp.plan is not None
             and first_run
-            and workflow.patched("check-whole-plan")
+            and self._check_whole_plan
             and await self._plan_problems()
         ):
             return
@@ -446,8 +462,11 @@ class AgentSagaWorkflow:
         self._status = final
         unknown = sorted(s for s, o in self._outcomes.items() if o.kind is OutcomeKind.UNKNOWN)
         needs_human = bool(unknown) or final is SagaStatus.COMPENSATION_FAILED
-        # Close the gate first: a handler waiting on a decision then returns, so waiting
-        # for all handlers cannot hang the close; decisions from here on are refused.
+        # Decisions still waiting for a step are judged (and their refusals journaled)
+        # first; then the gate closes: a handler waiting on a decision then returns, so
+        # waiting for all handlers cannot hang the close; decisions from here on are refused.
+        self._gate.release()
+        await workflow.wait_condition(lambda: self._gate.settled)
         self._gate.close()
         await workflow.wait_condition(workflow.all_handlers_finished)
         ref = await self._journal(

@@ -8,6 +8,14 @@ a validator's rejection leaves no history, so a refusal through a raw update wou
 no evidence. Only once the saga is closing does the validator reject (nothing is
 journaled then, and late updates should not grow the history).
 
+While a request waits for its decision, every decision is judged against it at once.
+While the saga works (no request waiting), a decision naming a step it has not reached
+yet waits for that step: after a worker is lost, the journal can already show a request
+(AWAITING_APPROVAL was written) that the replaying workflow has not re-reached, and a
+human who answers it must not be refused for being early. It is judged once a request
+waits, or refused once the saga is past that step, continues as new or closes. At most
+DEFERRED_LIMIT decisions wait at once; more are judged at once.
+
 Refusals are bounded: up to REFUSALS_JOURNALED_PER_STEP for the step that is pending,
 and REFUSALS_JOURNALED_ELSEWHERE shared by every decision about anything else (junk that
 names a thousand made-up steps fills one small bucket, not a thousand). Beyond the caps
@@ -17,7 +25,7 @@ refusals are counted in the close entry, not journaled one by one.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -55,6 +63,9 @@ REFUSALS_JOURNALED_ELSEWHERE = 20
 """Refused decisions journaled, all together, that name no pending step."""
 ELSEWHERE = 0
 """Key (and journal step) of refusals that are not about the pending step."""
+DEFERRED_LIMIT = 32
+"""Decisions about a step not reached yet that may wait for it at once (each waiting
+decision is a coroutine the workflow keeps; junk naming future steps cannot pile up)."""
 EVIDENCE_LIMIT = 4_096
 """Bytes (UTF-8) of a refused decision kept whole as evidence; larger ones are kept as a
 prefix, their size and their hash."""
@@ -69,8 +80,17 @@ class GateDecision:
 
 
 class ApprovalGate:
-    def __init__(self, saga_id: str, allowed: frozenset[str] | None, journal: Journal) -> None:
+    def __init__(
+        self,
+        saga_id: str,
+        allowed: frozenset[str] | None,
+        journal: Journal,
+        reached: Callable[[], int],
+    ) -> None:
         self._saga_id = saga_id
+        self._reached = reached  # the step the saga is at (the last one it started)
+        self._deferred = 0
+        self._released = False
         self._allowed = allowed
         self._journal = journal
         self._pending: ApprovalRequest | None = None
@@ -185,6 +205,16 @@ class ApprovalGate:
             )
         self._abandoned.clear()
 
+    def release(self) -> None:
+        """The saga is about to close or continue as new: decisions waiting for a step
+        not reached are judged now (and refused, journaled, as nothing is pending)."""
+        self._released = True
+
+    @property
+    def settled(self) -> bool:
+        """No decision is waiting for a step or journaling its judgement after waiting."""
+        return self._deferred == 0
+
     def close(self) -> None:
         self._closed = True
 
@@ -223,19 +253,46 @@ class ApprovalGate:
         assert verdict.refusal is not None
         return verdict.refusal
 
+    def _caught_up(self, step: int) -> bool:
+        pending = self._pending
+        return (
+            self._released
+            or self._closed
+            or self._reached() > step
+            or step in self._decided_steps
+            or (pending is not None and (pending.step >= step or self._decision is None))
+        )
+
+    @contextlib.asynccontextmanager
+    async def _in_turn(self, raw: Any) -> AsyncIterator[None]:
+        """Wait (bounded) until the saga has reached the step the decision names, then
+        let the caller judge and journal it; `settled` stays False until it has."""
+        step = _field(raw, "step", int)
+        if step is None or self._caught_up(step) or self._deferred >= DEFERRED_LIMIT:
+            yield
+            return
+        self._deferred += 1
+        try:
+            await workflow.wait_condition(lambda: self._caught_up(step))
+            yield
+        finally:
+            self._deferred -= 1
+
     async def on_signal(self, raw: Any, *, approve: bool) -> None:
-        judged = self._judge(raw, approve)
-        if isinstance(judged, Refusal):
-            await self._journal_refusal(raw, judged)
-        else:
-            self._decision = judged
+        async with self._in_turn(raw):
+            judged = self._judge(raw, approve)
+            if isinstance(judged, Refusal):
+                await self._journal_refusal(raw, judged)
+            else:
+                self._decision = judged
 
     async def on_refusal_record(self, raw: Any) -> None:
         """A decision the update validator refused, re-sent so it is journaled as evidence.
         It never decides: if it would be accepted now, it is ignored."""
-        judged = self._judge(raw, None)
-        if isinstance(judged, Refusal):
-            await self._journal_refusal(raw, judged)
+        async with self._in_turn(raw):
+            judged = self._judge(raw, None)
+            if isinstance(judged, Refusal):
+                await self._journal_refusal(raw, judged)
 
     def validate(self, raw: Any) -> None:
         """Reject only once the saga is closing: every other refusal is journaled by the
@@ -246,13 +303,14 @@ class ApprovalGate:
             raise ApplicationError(_message(judged), judged.reason.value, type="ApprovalRefused")
 
     async def on_update(self, raw: Any) -> DecisionResult:
-        judged = self._judge(raw, None)
-        if isinstance(judged, Refusal):  # state changed since the validator ran
-            await self._journal_refusal(raw, judged)
-            raise ApplicationError(
-                _message(judged), judged.reason.value, "journaled", type="ApprovalRefused"
-            )
-        self._decision = judged
+        async with self._in_turn(raw):
+            judged = self._judge(raw, None)
+            if isinstance(judged, Refusal):  # state changed since the validator ran
+                await self._journal_refusal(raw, judged)
+                raise ApplicationError(
+                    _message(judged), judged.reason.value, "journaled", type="ApprovalRefused"
+                )
+            self._decision = judged
         step = judged.step
         await workflow.wait_condition(
             lambda: step in self._decision_refs or step in self._abandoned or self._closed

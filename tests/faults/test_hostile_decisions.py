@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
 from examples.orders import Shop
+from sagacity.approvals import approval_hash
 from sagacity.phases import Phase, SagaStatus
 from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox
@@ -92,7 +94,17 @@ async def test_six_hundred_junk_decisions_journal_at_most_the_cap(
     assert closed.result["refused_decisions"] == {"0": 600, str(p.step): 3}
 
 
-@pytest.mark.parametrize("actor", ["sagacity:timeout", "sagacity:cancelled", "SAGACITY:x"])
+@pytest.mark.parametrize(
+    "actor",
+    [
+        "sagacity:timeout",
+        "sagacity:cancelled",
+        "SAGACITY:x",
+        "\uff53\uff41\uff47\uff41\uff43\uff49\uff54\uff59\uff1atimeout",  # fullwidth
+        "s\u0430gacity:timeout",  # a Cyrillic a
+        "saga\u200bcity:cancelled",  # a zero-width space
+    ],
+)
 async def test_reserved_actors_are_refused_on_every_door(
     pg_saga: Any, pg_store: JournalStore, actor: str
 ) -> None:
@@ -165,6 +177,47 @@ async def test_late_decisions_never_change_how_a_saga_ends(
     closed = [e for e in pg_store.entries(handle.id) if e.phase is Phase.SAGA_CLOSED]
     assert closed[0].result["status"] == "COMPENSATED"
     assert closed[0].seq == max(e.seq for e in pg_store.entries(handle.id))
+
+
+SHIP = ToolCall(tool="ship_order", args={"address": "1 Main St"})
+
+
+async def test_a_decision_for_a_step_not_reached_yet_waits_for_it(
+    pg_saga: Any, pg_store: JournalStore, shop: Shop
+) -> None:
+    """After a lost worker the journal can already show a request (AWAITING_APPROVAL was
+    written) that the replaying workflow has not re-reached: a human answering it is early,
+    not wrong. Here the saga is still in step 1 when the approval of step 2 and a junk
+    decision naming step 9 arrive: both wait, and are judged when step 2 asks for approval
+    (the approval accepted, the junk refused as being about another step)."""
+    shop.set_fault("ship_delay", "600")  # step 1 waits until the fault is cleared
+    handle = await pg_saga(SagaInput(plan=[SHIP, WIRE]))
+    await eventually(lambda: _ready([e for e in pg_store.entries(handle.id) if e.step == 1], 1))
+    good = approval_hash(WIRE.tool, {**WIRE.args, "currency": "EUR"})
+    early = {"step": 2, "payload_sha256": good, "approver": "alice"}
+    await handle.signal("approve", early)
+    await handle.signal("approve", {**early, "step": 9})
+
+    async def signalled() -> list[int] | None:
+        events = list((await handle.fetch_history()).events)
+        kinds = [e.event_type for e in events]
+        return kinds if kinds.count(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED) == 2 else None
+
+    before = await eventually(signalled)  # both decisions are in the history, step 1 runs
+    assert EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED not in before
+    shop.set_fault("ship_delay", "0")
+    result = await asyncio.wait_for(handle.result(), 60)
+
+    assert result.status is SagaStatus.COMPLETED, result
+    assert [w["key"] for w in shop.wires()] == [f"{handle.id}:2"]
+    entries = list(pg_store.entries(handle.id))
+    approved = [e for e in entries if e.phase is Phase.APPROVED]
+    assert [(e.step, e.actor) for e in approved] == [(2, "alice")]
+    refused = refusals(pg_store, handle.id)
+    assert [(e.step, e.input["step"]) for e in refused] == [(0, 9)]
+    assert (refused[0].error or "").startswith("WRONG_STEP")
+    closed = next(e for e in entries if e.phase is Phase.SAGA_CLOSED)
+    assert refused[0].seq < closed.seq == max(e.seq for e in entries)
 
 
 class Impostor:
