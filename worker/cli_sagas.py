@@ -40,6 +40,7 @@ from worker.render import pending_list, saga_overview, sagas_table, steps_table
 from worker.settings import Settings
 from worker.task_queues import require_pollers, task_queue_pollers
 from workflows.models import ModelSettings, SagaInput, SagaResult, SagaView, StepReport, ToolCall
+from workflows.start_input import check_start_fields
 
 RUNNING = WorkflowExecutionStatus.RUNNING.name
 COMPLETED = WorkflowExecutionStatus.COMPLETED.name
@@ -83,10 +84,15 @@ def read_plan(path: Path, settings: Settings, approvers: list[str] | None) -> Sa
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno} column {exc.colno}"
         raise fail(f"{source} is not JSON: {exc.msg} at {where}") from None
+    try:  # the start door's own checks, on the file as written (unknown fields included)
+        if isinstance(data, list | dict):
+            check_start_fields({"plan": data} if isinstance(data, list) else data)
+    except SagacityError as exc:
+        raise fail(f"{source}: {exc}") from None
     try:
         if isinstance(data, list):
             return SagaInput(
-                plan=[ToolCall.model_validate(call) for call in data],
+                plan=[ToolCall.model_validate_json(json.dumps(call), strict=True) for call in data],
                 approval_timeout_seconds=settings.approval_timeout_seconds,
                 approvers=approvers,
             )
@@ -94,7 +100,7 @@ def read_plan(path: Path, settings: Settings, approvers: list[str] | None) -> Sa
             raise fail(f"{source} must hold a list of tool calls or a saga input object")
         if "approval_timeout_seconds" not in data:
             data = {**data, "approval_timeout_seconds": settings.approval_timeout_seconds}
-        inp = SagaInput.model_validate(data)
+        inp = SagaInput.model_validate_json(json.dumps(data), strict=True)  # no coercion
     except ValidationError as exc:
         raise fail(_validation_message(source, exc)) from None
     return inp.model_copy(update={"approvers": approvers}) if approvers else inp

@@ -15,6 +15,7 @@ otherwise plant an "executed" step and have a refund run on someone else's charg
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from temporalio import workflow
@@ -23,6 +24,7 @@ from temporalio.common import RawValue
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
+    from activities.models import ToolCall
     from sagacity.approvals import RESERVED_ACTOR_PREFIX, is_reserved_actor
     from sagacity.bounds import (
         MAX_ARGS_BYTES,
@@ -51,8 +53,18 @@ def _check_calls(calls: Any, where: str) -> None:
         if not isinstance(call, dict):
             continue
         tool = call.get("tool")
+        unknown = sorted(set(call) - set(ToolCall.model_fields))
+        if unknown:  # {"tool": ..., "arg": {...}} would run the tool with its defaults
+            raise SagaInputError(
+                f"{where} {index + 1} ({echo(tool)}) has unknown field(s) "
+                f"{', '.join(echo(k, 40) for k in unknown[:5])}; a call has "
+                f"{', '.join(ToolCall.model_fields)}"
+            )
         what = f"{where} {index + 1} ({echo(tool)}) arguments"
         check_value(call.get("args"), what, max_bytes=MAX_ARGS_BYTES)
+
+
+_DEFAULT_MAX_STEPS = SagaInput.model_fields["max_steps"].default
 
 
 def check_start_fields(data: Any, *, continued: bool = False) -> None:
@@ -74,6 +86,12 @@ def check_start_fields(data: Any, *, continued: bool = False) -> None:
         )
     check_value(data, "the saga's input", max_depth=MAX_DEPTH + STRUCTURE_DEPTH)
     _check_calls(data.get("plan"), "plan step")
+    plan, max_steps = data.get("plan"), data.get("max_steps", _DEFAULT_MAX_STEPS)
+    if isinstance(plan, list) and isinstance(max_steps, int) and len(plan) > max_steps:
+        raise SagaInputError(
+            f"the plan has {len(plan)} steps but max_steps is {max_steps}: it would run "
+            f"{max_steps} of them and then undo them; raise max_steps or split the plan"
+        )
     model = data.get("model")
     if isinstance(model, dict) and isinstance(model.get("script"), list):
         for turn, scripted in enumerate(model["script"]):
@@ -106,7 +124,11 @@ def decode_run_input(raw: RawValue, *, continued: bool) -> SagaRunInput:
         ) from exc
     check_start_fields(data, continued=continued)
     try:
-        return SagaRunInput.model_validate(data)
+        if continued:  # the saga's own hand-over: its types are already exact
+            return SagaRunInput.model_validate(data)
+        # A caller's input is validated strictly, as the JSON it is: "7" for max_steps or
+        # "yes" for a flag is a mistake to hear about at start, not a value to guess.
+        return SagaRunInput.model_validate_json(json.dumps(data), strict=True)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"

@@ -84,6 +84,8 @@ async def test_start_from_a_full_saga_input_file_and_stdin(cli: CliHarness) -> N
         ("{not json", "is not JSON"),
         (json.dumps([{"tool": "charge_card", "args": [1]}]), "not a valid saga input"),
         (json.dumps({"plan": [CHARGE], "max_steps": 0}), "max_steps"),
+        (json.dumps({"plan": [CHARGE], "max_steps": "7"}), "max_steps"),  # not coerced
+        (json.dumps([{"tool": "charge_card", "args": {}, "max_steps": 1}]), "max_steps"),
         (json.dumps(7), "list of tool calls or a saga input object"),
     ],
 )

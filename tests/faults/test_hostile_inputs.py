@@ -30,6 +30,7 @@ from sagacity.tools import irreversible, tool
 from worker.app import new_worker
 from worker.client import start_saga
 from workflows.models import SagaInput, SagaResult
+from workflows.start_input import SagaInputError
 
 pytestmark = [pytest.mark.temporal, pytest.mark.postgres]
 
@@ -172,6 +173,38 @@ async def test_unknown_start_fields_are_refused(hostile: Harness) -> None:
     handle = await hostile.start_raw({"plan": [CHARGE], "run_as_admin": True})
     assert "run_as_admin" in await refused_at_start(handle)
     assert hostile.shop.charges() == []
+    # A misspelt "args" would run the tool with its defaults: refused, not ignored.
+    handle = await hostile.start_raw({"plan": [{"tool": "charge_card", "arg": {"amount": 9}}]})
+    assert "unknown field(s) 'arg'" in await refused_at_start(handle)
+    assert hostile.shop.calls() == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("max_steps", "7"), ("approval_timeout_seconds", "60"), ("tool_attempts", 2.0)],
+)
+async def test_start_values_are_not_coerced(hostile: Harness, field: str, value: Any) -> None:
+    """A string where a number or a list belongs is the caller's mistake: refused at start
+    naming the field, not quietly turned into something the caller may not have meant."""
+    handle = await hostile.start_raw({"plan": [CHARGE], field: value})
+    message = await refused_at_start(handle)
+    assert field in message and "invalid saga input" in message
+    assert hostile.shop.calls() == []
+
+
+async def test_a_plan_longer_than_max_steps_is_refused_at_start(hostile: Harness) -> None:
+    """It used to run max_steps steps, hit the limit and undo them all."""
+    body = {"plan": [CHARGE] * 4, "max_steps": 3}
+    handle = await hostile.start_raw(body)
+    assert "the plan has 4 steps but max_steps is 3" in await refused_at_start(handle)
+    assert hostile.shop.calls() == [] and phases(hostile.store, handle.id) == []
+    with pytest.raises(SagaInputError, match="max_steps"):
+        await start_saga(
+            hostile.client,
+            SagaInput.model_validate(body),
+            saga_id=f"c-{uuid.uuid4().hex[:8]}",
+            task_queue=hostile.task_queue,
+        )
 
 
 # ---- values that would wedge the saga ----------------------------------------------------------

@@ -122,6 +122,12 @@ def test_start_fields_door() -> None:
     for look_alike in ["Sagacity:timeout", "\uff53agacity\uff1atimeout", "s\u0430gacity:x"]:
         with pytest.raises(SagaInputError, match="reserved prefix"):
             check_start_fields({"goal": "g", "approvers": [look_alike]})
+    step = {"tool": "x", "args": {}}
+    check_start_fields({"plan": [step] * 50})  # the default max_steps
+    with pytest.raises(SagaInputError, match="the plan has 51 steps but max_steps is 50"):
+        check_start_fields({"plan": [step] * 51})
+    with pytest.raises(SagaInputError, match="the plan has 4 steps but max_steps is 3"):
+        check_start_fields({"plan": [step] * 4, "max_steps": 3})
     with pytest.raises(BoundsError, match="plan step 1"):
         check_start_fields({"plan": [{"tool": "x", "args": {"a": "x" * (MAX_ARGS_BYTES + 1)}}]})
     turn = {"tool_calls": [{"tool": "x", "args": {"a": nested(33)}}]}
