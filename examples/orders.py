@@ -182,7 +182,8 @@ class Shop:
     @compensation
     def refund_card(self, ctx: CompensationContext) -> dict[str, Any]:
         delay = float(self.fault("refund_delay") or 0)
-        if delay:
+        if delay:  # tests wait for this mark (the refund is in its delay), not for a clock
+            self.set_fault("refund_delaying", ctx.idempotency_key)
             time.sleep(delay)
         with self._db() as db:  # logged in its own transaction: failed attempts count too
             self._log(db, "refund_card", ctx.idempotency_key, ctx.attempt)

@@ -246,8 +246,8 @@ async def test_killed_during_a_compensation(
         tool_heartbeat_timeout_seconds=3, tool_timeout_seconds=8,
     )  # fmt: skip
     # The compensation runner fences the step before calling refund_card.
-    await eventually(lambda: pg_store.is_fenced(handle.id, 2), 30, "compensation of step 2")
-    await asyncio.sleep(0.3)  # inside refund_card's delay now
+    await eventually(lambda: shop.fault("refund_delaying"), 30, "refund_card in its delay")
+    assert pg_store.is_fenced(handle.id, 2)  # the runner fences the step before refunding
 
     workers.kill(first)
     assert shop.calls("refund_card") == []

@@ -140,10 +140,9 @@ async def test_journal_cut_while_a_tool_runs_then_restored(
     await eventually(lambda: ("INTENT", 3) in phases(pg_store, handle.id), 20, "INTENT 3")
 
     cut = proxied.proxy.cut()
-    await eventually(
-        lambda: any("EXECUTED step 3" in e for e in proxied.store.errors), 10, "EXECUTED failing"
+    await eventually(  # the outage lasts: the retry's reconnects are refused too
+        lambda: proxied.proxy.stats().refused >= 2, 10, "refused reconnects"
     )
-    await asyncio.sleep(2)  # the outage lasts: retries hit it too
     assert ("EXECUTED", 3) not in phases(pg_store, handle.id)
     proxied.proxy.restore()
 
@@ -195,10 +194,20 @@ async def test_outage_longer_than_the_heartbeat_timeout_keeps_the_outcome(
     )
     await eventually(lambda: ("INTENT", 2) in phases(pg_store, handle.id), 20, "INTENT 2")
     proxied.proxy.cut()
+    cut_at = time.time()
     await eventually(
         lambda: any("EXECUTED step 2" in e for e in proxied.store.errors), 10, "EXECUTED failing"
     )
-    await asyncio.sleep(8)
+
+    async def heartbeat_beyond_two_timeouts() -> bool:
+        """The server saw the attempt heartbeat more than two heartbeat timeouts into the
+        outage: it would have been declared lost by now had it stopped."""
+        pending = (await handle.describe()).raw_description.pending_activities
+        beats = [a.last_heartbeat_time.ToDatetime().timestamp() for a in pending]
+        return any(beat - cut_at > 2 * 3 for beat in beats)
+
+    await eventually(heartbeat_beyond_two_timeouts, 20, "heartbeats through the outage")
+    assert ("EXECUTED", 2) not in phases(pg_store, handle.id)  # the outage still holds
     proxied.proxy.restore()
 
     result = await asyncio.wait_for(handle.result(), 40)
@@ -231,8 +240,12 @@ async def test_journal_cut_under_many_sagas_then_restored(
         lambda: sum(("INTENT", 3) in phases(pg_store, h.id) for h in handles) >= 4, 20, "progress"
     )
     proxied.proxy.cut()
-    await asyncio.sleep(3)
-    assert proxied.store.failures.total() >= 1
+    # Held until several journal calls have failed and reconnects are being refused.
+    await eventually(
+        lambda: proxied.store.failures.total() >= 3 and proxied.proxy.stats().refused >= 1,
+        20,
+        "journal calls failing",
+    )
     proxied.proxy.restore()
 
     results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 45)
@@ -291,14 +304,12 @@ async def test_worker_refuses_to_start_without_its_journal(
             task_queue,
         ]
         workers = WorkerProcesses(tmp_path, worker_env(address, tmp_path / "shop.db"), args)
-        started = time.monotonic()
         proc = workers.start()
         try:
             code = proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             workers.stop_all()
             pytest.fail(f"worker still running without its journal:\n{workers.output(proc)}")
-        elapsed = time.monotonic() - started
         stats = proxy.stats()
 
     assert code == 1, workers.output(proc)
@@ -308,7 +319,6 @@ async def test_worker_refuses_to_start_without_its_journal(
     assert "Traceback" not in workers.output(proc)
     assert "sagacity worker:" not in workers.output(proc, "out")  # the banner never printed
     assert (stats.refused if fault == "refused" else stats.blackholed) >= 1, stats
-    assert elapsed < 20, elapsed
 
     # Nothing polled the task queue, and the saga waiting there was never picked up.
     described = await client.workflow_service.describe_task_queue(

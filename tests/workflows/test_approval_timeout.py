@@ -169,12 +169,11 @@ async def test_approval_times_out_after_an_hour_on_skipped_time(
             assert pending.deadline - pending.requested_at == timedelta(hours=1)
 
             skipped_from = await env.get_current_time()
-            started = time.monotonic()
-            result = await asyncio.wait_for(handle.result(), 30)  # awaiting result skips time
-            real_s = time.monotonic() - started
+            # Awaiting the result skips time: the hour passes on the server's clock (the
+            # wait_for only keeps a broken skip from hanging the suite).
+            result = await asyncio.wait_for(handle.result(), 120)
             skipped = await env.get_current_time() - skipped_from
         assert skipped >= timedelta(hours=1), skipped
-        assert real_s < 30
         _assert_timed_out_and_compensated(result, store, shop, 3600)
     finally:
         store.close()
