@@ -619,13 +619,22 @@ class AgentSagaWorkflow:
         else:
             workflow.logger.warning("signal %r is not one this saga takes; ignored", name)
 
-    @workflow.update(name="decide")
-    async def decide(self, raw: Any = None) -> DecisionResult:
-        return await self._gate.on_update(raw)
+    # The `decide` update is dynamic for the same reason: a named handler's arguments are
+    # decoded before the validator runs, and an update whose body cannot be decoded, or
+    # that has two arguments, would be rejected by the SDK with no history: no evidence.
+    @workflow.update(dynamic=True)
+    async def on_update(self, name: str, args: Sequence[RawValue]) -> DecisionResult:
+        return await self._gate.on_update(_one(tuple(_decoded(a) for a in args)))
 
-    @decide.validator
-    def _validate_decide(self, raw: Any = None) -> None:
-        self._gate.validate(raw)
+    @on_update.validator
+    def _validate_update(self, name: str, args: Sequence[RawValue]) -> None:
+        if name != DECIDE_UPDATE:
+            raise ApplicationError(
+                f"update {name[:100]!r} is not one this saga takes; decisions go through "
+                f"{DECIDE_UPDATE!r}",
+                type="UnknownUpdate",
+            )
+        self._gate.validate(_one(tuple(_decoded(a) for a in args)))
 
     @workflow.query(name="status")
     def status(self) -> SagaView:
@@ -647,15 +656,18 @@ class AgentSagaWorkflow:
         return self._gate.pending_view()
 
 
+DECIDE_UPDATE = "decide"
+
+
 def _decoded(raw: RawValue) -> Any:
-    """The JSON value of one signal argument, or a short description of why it has none
+    """The JSON value of one signal or update argument, or a short description of why it has none
     (kept as evidence; the judge refuses it as MALFORMED)."""
     try:
         return workflow.payload_converter().from_payload(raw.payload)
     except Exception as exc:  # any decoding failure is the sender's, not the saga's
         encoding = raw.payload.metadata.get("encoding", b"").decode("utf-8", "replace")
         return (
-            f"undecodable signal argument ({encoding or 'no encoding'}, "
+            f"undecodable argument ({encoding or 'no encoding'}, "
             f"{len(raw.payload.data)} bytes): {type(exc).__name__}: {exc}"
         )[:1_000]
 

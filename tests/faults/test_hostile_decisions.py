@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.common import RawValue
 from temporalio.testing import WorkflowEnvironment
 
 from examples.orders import Shop
@@ -142,6 +144,33 @@ async def test_a_raw_update_refusal_is_evidence(pg_saga: Any, pg_store: JournalS
     assert refused.error.startswith("HASH_MISMATCH") and refused.actor == "alice"
     await handle.signal("reject", {**body(p), "reason": "no"})
     assert (await handle.result()).status is SagaStatus.COMPENSATED
+
+
+async def test_a_raw_update_the_converter_cannot_take_is_evidence(
+    pg_saga: Any, pg_store: JournalStore
+) -> None:
+    """Two arguments, an unknown encoding, bytes that are not JSON: a named handler would
+    have had the SDK reject them before any saga code ran, leaving no history at all."""
+    handle = await pg_saga(SagaInput(plan=[WIRE]))
+    p = await pending(handle)
+    bad_bodies: list[list[Any]] = [
+        [{**body(p), "approve": True}, {**body(p), "approve": True}],
+        [RawValue(Payload(metadata={"encoding": b"binary/x"}, data=b"\0"))],
+        [RawValue(Payload(metadata={"encoding": b"json/plain"}, data=b"{not json"))],
+    ]
+    for args in bad_bodies:
+        with pytest.raises(WorkflowUpdateFailedError) as refused_update:
+            await handle.execute_update("decide", args=args, result_type=DecisionResult)
+        assert "MALFORMED" in str(refused_update.value.cause)
+    with pytest.raises(WorkflowUpdateFailedError, match="update failed"):  # not a decision
+        await handle.execute_update("approve_all", {**body(p)}, result_type=DecisionResult)
+    refused = await eventually(lambda: _ready(refusals(pg_store, handle.id), 3))
+    assert [(e.error or "").split(":")[0] for e in refused] == ["MALFORMED"] * 3
+    assert "undecodable argument (binary/x" in str(refused[1].input)
+    assert (await pending(handle)).step == p.step  # nothing decided
+    await handle.signal("approve", body(p))
+    assert (await handle.result()).status is SagaStatus.COMPLETED
+    assert len(refusals(pg_store, handle.id)) == 3  # the unknown update left nothing
 
 
 @pytest.mark.parametrize("run", range(5))
