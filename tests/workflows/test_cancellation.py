@@ -70,7 +70,8 @@ async def test_second_cancel_during_compensation_does_not_abandon_it(saga) -> No
     await pending(handle)
 
     await handle.cancel()
-    await eventually(lambda: _async(saga.shop.calls("refund_card")))  # compensation running
+    # The refund is in its delay: the saga is compensating, well before it closes.
+    await eventually(lambda: _async(saga.shop.fault("refund_delaying")))
     await handle.cancel()
     with pytest.raises(WorkflowFailureError):
         await handle.result()
@@ -92,7 +93,8 @@ async def test_a_decision_racing_a_cancel_never_hangs_the_saga(saga) -> None:
     handle = await saga.start(SagaInput(plan=[RESERVE, CHARGE, WIRE]))
     p = await pending(handle)
     await handle.cancel()
-    await eventually(lambda: _async(saga.shop.calls("refund_card")))
+    # The refund is in its delay: the saga is compensating, well before it closes.
+    await eventually(lambda: _async(saga.shop.fault("refund_delaying")))
     with pytest.raises(WorkflowUpdateFailedError):
         await handle.execute_update("decide", {**decision(p), "approve": True})
     with pytest.raises(WorkflowFailureError):
