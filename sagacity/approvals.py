@@ -31,7 +31,7 @@ from pydantic import (
 )
 
 from sagacity.canonical import JsonValue, payload_sha256
-from sagacity.lookalikes import skeleton
+from sagacity.lookalikes import may_read_as, skeleton
 
 APPROVER_MAX_CHARS = 256
 RESERVED_ACTOR_PREFIX = "sagacity:"
@@ -42,7 +42,16 @@ decision may carry one, so the journal never shows a person's decision as the sy
 def is_reserved_actor(name: str) -> bool:
     """Whether `name` reads as one of the saga's own actors: compared by its skeleton, so
     fullwidth letters, a Cyrillic "a" (U+0430) or a zero-width space does not get through."""
-    return skeleton(name).startswith(RESERVED_ACTOR_PREFIX)
+    if skeleton(name).startswith(RESERVED_ACTOR_PREFIX):
+        return True
+    # Written with anything outside ASCII, a name whose letters could read as "sagacity"
+    # is refused whatever follows them: look-alike colons and letters are too many to
+    # list (U+A4FD, U+0903, a Latin script g...). ASCII names keep the exact rule, so
+    # "sagacity-ops" stays a person's name.
+    return not name.isascii() and may_read_as(name, _RESERVED_WORD)
+
+
+_RESERVED_WORD = RESERVED_ACTOR_PREFIX.rstrip(":")
 
 
 REASON_MAX_CHARS = 2_000

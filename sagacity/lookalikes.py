@@ -50,4 +50,16 @@ def skeleton(text: str) -> str:
     return "".join(kept).casefold()
 
 
-__all__ = ["BLANK_LETTERS", "LOOKALIKES", "skeleton"]
+def may_read_as(text: str, word: str) -> bool:
+    """Whether `text` could read as starting with the ASCII letters `word` to someone who
+    cannot tell its non-ASCII characters apart: with marks, format characters, spaces and
+    punctuation dropped, every non-ASCII letter counts as a match for any letter. No
+    table of look-alikes is complete (there are thousands); this errs on the side of
+    "could": "sagacity" with a Latin script g (U+0261) matches, "Søren" does not."""
+    letters = [c for c in skeleton(text) if unicodedata.category(c)[0] in "LN"]
+    if len(letters) < len(word):
+        return False
+    return all(c == w or not c.isascii() for c, w in zip(letters, word, strict=False))
+
+
+__all__ = ["BLANK_LETTERS", "LOOKALIKES", "may_read_as", "skeleton"]

@@ -85,8 +85,11 @@ class AgentSagaWorkflow:
         # The input is taken raw and decoded here, so an input that cannot be decoded or
         # breaks the bounds fails this saga at once instead of every workflow task.
         self._refused_input: str | None = None
+        continued = workflow.info().continued_run_id is not None
+        # Sagas started before the stricter start door replay with the checks they passed.
+        strict = not continued and workflow.patched("strict-start-door")
         try:
-            inp = decode_run_input(raw, continued=workflow.info().continued_run_id is not None)
+            inp = decode_run_input(raw, continued=continued, strict=strict)
         except SagacityError as exc:
             self._refused_input = f"{type(exc).__name__}: {exc}"
             inp = SagaRunInput()
@@ -141,14 +144,16 @@ class AgentSagaWorkflow:
                 non_retryable=True,
             )
         inp = self._inp
+        self._publish()
         # Every patch is asked here, in the first activation, before any await: on replay
         # core only knows of a patch marker once it has reached the workflow task that
         # holds it, so a patch asked after a local activity can read False on replay
-        # although the original run recorded it (a NondeterminismError).
-        pin_worker = workflow.patched("pin-worker-identity")
-        self._check_whole_plan = workflow.patched("check-whole-plan")
+        # although the original run recorded it (a NondeterminismError). Patches that
+        # older histories recorded later are asked again in their old place, under their
+        # old ids, when the at-start id is absent (so those histories replay as they ran).
+        pin_worker = workflow.patched("pin-worker-identity")  # where it always was
+        self._check_whole_plan = workflow.patched("check-whole-plan-at-start")
         self._journal_abandoned = workflow.patched("journal-abandoned-approval-at-start")
-        self._publish()
         if inp.carry is None:
             if pin_worker:
                 self._worker = await workflow.execute_local_activity(
@@ -222,7 +227,7 @@ class AgentSagaWorkflow:
         if (
             self._inp.plan is not None
             and first_run
-            and self._check_whole_plan
+            and (self._check_whole_plan or workflow.patched("check-whole-plan"))
             and await self._plan_problems()
         ):
             return

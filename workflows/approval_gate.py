@@ -66,6 +66,8 @@ ELSEWHERE = 0
 DEFERRED_LIMIT = 32
 """Decisions about a step not reached yet that may wait for it at once (each waiting
 decision is a coroutine the workflow keeps; junk naming future steps cannot pile up)."""
+MESSAGE_LIMIT = 2_000
+"""Characters of a refusal's sentence (journaled as its error, returned to the sender)."""
 EVIDENCE_LIMIT = 4_096
 """Bytes (UTF-8) of a refused decision kept whole as evidence; larger ones are kept as a
 prefix, their size and their hash."""
@@ -385,7 +387,10 @@ class ApprovalGate:
 
 
 def _message(refusal: Refusal) -> str:
-    return f"{refusal.reason.value}: {refusal.detail}"
+    """The refusal as a sentence, cut to a bound: its detail can quote the sender's
+    values (a 200 KB `approve` field), and the raw body is already kept, bounded."""
+    text = f"{refusal.reason.value}: {refusal.detail}"
+    return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…"
 
 
 def _field(raw: Any, name: str, kind: type) -> Any:

@@ -22,9 +22,9 @@ from temporalio import workflow
 from temporalio.common import RawValue
 
 with workflow.unsafe.imports_passed_through():
-    from pydantic import ValidationError
+    from pydantic import BaseModel, ValidationError
 
-    from activities.models import ToolCall
+    from activities.models import ModelSettings, ModelTurn, ToolCall
     from sagacity.approvals import RESERVED_ACTOR_PREFIX, is_reserved_actor
     from sagacity.bounds import (
         MAX_ARGS_BYTES,
@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
         check_value,
         echo,
     )
+    from sagacity.canonical import canonical_bytes
     from sagacity.errors import BoundsError, ForgedStateError, SagacityError
     from workflows.models import SagaInput, SagaRunInput
 
@@ -46,33 +47,49 @@ class SagaInputError(SagacityError, ValueError):
     of range): nothing was started."""
 
 
-def _check_calls(calls: Any, where: str) -> None:
+def _check_calls(calls: Any, where: str, *, strict: bool) -> None:
     if not isinstance(calls, list):
         return
     for index, call in enumerate(calls):
         if not isinstance(call, dict):
             continue
         tool = call.get("tool")
-        unknown = sorted(set(call) - set(ToolCall.model_fields))
-        if unknown:  # {"tool": ..., "arg": {...}} would run the tool with its defaults
-            raise SagaInputError(
-                f"{where} {index + 1} ({echo(tool)}) has unknown field(s) "
-                f"{', '.join(echo(k, 40) for k in unknown[:5])}; a call has "
-                f"{', '.join(ToolCall.model_fields)}"
-            )
+        _no_unknown(call, ToolCall, f"{where} {index + 1} ({echo(tool)})", strict=strict)
         what = f"{where} {index + 1} ({echo(tool)}) arguments"
         check_value(call.get("args"), what, max_bytes=MAX_ARGS_BYTES)
+        if strict and isinstance(call.get("args"), dict):
+            try:  # 2**60 or NaN would pass here and fail the journal's first entry
+                canonical_bytes(call["args"], what=what)
+            except SagacityError as exc:
+                raise SagaInputError(f"{exc}; send numbers JSON can carry exactly") from exc
+
+
+def _no_unknown(data: dict[str, Any], model: type[BaseModel], where: str, *, strict: bool) -> None:
+    """A misspelt field (`arg` for `args`, `scrpt`, `temprature`) would be ignored and the
+    saga run with defaults the caller did not choose: refused in a caller's input."""
+    unknown = sorted(set(data) - set(model.model_fields))
+    if unknown and strict:
+        raise SagaInputError(
+            f"{where} has unknown field(s) {', '.join(echo(k, 40) for k in unknown[:5])}; "
+            f"it has {', '.join(model.model_fields)}"
+        )
 
 
 _DEFAULT_MAX_STEPS = SagaInput.model_fields["max_steps"].default
 
 
-def check_start_fields(data: Any, *, continued: bool = False) -> None:
+def check_start_fields(data: Any, *, continued: bool = False, strict: bool = True) -> None:
     """Refuse a start input (JSON form) that names unknown or internal fields, nests too
-    deep, carries oversized arguments or names a reserved approver. Raises a SagacityError
-    subclass naming the field and what to do."""
+    deep, carries oversized arguments or numbers JSON cannot carry exactly, has a plan
+    longer than `max_steps` or names an approver that reads as the saga's own. Raises a
+    SagacityError subclass naming the field and what to do.
+
+    `strict=False` keeps the checks of the first hardened version only: a workflow
+    replaying a saga started before the stricter checks (and every continued run, whose
+    input the saga wrote itself) must decode what it accepted then."""
     if not isinstance(data, dict):
         raise SagaInputError(f"a saga's input is a JSON object (SagaInput), not {type(data)}")
+    strict = strict and not continued
     unknown = sorted(set(data) - set(SagaInput.model_fields) - _INTERNAL_FIELDS)
     if unknown and not continued:  # a field this version cannot honour must not be ignored
         raise SagaInputError(
@@ -85,30 +102,40 @@ def check_start_fields(data: Any, *, continued: bool = False) -> None:
             "own next run; start sagas with SagaInput's public fields only"
         )
     check_value(data, "the saga's input", max_depth=MAX_DEPTH + STRUCTURE_DEPTH)
-    _check_calls(data.get("plan"), "plan step")
+    _check_calls(data.get("plan"), "plan step", strict=strict)
     plan, max_steps = data.get("plan"), data.get("max_steps", _DEFAULT_MAX_STEPS)
-    if isinstance(plan, list) and isinstance(max_steps, int) and len(plan) > max_steps:
+    if strict and isinstance(plan, list) and isinstance(max_steps, int) and len(plan) > max_steps:
         raise SagaInputError(
             f"the plan has {len(plan)} steps but max_steps is {max_steps}: it would run "
             f"{max_steps} of them and then undo them; raise max_steps or split the plan"
         )
     model = data.get("model")
-    if isinstance(model, dict) and isinstance(model.get("script"), list):
-        for turn, scripted in enumerate(model["script"]):
+    if isinstance(model, dict):
+        _no_unknown(model, ModelSettings, "model", strict=strict)
+        for turn, scripted in enumerate(model.get("script") or []):
             if isinstance(scripted, dict):
-                _check_calls(scripted.get("tool_calls"), f"script turn {turn + 1} call")
+                _no_unknown(scripted, ModelTurn, f"script turn {turn + 1}", strict=strict)
+                where = f"script turn {turn + 1} call"
+                _check_calls(scripted.get("tool_calls"), where, strict=strict)
     approvers = data.get("approvers")
     if isinstance(approvers, list):
         for name in approvers:
-            if isinstance(name, str) and is_reserved_actor(name):
+            reserved = is_reserved_actor if strict else _reserved_by_prefix
+            if isinstance(name, str) and reserved(name):
                 raise SagaInputError(
                     f"approver {echo(name)} reads as the reserved prefix "
                     f"{RESERVED_ACTOR_PREFIX!r} (the saga's own actors); name people"
                 )
 
 
-def decode_run_input(raw: RawValue, *, continued: bool) -> SagaRunInput:
-    """The run input, or a SagacityError saying why the saga must not start."""
+def _reserved_by_prefix(name: str) -> bool:
+    """The first hardened version's check, kept for replaying what it accepted."""
+    return name.strip().lower().startswith(RESERVED_ACTOR_PREFIX)
+
+
+def decode_run_input(raw: RawValue, *, continued: bool, strict: bool = True) -> SagaRunInput:
+    """The run input, or a SagacityError saying why the saga must not start (`strict`:
+    see `check_start_fields`)."""
     size = len(raw.payload.data)
     if not continued and size > MAX_START_INPUT_BYTES:
         raise BoundsError(
@@ -122,9 +149,9 @@ def decode_run_input(raw: RawValue, *, continued: bool) -> SagaRunInput:
             f"the saga's input cannot be decoded ({type(exc).__name__}: {str(exc)[:200]}); "
             f"values may nest at most {MAX_DEPTH} levels"
         ) from exc
-    check_start_fields(data, continued=continued)
+    check_start_fields(data, continued=continued, strict=strict)
     try:
-        if continued:  # the saga's own hand-over: its types are already exact
+        if continued or not strict:  # the saga's own hand-over, or a saga started before
             return SagaRunInput.model_validate(data)
         # A caller's input is validated strictly, as the JSON it is: "7" for max_steps or
         # "yes" for a flag is a mistake to hear about at start, not a value to guess.

@@ -314,6 +314,7 @@ MALFORMED: list[tuple[str, Any, str]] = [
     ("huge reason", {"reason": HUGE}, "MALFORMED"),
     ("huge hash", {"payload_sha256": HUGE}, "MALFORMED"),
     ("huge unknown field", {"note": HUGE}, "MALFORMED"),
+    ("huge approve", {"approve": HUGE}, "MALFORMED"),
 ]
 
 
@@ -335,9 +336,10 @@ async def test_malformed_decisions_are_refused_and_journaled(saga: Any) -> None:
     refused = await refusals(saga, handle, len(sent))
     assert sorted(reasons(refused)) == sorted(sent), list(zip(reasons(refused), sent, strict=False))
     huge = [e for e in refused if isinstance(e.input, dict) and "prefix" in e.input]
-    assert len(huge) == 4
+    assert len(huge) == 5
     assert all(e.input["bytes"] > 1_500_000 and len(e.input["prefix"]) <= 4_096 for e in huge)
     assert all(len(e.input_json) < 10_000 for e in refused)  # evidence bounded, not copied
+    assert all(len(e.error or "") <= 2_200 for e in refused)  # and the sentence too
 
     for _, change, reason in MALFORMED[:12]:  # the update refuses the same things
         decision = body(p, **change) if isinstance(change, dict) else change

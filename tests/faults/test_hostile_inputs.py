@@ -173,6 +173,13 @@ async def test_unknown_start_fields_are_refused(hostile: Harness) -> None:
     handle = await hostile.start_raw({"plan": [CHARGE], "run_as_admin": True})
     assert "run_as_admin" in await refused_at_start(handle)
     assert hostile.shop.charges() == []
+    # Misspelt fields would run with defaults the caller did not choose: refused.
+    for misspelt, named in [
+        ({"model": {"provider": "scripted", "scrpt": []}}, "'scrpt'"),
+        ({"model": {"script": [{"tool_call": []}]}}, "'tool_call'"),
+    ]:
+        handle = await hostile.start_raw({"goal": "g", **misspelt})
+        assert f"unknown field(s) {named}" in await refused_at_start(handle)
     # A misspelt "args" would run the tool with its defaults: refused, not ignored.
     handle = await hostile.start_raw({"plan": [{"tool": "charge_card", "arg": {"amount": 9}}]})
     assert "unknown field(s) 'arg'" in await refused_at_start(handle)
@@ -189,6 +196,16 @@ async def test_start_values_are_not_coerced(hostile: Harness, field: str, value:
     handle = await hostile.start_raw({"plan": [CHARGE], field: value})
     message = await refused_at_start(handle)
     assert field in message and "invalid saga input" in message
+    assert hostile.shop.calls() == []
+
+
+async def test_numbers_json_cannot_carry_exactly_are_refused_at_start(hostile: Harness) -> None:
+    """2**60 passed the bounds and failed the journal's first entry: the workflow ended
+    FAILED with an empty journal. Now the start door refuses it."""
+    handle = await hostile.start_raw(
+        {"plan": [{"tool": "reserve_inventory", "args": {"sku": "widget", "qty": 2**60}}]}
+    )
+    assert "send numbers JSON can carry exactly" in await refused_at_start(handle)
     assert hostile.shop.calls() == []
 
 

@@ -323,3 +323,26 @@ def test_a_disguised_reserved_name_is_still_reserved(
 @pytest.mark.parametrize("name", ["alice", "sagacity", "sagacit:y", "ops:sagacity:x"])
 def test_names_that_do_not_read_as_the_saga_are_people(name: str) -> None:
     assert not is_reserved_actor(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "sa\u0261acity:timeout",  # Latin script g
+        "sagac\u0131ty:timeout",  # dotless i
+        "saga\u03f2ity:timeout",  # Greek lunate sigma for c
+        "sagacity\ua4fdtimeout",  # Lisu letter that looks like a colon
+        "sagacity\u0903cancelled",  # Devanagari visarga (a mark: dropped by the skeleton)
+        "sagacity\ufe30timeout",  # presentation form, NFKD makes it two dots
+        "sagacity\u2982timeout",  # Z notation type colon
+    ],
+)
+def test_look_alikes_outside_any_table_are_still_reserved(name: str) -> None:
+    """No table of look-alikes is complete: a name written with anything outside ASCII
+    whose letters could read as "sagacity" is refused, whatever follows them."""
+    assert is_reserved_actor(name)
+
+
+@pytest.mark.parametrize("name", ["S\u00f8ren", "Jos\u00e9", "sagacity-ops", "\u674e\u96f7"])
+def test_people_with_non_ascii_names_are_not_reserved(name: str) -> None:
+    assert not is_reserved_actor(name)
