@@ -17,6 +17,7 @@ that ordering is guarded by the journal-order assertions of the other tests.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -83,6 +84,21 @@ def test_every_flow_has_a_committed_history_and_nothing_else() -> None:
 async def test_recorded_history_replays_deterministically(name: str) -> None:
     failure = await _replay_failure(_load(name), AgentSagaWorkflow)
     assert failure is None, f"{name}: {type(failure).__name__}: {failure}"
+
+
+EARLIER = sorted((HISTORIES / "36d9dfa").glob("*.json"))
+"""Histories recorded by the code at commit 36d9dfa (the first hardened version, with its
+patch markers recorded after local activities): sagas in flight when a newer worker
+takes over must replay. Recorded with that commit's own record_histories."""
+
+
+@pytest.mark.parametrize("path", EARLIER, ids=[p.stem for p in EARLIER])
+async def test_histories_of_earlier_code_replay(path: Path) -> None:
+    assert len(EARLIER) == len(FLOWS)
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    assert "core_patch" in path.read_text()  # they do carry the earlier patch markers
+    failure = await _replay_failure(history, AgentSagaWorkflow)
+    assert failure is None, f"{path.stem}: {type(failure).__name__}: {failure}"
 
 
 # ---- the replay test can fail ----------------------------------------------------------------
