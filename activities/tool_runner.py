@@ -194,7 +194,10 @@ class ToolRunner:
         intent = EntryDraft.new(
             req.saga_id, Phase.INTENT, step=req.step, attempt=attempt, tool=spec.name, input=args
         )
-        claim = await store_call(self.store.begin_step, intent)
+        # Retried in place: a connection lost after INTENT committed cannot say so, and
+        # a new attempt would find this one's INTENT and call the step unknown although
+        # the tool never ran; here the same attempt finds its own INTENT and keeps it.
+        claim = await retrying(self.store.begin_step, intent)
         if not claim.claimed:
             return await self._not_claimed(claim, req, base)
         assert claim.intent is not None
