@@ -37,6 +37,7 @@ APPROVER_MAX_CHARS = 256
 RESERVED_ACTOR_PREFIX = "sagacity:"
 """Actors the saga itself uses (`sagacity:timeout`, `sagacity:cancelled`...). No human
 decision may carry one, so the journal never shows a person's decision as the system's."""
+_RESERVED_WORD = RESERVED_ACTOR_PREFIX.rstrip(":")
 
 
 def is_reserved_actor(name: str) -> bool:
@@ -49,9 +50,6 @@ def is_reserved_actor(name: str) -> bool:
     # list (U+A4FD, U+0903, a Latin script g...). ASCII names keep the exact rule, so
     # "sagacity-ops" stays a person's name.
     return not name.isascii() and may_read_as(name, _RESERVED_WORD)
-
-
-_RESERVED_WORD = RESERVED_ACTOR_PREFIX.rstrip(":")
 
 
 REASON_MAX_CHARS = 2_000

@@ -32,8 +32,9 @@ LOOKALIKES: dict[str, str] = {pair[0]: pair[1] for pair in _PAIRS}
 BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f")
 """Letters (and the combining grapheme joiner) that print as nothing."""
 
-_COLONS = "\u02d0\u02f8\u0589\u05c3\u0703\u0704\u16ec\u2236\ua789\ufe30"
-"""Look-alike colons NFKC leaves alone (the fullwidth and small ones it maps itself)."""
+_COLONS = "\u02d0\u02f8\u05c3\u0703\u0704\u16ec\u2236\ua789"
+"""Look-alike colons NFKD leaves alone (it maps the fullwidth and small ones itself;
+U+0589 is in LOOKALIKES)."""
 
 
 def skeleton(text: str) -> str:

@@ -39,7 +39,7 @@ from worker.client import (
 from worker.render import pending_list, saga_overview, sagas_table, steps_table
 from worker.settings import Settings
 from worker.task_queues import require_pollers, task_queue_pollers
-from workflows.models import ModelSettings, SagaInput, SagaResult, SagaView, StepReport, ToolCall
+from workflows.models import ModelSettings, SagaInput, SagaResult, SagaView, StepReport
 from workflows.start_input import check_start_fields
 
 RUNNING = WorkflowExecutionStatus.RUNNING.name
@@ -84,22 +84,17 @@ def read_plan(path: Path, settings: Settings, approvers: list[str] | None) -> Sa
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno} column {exc.colno}"
         raise fail(f"{source} is not JSON: {exc.msg} at {where}") from None
+    if isinstance(data, list):  # the short form: just the plan
+        data = {"plan": data}
+    if not isinstance(data, dict):
+        raise fail(f"{source} must hold a list of tool calls or a saga input object")
     try:  # the start door's own checks, on the file as written (unknown fields included)
-        if isinstance(data, list | dict):
-            check_start_fields({"plan": data} if isinstance(data, list) else data)
+        check_start_fields(data)
     except SagacityError as exc:
         raise fail(f"{source}: {exc}") from None
+    if "approval_timeout_seconds" not in data:
+        data = {**data, "approval_timeout_seconds": settings.approval_timeout_seconds}
     try:
-        if isinstance(data, list):
-            return SagaInput(
-                plan=[ToolCall.model_validate_json(json.dumps(call), strict=True) for call in data],
-                approval_timeout_seconds=settings.approval_timeout_seconds,
-                approvers=approvers,
-            )
-        if not isinstance(data, dict):
-            raise fail(f"{source} must hold a list of tool calls or a saga input object")
-        if "approval_timeout_seconds" not in data:
-            data = {**data, "approval_timeout_seconds": settings.approval_timeout_seconds}
         inp = SagaInput.model_validate_json(json.dumps(data), strict=True)  # no coercion
     except ValidationError as exc:
         raise fail(_validation_message(source, exc)) from None

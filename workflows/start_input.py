@@ -54,21 +54,23 @@ def _check_calls(calls: Any, where: str, *, strict: bool) -> None:
         if not isinstance(call, dict):
             continue
         tool = call.get("tool")
-        _no_unknown(call, ToolCall, f"{where} {index + 1} ({echo(tool)})", strict=strict)
         what = f"{where} {index + 1} ({echo(tool)}) arguments"
         check_value(call.get("args"), what, max_bytes=MAX_ARGS_BYTES)
-        if strict and isinstance(call.get("args"), dict):
+        if not strict:
+            continue
+        _no_unknown(call, ToolCall, f"{where} {index + 1} ({echo(tool)})")
+        if isinstance(call.get("args"), dict):
             try:  # 2**60 or NaN would pass here and fail the journal's first entry
                 canonical_bytes(call["args"], what=what)
             except SagacityError as exc:
                 raise SagaInputError(f"{exc}; send numbers JSON can carry exactly") from exc
 
 
-def _no_unknown(data: dict[str, Any], model: type[BaseModel], where: str, *, strict: bool) -> None:
+def _no_unknown(data: dict[str, Any], model: type[BaseModel], where: str) -> None:
     """A misspelt field (`arg` for `args`, `scrpt`, `temprature`) would be ignored and the
     saga run with defaults the caller did not choose: refused in a caller's input."""
     unknown = sorted(set(data) - set(model.model_fields))
-    if unknown and strict:
+    if unknown:
         raise SagaInputError(
             f"{where} has unknown field(s) {', '.join(echo(k, 40) for k in unknown[:5])}; "
             f"it has {', '.join(model.model_fields)}"
@@ -111,10 +113,12 @@ def check_start_fields(data: Any, *, continued: bool = False, strict: bool = Tru
         )
     model = data.get("model")
     if isinstance(model, dict):
-        _no_unknown(model, ModelSettings, "model", strict=strict)
+        if strict:
+            _no_unknown(model, ModelSettings, "model")
         for turn, scripted in enumerate(model.get("script") or []):
             if isinstance(scripted, dict):
-                _no_unknown(scripted, ModelTurn, f"script turn {turn + 1}", strict=strict)
+                if strict:
+                    _no_unknown(scripted, ModelTurn, f"script turn {turn + 1}")
                 where = f"script turn {turn + 1} call"
                 _check_calls(scripted.get("tool_calls"), where, strict=strict)
     approvers = data.get("approvers")

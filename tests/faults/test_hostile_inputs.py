@@ -100,6 +100,15 @@ class Harness:
             result_type=SagaResult,
         )
 
+    async def start_with_client(self, body: dict[str, Any]) -> Any:
+        """Start the same body through sagacity's client, which checks it first."""
+        return await start_saga(
+            self.client,
+            SagaInput.model_validate(body),
+            saga_id=f"c-{uuid.uuid4().hex[:8]}",
+            task_queue=self.task_queue,
+        )
+
 
 @pytest.fixture
 async def hostile(
@@ -216,12 +225,7 @@ async def test_a_plan_longer_than_max_steps_is_refused_at_start(hostile: Harness
     assert "the plan has 4 steps but max_steps is 3" in await refused_at_start(handle)
     assert hostile.shop.calls() == [] and phases(hostile.store, handle.id) == []
     with pytest.raises(SagaInputError, match="max_steps"):
-        await start_saga(
-            hostile.client,
-            SagaInput.model_validate(body),
-            saga_id=f"c-{uuid.uuid4().hex[:8]}",
-            task_queue=hostile.task_queue,
-        )
+        await hostile.start_with_client(body)
 
 
 # ---- values that would wedge the saga ----------------------------------------------------------
@@ -235,12 +239,7 @@ async def test_deeply_nested_plan_args_are_refused_at_start(hostile: Harness, de
     assert "nested" in message or "decoded" in message
     assert hostile.shop.charges() == []
     with pytest.raises(BoundsError, match="nested"):
-        await start_saga(
-            hostile.client,
-            SagaInput.model_validate(body),
-            saga_id=f"c-{uuid.uuid4().hex[:8]}",
-            task_queue=hostile.task_queue,
-        )
+        await hostile.start_with_client(body)
 
 
 async def test_an_oversized_goal_is_refused_at_start(hostile: Harness) -> None:
