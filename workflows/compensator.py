@@ -36,7 +36,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.phases import Phase
     from sagacity.tools import ToolKind
     from workflows.inspection import call_summary
-    from workflows.models import CompensationReport, SagaInput
+    from workflows.models import CompensationReport, SagaOptions
 
 EXECUTED_DETAIL = "executed"
 """Key of the compensate activity's failure detail that carries the journal's EXECUTED
@@ -80,7 +80,7 @@ def failure_cause(exc: BaseException) -> str:
 
 async def compensate(
     saga_id: str,
-    inp: SagaInput,
+    inp: SagaOptions,
     outcomes: Iterable[ToolOutcome],
     journal: Journal,
     on_report: OnReport,
@@ -165,7 +165,7 @@ async def _fence(fence: FenceInput, task_queue: str | None) -> None:
 
 async def _compensate_step(
     saga_id: str,
-    inp: SagaInput,
+    inp: SagaOptions,
     step: ExecutedStep,
     outcome: ToolOutcome,
     journal: Journal,

@@ -30,7 +30,9 @@ __all__ = [
     "PendingApproval",
     "SagaCarry",
     "SagaInput",
+    "SagaOptions",
     "SagaResult",
+    "SagaState",
     "SagaView",
     "StepReport",
     "ToolCall",
@@ -41,26 +43,21 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
 
-class SagaInput(_Model):
-    """How to run one saga. The saga id is the workflow id.
+class SagaOptions(_Model):
+    """How a saga runs its steps: limits, timeouts, retries and who may approve. The
+    saga API (workflows.saga) takes these; `SagaInput` adds what AgentSaga's own loop
+    needs.
 
     Every limit has an upper bound: the saga's state (step reports, the conversation)
     travels in Temporal payloads, which are capped at about 2 MB, and a timeout beyond a
     datetime's range would fail the workflow task instead of the saga."""
 
-    goal: str | None = None
-    """The prompt for the model; ignored when `plan` is given."""
-    plan: list[ToolCall] | None = None
-    """A fixed list of tool calls, run in order without any model."""
     allowed_tools: list[str] | None = None
-    model: ModelSettings = Field(default_factory=ModelSettings)
-    system_prompt: str | None = None
+    """Tools this saga may call (None: every tool of the worker's toolbox)."""
     approval_timeout_seconds: float = Field(default=7 * 24 * 3600, gt=0, le=366 * 24 * 3600)
     approvers: list[str] | None = None
     """Allow-list of approver identities; None allows any non-empty identity."""
     max_steps: int = Field(default=50, ge=1, le=1_000)
-    max_invalid_calls: int = Field(default=3, ge=1, le=100)
-    """Consecutive invalid model calls (unknown tool, bad arguments) that fail the saga."""
     tool_timeout_seconds: float = Field(default=300, gt=0, le=7 * 24 * 3600)
     tool_heartbeat_timeout_seconds: float = Field(default=30, gt=0, le=24 * 3600)
     tool_attempts: int = Field(default=10, ge=1, le=1_000)
@@ -68,11 +65,25 @@ class SagaInput(_Model):
     never retried: it fails the saga."""
     compensation_attempts: int = Field(default=5, ge=1, le=1_000)
     model_result_limit: int = Field(default=16_000, ge=100, le=200_000)
+    continue_as_new_after_steps: int = Field(default=100, ge=1, le=1_000)
+    """Steps per workflow run before the saga continues as new with its state."""
+
+
+class SagaInput(SagaOptions):
+    """How to run one AgentSaga: the saga options plus its goal (for the model) or its
+    plan. The saga id is the workflow id."""
+
+    goal: str | None = None
+    """The prompt for the model; ignored when `plan` is given."""
+    plan: list[ToolCall] | None = None
+    """A fixed list of tool calls, run in order without any model."""
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    system_prompt: str | None = None
+    max_invalid_calls: int = Field(default=3, ge=1, le=100)
+    """Consecutive invalid model calls (unknown tool, bad arguments) that fail the saga."""
     max_conversation_chars: int = Field(default=400_000, ge=10_000, le=1_000_000)
     """Budget of the conversation sent to the model (and carried across continue-as-new),
     in UTF-8 bytes despite the name (kept for compatibility): payload limits are bytes."""
-    continue_as_new_after_steps: int = Field(default=100, ge=1, le=1_000)
-    """Steps per workflow run before the saga continues as new with its state."""
 
 
 class StepReport(_Model):
@@ -155,17 +166,13 @@ class SagaResult(_Model):
     every step whole."""
 
 
-class SagaCarry(_Model):
-    """A saga's state across continue-as-new: enough to go on, and to compensate.
-
-    Results are not carried (the journal has them; compensations read the EXECUTED entry),
-    which keeps the carry small however long the saga runs."""
+class SagaState(_Model):
+    """What a saga hands to the next run of its workflow on continue-as-new: enough to
+    go on, and to compensate. Results are not carried (the journal has them;
+    compensations read the EXECUTED entry), which keeps it small however long the saga
+    runs."""
 
     next_step: int
-    plan_index: int = 0
-    model_turns: int = 0
-    invalid_in_a_row: int = 0
-    messages: list[ChatMessage] = Field(default_factory=list)
     steps: list[StepReport] = Field(default_factory=list)
     outcomes: list[ToolOutcome] = Field(default_factory=list)
     decided_steps: list[int] = Field(default_factory=list)
@@ -173,6 +180,15 @@ class SagaCarry(_Model):
     head: EntryRef | None = None
     worker: str | None = None
     """The worker identity (toolbox and journal) the saga is pinned to."""
+
+
+class SagaCarry(SagaState):
+    """AgentSaga's state across continue-as-new: the saga's, plus its loop's."""
+
+    plan_index: int = 0
+    model_turns: int = 0
+    invalid_in_a_row: int = 0
+    messages: list[ChatMessage] = Field(default_factory=list)
 
 
 class SagaRunInput(SagaInput):

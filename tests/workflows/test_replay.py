@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from worker.app import PASSTHROUGH
     from workflows.agent_saga import AgentSagaWorkflow
     from workflows.models import SagaResult
+    from workflows.saga import Saga
 
 CLOSING_EVENTS = {
     "workflow_execution_completed_event_attributes",
@@ -104,43 +105,61 @@ async def test_histories_of_earlier_code_replay(path: Path) -> None:
 # ---- the replay test can fail ----------------------------------------------------------------
 
 
-@workflow.defn(name="AgentSaga")
-class OpensAfterFirstStep(AgentSagaWorkflow):
+class _OpensLate(Saga):
     """A plausible edit: journal SAGA_OPENED after the first tool call instead of before.
     The same activities, run in a different order."""
 
     _deferred: JournalEventInput | None = None
 
-    @workflow.run
-    async def run(self, raw: RawValue) -> SagaResult:
-        return await super().run(raw)
-
-    async def _journal(self, event: JournalEventInput) -> EntryRef:
+    async def journal(self, event: JournalEventInput) -> EntryRef:
         if event.phase == Phase.SAGA_OPENED:
             self._deferred = event
             return EntryRef(seq=1, hash="0" * 64, phase=event.phase)
-        return await super()._journal(event)
+        return await super().journal(event)
 
     async def _run_tool(self, step: int, call: ToolCall, approved: str | None) -> ToolOutcome:
         outcome = await super()._run_tool(step, call, approved)
         if self._deferred is not None:
             event, self._deferred = self._deferred, None
-            await super()._journal(event)
+            await super().journal(event)
         return outcome
 
 
-@workflow.defn(name="AgentSaga")
-class SkipsTheApprovalJournal(AgentSagaWorkflow):
+class _SkipsDecisions(Saga):
     """Another plausible edit: stop journaling decisions (an activity fewer)."""
+
+    async def journal(self, event: JournalEventInput) -> EntryRef:
+        if event.phase in (Phase.APPROVED, Phase.REJECTED):
+            return EntryRef(seq=0, hash="0" * 64, phase=event.phase)
+        return await super().journal(event)
+
+
+@workflow.defn(name="AgentSaga")
+class OpensAfterFirstStep(AgentSagaWorkflow):
+    """AgentSaga on the saga that journals SAGA_OPENED late."""
+
+    @workflow.init
+    def __init__(self, raw: RawValue) -> None:
+        super().__init__(raw)
+        self._saga = _OpensLate(self._inp, self._inp.carry, install=False)
 
     @workflow.run
     async def run(self, raw: RawValue) -> SagaResult:
         return await super().run(raw)
 
-    async def _journal(self, event: JournalEventInput) -> EntryRef:
-        if event.phase in (Phase.APPROVED, Phase.REJECTED):
-            return EntryRef(seq=0, hash="0" * 64, phase=event.phase)
-        return await super()._journal(event)
+
+@workflow.defn(name="AgentSaga")
+class SkipsTheApprovalJournal(AgentSagaWorkflow):
+    """AgentSaga on the saga that does not journal decisions."""
+
+    @workflow.init
+    def __init__(self, raw: RawValue) -> None:
+        super().__init__(raw)
+        self._saga = _SkipsDecisions(self._inp, self._inp.carry, install=False)
+
+    @workflow.run
+    async def run(self, raw: RawValue) -> SagaResult:
+        return await super().run(raw)
 
 
 @workflow.defn(name="AgentSaga")

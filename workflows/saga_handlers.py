@@ -1,0 +1,127 @@
+"""The doors into a saga: approval signals, the `decide` update and the queries.
+
+One dynamic handler receives every signal with its raw payloads, so that a body the
+converter cannot decode, or a signal with the wrong number of arguments, is refused and
+journaled like any malformed decision. Named handlers would be skipped by the SDK for
+undecodable bodies (no evidence) and raise TypeError for a wrong arity (a failed
+workflow task, retried forever: the saga would be wedged). The `decide` update is
+dynamic for the same reason: a named handler's arguments are decoded before the
+validator runs, and an update whose body cannot be decoded would be rejected with no
+history.
+
+AgentSaga declares these on its class; a user's workflow gets them registered by the
+saga object when it opens (`install`), on the workflow itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from temporalio import workflow
+from temporalio.common import RawValue
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from workflows.models import DecisionResult, PendingApproval, SagaView, StepReport
+
+from workflows.saga_errors import SagaUsageError
+
+if TYPE_CHECKING:
+    from workflows.approval_gate import ApprovalGate
+
+DECIDE_UPDATE = "decide"
+SIGNALS = ("approve", "reject", "record_refusal")
+QUERIES = ("status", "steps", "pending_approval")
+
+
+class SagaDoors:
+    """Signal, update and query handlers over one saga's gate and state."""
+
+    def __init__(self, gate: ApprovalGate, view: Any, steps: Any) -> None:
+        self._gate = gate
+        self._view = view
+        self._steps = steps
+
+    async def on_signal(self, name: str, args: Sequence[RawValue]) -> None:
+        raw = one(tuple(decoded(a) for a in args))
+        if name in ("approve", "reject"):
+            await self._gate.on_signal(raw, approve=name == "approve")
+        elif name == "record_refusal":
+            # Journal a decision the `decide` validator refused (a rejected update leaves
+            # no history); never approves or rejects anything.
+            await self._gate.on_refusal_record(raw)
+        else:
+            workflow.logger.warning("signal %r is not one this saga takes; ignored", name)
+
+    async def on_update(self, name: str, args: Sequence[RawValue]) -> DecisionResult:
+        return await self._gate.on_update(one(tuple(decoded(a) for a in args)))
+
+    def validate_update(self, name: str, args: Sequence[RawValue]) -> None:
+        if name != DECIDE_UPDATE:
+            raise ApplicationError(
+                f"update {name[:100]!r} is not one this saga takes; decisions go through "
+                f"{DECIDE_UPDATE!r}",
+                type="UnknownUpdate",
+            )
+        self._gate.validate(one(tuple(decoded(a) for a in args)))
+
+    def status(self) -> SagaView:
+        view: SagaView = self._view()
+        return view
+
+    def steps(self) -> list[StepReport]:
+        steps: list[StepReport] = self._steps()
+        return steps
+
+    def pending_approval(self) -> PendingApproval | None:
+        return self._gate.pending_view()
+
+    def install(self) -> None:
+        """Register the handlers on the running workflow. Refused (SagaUsageError) when
+        the workflow already has a handler the saga needs: named handlers win over a
+        dynamic one, so an `approve` of the workflow's own would bypass the gate."""
+        taken = [f"dynamic {kind} handler" for kind, get in _DYNAMIC if get() is not None]
+        taken += [f"signal {n!r}" for n in SIGNALS if workflow.get_signal_handler(n)]
+        if workflow.get_update_handler(DECIDE_UPDATE):
+            taken.append(f"update {DECIDE_UPDATE!r}")
+        taken += [f"query {n!r}" for n in QUERIES if workflow.get_query_handler(n)]
+        if taken:
+            raise SagaUsageError(
+                f"this workflow already has {', '.join(taken)}; a saga registers its own "
+                f"(signals {', '.join(SIGNALS)}, update {DECIDE_UPDATE!r}, queries "
+                f"{', '.join(QUERIES)} and the dynamic signal and update handlers): "
+                "rename or remove the workflow's"
+            )
+        workflow.set_dynamic_signal_handler(self.on_signal)
+        workflow.set_dynamic_update_handler(self.on_update, validator=self.validate_update)
+        workflow.set_query_handler("status", self.status)
+        workflow.set_query_handler("steps", self.steps)
+        workflow.set_query_handler("pending_approval", self.pending_approval)
+
+
+_DYNAMIC = (
+    ("signal", workflow.get_dynamic_signal_handler),
+    ("update", workflow.get_dynamic_update_handler),
+)
+
+
+def decoded(raw: RawValue) -> Any:
+    """The JSON value of one signal or update argument, or a short description of why it
+    has none (kept as evidence; the judge refuses it as MALFORMED)."""
+    try:
+        return workflow.payload_converter().from_payload(raw.payload)
+    except Exception as exc:  # any decoding failure is the sender's, not the saga's
+        encoding = raw.payload.metadata.get("encoding", b"").decode("utf-8", "replace")
+        return (
+            f"undecodable argument ({encoding or 'no encoding'}, "
+            f"{len(raw.payload.data)} bytes): {type(exc).__name__}: {exc}"
+        )[:1_000]
+
+
+def one(args: tuple[Any, ...]) -> Any:
+    """The decision a signal carried: its single argument; none is None and several are
+    kept as a list, both refused as MALFORMED by the judge."""
+    if len(args) == 1:
+        return args[0]
+    return None if not args else list(args)
