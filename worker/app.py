@@ -3,56 +3,60 @@ production, the CLI and the tests alike."""
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from activities import SagaActivities, activity_queue
+from activities import activity_queue
 from activities.model import ModelClient
 from sagacity.errors import SagacityError
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
+from worker.plugin import SagacityPlugin
 from worker.settings import Settings
-from workflows.agent_saga import AgentSagaWorkflow
-
-PASSTHROUGH = ("sagacity", "activities", "workflows", "pydantic", "pydantic_core", "rfc8785")
-"""Our modules and their libraries are passed through the sandbox instead of re-imported
-for every workflow run. Measured (docs/benchmarks.md): re-importing the workflow modules
-per run cost 10-30 ms of CPU per saga and ~170 KiB per cached saga. The guard against
-nondeterministic edits is then the replay tests over recorded histories."""
 
 
 class ToolboxImportError(SagacityError):
     """`--tools module:attr` does not name an importable Toolbox."""
 
 
-def load_toolbox(spec: str) -> Toolbox:
-    """Import `module:attr` and return the Toolbox it names (or build one from it)."""
+def _import_attr(spec: str, option: str) -> object:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
-        raise ToolboxImportError(f"--tools must look like module:attr, got {spec!r}")
+        raise ToolboxImportError(f"{option} must look like module:attr, got {spec!r}")
     if str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ToolboxImportError(f"cannot import {module_name!r} for --tools: {exc}") from exc
+        raise ToolboxImportError(f"cannot import {module_name!r} for {option}: {exc}") from exc
     try:
-        target = getattr(module, attr)
+        return getattr(module, attr)
     except AttributeError as exc:
         raise ToolboxImportError(f"module {module_name!r} has no attribute {attr!r}") from exc
+
+
+def load_toolbox(spec: str) -> Toolbox:
+    """Import `module:attr` and return the Toolbox it names (or build one from it)."""
+    target = _import_attr(spec, "--tools")
     if callable(target) and not isinstance(target, Toolbox):
         target = target()
     return target if isinstance(target, Toolbox) else Toolbox.build(target)
+
+
+def load_workflow(spec: str) -> type:
+    """Import `module:Class` and return the workflow class it names (a user's workflow
+    on the saga API, run by this worker beside AgentSaga)."""
+    target = _import_attr(spec, "--workflow")
+    if not isinstance(target, type) or not hasattr(target, "__temporal_workflow_definition"):
+        raise ToolboxImportError(f"{spec!r} is not a @workflow.defn class")
+    return target
 
 
 async def connect(settings: Settings) -> Client:
@@ -65,53 +69,48 @@ async def connect(settings: Settings) -> Client:
 
 
 class SagaWorker:
-    """A saga worker: two Temporal workers sharing one set of activities.
+    """A saga worker: one Temporal worker with SagacityPlugin (worker.plugin).
 
-    One polls the task queue sagas are started on (workflows and their activities): a new
+    It polls the task queue sagas are started on (workflows and their activities): a new
     saga's first workflow task pins the identity of the worker that runs it (its toolbox
-    and journal, see activities.identity), and every activity checks it. The other polls
-    the queue of this identity only: an activity that reached a worker with another
-    toolbox or journal is refused there before it does anything and runs again on that
-    queue, so a second worker with another toolbox on the same task queue can never run,
-    or journal, another saga's step. (Routing every activity through the identity queue
-    would cost Temporal's eager dispatch, measured at ~25 ms a step; moving the workflow
-    there by continue-as-new costs ~1 s, the server's minimum interval between runs of one
-    workflow id.)"""
+    and journal, see activities.identity), and every activity checks it. While it runs,
+    the plugin runs a second worker on the queue of this identity only: an activity that
+    reached a worker with another toolbox or journal is refused there before it does
+    anything and runs again on that queue, so a second worker with another toolbox on the
+    same task queue can never run, or journal, another saga's step. (Routing every
+    activity through the identity queue would cost Temporal's eager dispatch, measured at
+    ~25 ms a step; moving the workflow there by continue-as-new costs ~1 s, the server's
+    minimum interval between runs of one workflow id.)"""
 
-    def __init__(self, workflows: Worker, pinned: Worker, identity: str) -> None:
-        self.workflows = workflows
-        self.pinned = pinned
-        self.identity = identity
+    def __init__(self, worker: Worker, plugin: SagacityPlugin) -> None:
+        self.worker = worker
+        self.plugin = plugin
+
+    @property
+    def identity(self) -> str:
+        return self.plugin.identity
 
     @property
     def task_queue(self) -> str:
-        return self.workflows.task_queue
+        return self.worker.task_queue
 
     @property
     def activity_task_queue(self) -> str:
-        return self.pinned.task_queue
+        return activity_queue(self.worker.task_queue, self.identity)
 
     async def __aenter__(self) -> SagaWorker:
-        await self.workflows.__aenter__()
-        try:
-            await self.pinned.__aenter__()
-        except BaseException:
-            await self.workflows.__aexit__(None, None, None)
-            raise
+        await self.worker.__aenter__()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        try:
-            await self.pinned.__aexit__(None, None, None)
-        finally:
-            await self.workflows.__aexit__(None, None, None)
+        await self.worker.__aexit__(None, None, None)
 
     async def run(self) -> None:
-        """Poll until shut down (or until one of the two fails)."""
-        await asyncio.gather(self.workflows.run(), self.pinned.run())
+        """Poll until shut down (or until the worker fails)."""
+        await self.worker.run()
 
     async def shutdown(self) -> None:
-        await asyncio.gather(self.pinned.shutdown(), self.workflows.shutdown())
+        await self.worker.shutdown()
 
 
 def new_worker(
@@ -124,26 +123,24 @@ def new_worker(
     max_concurrent_activities: int = 100,
     max_concurrent_workflow_tasks: int = 100,
     graceful_shutdown: timedelta = timedelta(0),
+    register_attributes: bool = False,
+    workflows: Sequence[type] = (),
 ) -> SagaWorker:
-    """The saga worker. The client must use the pydantic data converter (see `connect`)."""
-    activities = SagaActivities(store, toolbox, models)
-    common: dict[str, Any] = {
-        "activities": activities.all(),
-        "max_concurrent_activities": max_concurrent_activities,
-        # Let running tool calls finish on shutdown: a call cut off mid-way is an unknown
-        # outcome that needs a human. Production workers set this (Settings).
-        "graceful_shutdown_timeout": graceful_shutdown,
-    }
-    runner = SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH)
+    """The saga worker: AgentSaga, the user's `workflows` on the saga API and the saga
+    activities, through SagacityPlugin. The client must use the pydantic data converter
+    (see `connect`)."""
+    plugin = SagacityPlugin(
+        store=store, toolbox=toolbox, models=models, register_attributes=register_attributes
     )
-    workflows = Worker(
+    worker = Worker(
         client,
         task_queue=task_queue,
-        workflows=[AgentSagaWorkflow],
+        plugins=[plugin],
+        workflows=list(workflows),
+        max_concurrent_activities=max_concurrent_activities,
         max_concurrent_workflow_tasks=max_concurrent_workflow_tasks,
-        workflow_runner=runner,
-        **common,
+        # Let running tool calls finish on shutdown: a call cut off mid-way is an unknown
+        # outcome that needs a human. Production workers set this (Settings).
+        graceful_shutdown_timeout=graceful_shutdown,
     )
-    pinned = Worker(client, task_queue=activity_queue(task_queue, activities.identity), **common)
-    return SagaWorker(workflows, pinned, activities.identity)
+    return SagaWorker(worker, plugin)

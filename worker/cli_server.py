@@ -133,11 +133,17 @@ def worker(
         str | None, typer.Option(help="journal URL (overrides SAGACITY_JOURNAL_URL)")
     ] = None,
     task_queue: Annotated[str | None, typer.Option(help="task queue")] = None,
+    workflow: Annotated[
+        list[str] | None,
+        typer.Option(help="module:Class of a workflow on the saga API to run too (repeatable)"),
+    ] = None,
 ) -> None:
     """Run a saga worker until interrupted."""
     from worker.run import run_worker
 
     settings = settings_of(ctx, tools=tools, journal_url=journal, task_queue=task_queue)
+    if workflow:
+        settings = settings.model_copy(update={"workflows": [*settings.workflows, *workflow]})
 
     async def main() -> None:
         try:

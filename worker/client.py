@@ -350,9 +350,12 @@ async def list_sagas(
     status: SagaStatus | str | None = None,
     needs_human: bool | None = None,
     limit: int | None = None,
+    any_workflow: bool = False,
 ) -> list[SagaSummary]:
-    """Sagas by visibility query, newest first, optionally filtered by SagaStatus."""
-    query = f'WorkflowType="{SAGA_WORKFLOW}"'
+    """Sagas by visibility query, newest first, optionally filtered by SagaStatus. Only
+    AgentSagas unless `any_workflow`: then every workflow that opened a saga (user
+    workflows on the saga API set the same search attributes)."""
+    query = "SagaStatus IS NOT NULL" if any_workflow else f'WorkflowType="{SAGA_WORKFLOW}"'
     if status is not None:
         query += f' AND SagaStatus="{SagaStatus(status).value}"'
     if needs_human is not None:
@@ -371,11 +374,15 @@ class PendingItem:
     error: str | None = None
 
 
-async def pending_approvals(client: Client, *, limit: int | None = None) -> list[PendingItem]:
+async def pending_approvals(
+    client: Client, *, limit: int | None = None, any_workflow: bool = False
+) -> list[PendingItem]:
     """Every saga listed as AWAITING_APPROVAL with what it waits for. Visibility lags, so a
     saga decided a moment ago is left out (its query answers None); a saga whose query
     fails is kept with the error, so nothing awaiting a human is silently hidden."""
-    listed = await list_sagas(client, status=SagaStatus.AWAITING_APPROVAL, limit=limit)
+    listed = await list_sagas(
+        client, status=SagaStatus.AWAITING_APPROVAL, limit=limit, any_workflow=any_workflow
+    )
 
     async def one(summary: SagaSummary) -> PendingItem:
         try:

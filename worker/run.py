@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from activities.openai_model import OpenAIChatModel
 from sagacity.stores import open_store
-from worker.app import connect, load_toolbox, new_worker
+from worker.app import connect, load_toolbox, load_workflow, new_worker
 from worker.search_attributes import register_search_attributes
 from worker.settings import Settings
 
@@ -41,12 +41,14 @@ async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) 
     try:
         model = openai_model(settings)
         toolbox = load_toolbox(settings.tools)
+        workflows = [load_workflow(spec) for spec in settings.workflows]
         client = await connect(settings)
         await register_search_attributes(client)
         worker = new_worker(
             client,
             store=store,
             toolbox=toolbox,
+            workflows=workflows,
             task_queue=settings.task_queue,
             models={"openai": model} if model is not None else None,
             max_concurrent_activities=settings.max_concurrent_activities,
@@ -61,6 +63,7 @@ async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) 
             print(
                 f"sagacity worker: task queue {settings.task_queue!r} on "
                 f"{settings.temporal_address}, journal {store.url}, tools {toolbox.names()}, "
+                f"workflows {['AgentSaga', *(w.__name__ for w in workflows)]}, "
                 f"openai model provider: {model.base_url if model else 'not configured'}",
                 flush=True,
             )

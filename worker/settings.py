@@ -24,6 +24,10 @@ class Settings(BaseSettings):
     )
     approval_timeout_seconds: float = Field(default=7 * 24 * 3600, gt=0)
     tools: str = Field(default="examples.orders:toolbox", description="module:attr of a Toolbox")
+    workflows: list[str] = Field(
+        default_factory=list,
+        description="module:Class of workflows on the saga API this worker runs too",
+    )
     approver: str | None = Field(default=None, description="identity the CLI approves as")
     graceful_shutdown_seconds: float = Field(
         default=60, ge=0, description="how long running tool calls may finish on shutdown"

@@ -40,11 +40,11 @@ with workflow.unsafe.imports_passed_through():
     )
 
 # Workflow logic modules. The worker passes the `workflows` package through the sandbox
-# (worker.app.PASSTHROUGH, measured cheaper): the replay tests are what catch
+# (worker.plugin.PASSTHROUGH, measured cheaper): the replay tests are what catch
 # nondeterministic edits in them.
 from workflows.conversation import bound_messages, tool_message
 from workflows.reporting import fit_carry
-from workflows.saga import Saga
+from workflows.saga_engine import SagaCore
 from workflows.saga_handlers import DECIDE_UPDATE
 from workflows.start_input import decode_run_input
 
@@ -78,7 +78,7 @@ class AgentSagaWorkflow:
         self._model_turns = 0
         self._invalid_in_a_row = 0
         # The class declares the handlers (below), so the saga does not install them.
-        self._saga = Saga(inp, inp.carry, install=False)
+        self._saga = SagaCore(inp, inp.carry, install=False)
         carry = inp.carry
         if carry is not None:
             self._plan_index = carry.plan_index

@@ -188,24 +188,31 @@ class ApprovalGate:
     def abandoned(self) -> bool:
         return bool(self._abandoned)
 
-    async def journal_abandoned(self) -> None:
+    async def journal_abandoned(self) -> list[tuple[int, str, str]]:
         """Close the evidence of a request the saga stopped waiting for (cancelled): every
-        AWAITING_APPROVAL gets its REJECTED."""
+        AWAITING_APPROVAL gets its REJECTED. Returns (step, actor, error) of each."""
+        closed: list[tuple[int, str, str]] = []
         for step, (request, failure) in sorted(self._abandoned.items()):
+            actor = CANCELLED_ACTOR if failure is None else FAILED_ACTOR
+            error = (
+                "the saga was cancelled while awaiting approval"
+                if failure is None
+                else f"the saga failed while awaiting approval ({failure}); nothing ran"
+            )
             self._decision_refs[step] = await self._journal(
                 JournalEventInput(
                     saga_id=self._saga_id,
                     phase=Phase.REJECTED,
                     step=step,
                     tool=request.tool,
-                    actor=CANCELLED_ACTOR if failure is None else FAILED_ACTOR,
+                    actor=actor,
                     result={"payload_sha256": request.payload_sha256},
-                    error="the saga was cancelled while awaiting approval"
-                    if failure is None
-                    else f"the saga failed while awaiting approval ({failure}); nothing ran",
+                    error=error,
                 )
             )
+            closed.append((step, actor, error))
         self._abandoned.clear()
+        return closed
 
     def release(self) -> None:
         """The saga is about to close or continue as new: decisions waiting for a step

@@ -16,11 +16,12 @@ the `sagacity.run_tool` activity). An irreversible tool waits on the approval ga
 decision bound to the SHA-256 of its exact payload. When the block fails — a step fails
 or is rejected, the approval times out, the workflow is cancelled, or the block raises
 any Temporal failure — the executed steps are compensated in reverse order in a shielded
-finalizer, exactly once, and the saga's journal is closed. A failure the block catches
-and swallows still fails the saga: leaving the block compensates and raises
-SagaFailedError. An exception that is a bug (not a Temporal failure) fails the workflow
-task instead, as in any workflow: Temporal retries the task, nothing is undone, and the
-saga goes on once the fix is deployed.
+finalizer, exactly once, and the saga's journal is closed; leaving the block then raises
+SagaFailedError (with the saga's result), or lets the cancellation go on. A failure the
+block catches and swallows still fails the saga: leaving the block compensates and raises
+SagaFailedError just the same. An exception that is a bug (not a Temporal failure) fails
+the workflow task instead, as in any workflow: Temporal retries the task, nothing is
+undone, and the saga goes on once the fix is deployed.
 
 One saga per workflow run: the saga id is the workflow id, and its journal closes with
 the saga, so a second `Saga.open` in the same run is refused (SagaUsageError). A long
@@ -29,96 +30,28 @@ workflow hands the saga to its next run with `handover()` and `Saga.open(state=.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable
-from datetime import timedelta
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, FailureError
 from temporalio.exceptions import is_cancelled_exception as is_cancelled
 
 with workflow.unsafe.imports_passed_through():
-    from activities import JOURNAL_EVENT, RUN_TOOL, WORKER_IDENTITY
-    from activities.models import (
-        EntryRef,
-        JournalEventInput,
-        OutcomeKind,
-        RunToolInput,
-        ToolCall,
-        ToolOutcome,
-    )
-    from sagacity.phases import Phase, SagaStatus
-    from sagacity.tools import ToolKind
-    from workflows.models import (
-        CompensationReport,
-        SagaOptions,
-        SagaResult,
-        SagaState,
-        SagaView,
-        StepReport,
-    )
+    from activities.models import OutcomeKind, ToolCall
+    from sagacity.phases import SagaStatus
+    from workflows.models import SagaOptions, SagaState
 
-from workflows.approval_gate import ApprovalGate
-from workflows.compensator import LOCAL_OPTIONS, compensate, failure_cause
-from workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS, call_summary, steps_markdown
-from workflows.pinned import PinnedActivities
-from workflows.reporting import fit_result, step_report
+from workflows.saga_engine import SagaCore
 from workflows.saga_errors import STEP_ERROR_TYPES, SagaFailedError, SagaUsageError, StepError
-from workflows.saga_handlers import SagaDoors
 
-T = TypeVar("T")
+__all__ = ["Saga", "SagaFailedError", "SagaOptions", "SagaState", "SagaUsageError", "StepError"]
+
 _OPEN_MARK = "__sagacity_saga__"
 
 
-class Saga:
-    """One saga in one workflow run. Open it with `Saga.open` (as `async with`), or drive
-    it yourself with `start`, `step`, `absorb` and `finish` (as AgentSaga does)."""
-
-    def __init__(
-        self, options: SagaOptions, state: SagaState | None = None, *, install: bool = True
-    ) -> None:
-        self.options = options
-        self.saga_id = workflow.info().workflow_id
-        self.pinned = PinnedActivities()
-        self.status = SagaStatus.RUNNING
-        self.steps: dict[int, StepReport] = {}
-        self.outcomes: dict[int, ToolOutcome] = {}
-        self.compensations: list[CompensationReport] = []
-        self.failure: str | None = None
-        self.final_answer: str | None = None
-        self.result: SagaResult | None = None
-        """The saga's result once it has closed."""
-        self.next_step = 0
-        self.refused = False
-        self.journal_abandoned_at_start = True
-        """False only for AgentSaga histories recorded before that patch (see there)."""
-        self._compensation_started = False
-        self._head: EntryRef | None = None
-        self._published: tuple[str, bool] | None = None
-        approvers = options.approvers
-        self.gate = ApprovalGate(
-            self.saga_id,
-            frozenset(approvers) if approvers is not None else None,
-            self.journal,
-            reached=lambda: self.next_step,
-        )
-        self.doors = SagaDoors(self.gate, self.view, lambda: list(self.steps.values()))
-        if state is not None:
-            self.next_step = state.next_step
-            self.steps = {s.step: s for s in state.steps}
-            self.outcomes = {o.step: o for o in state.outcomes}
-            self.gate.restore(state.decided_steps, state.refusals)
-            self._head = state.head
-            self.pinned.worker = state.worker
-        self._resumed = state is not None
-        self._run_start_step = self.next_step
-        if install:
-            self.doors.install()
-
-    # ---- the `async with` form -------------------------------------------------------------
+class Saga(SagaCore):
+    """One saga in one workflow run: open it with `Saga.open` as `async with`, and call
+    tools with `call`. (AgentSaga drives the same engine step by step.)"""
 
     @classmethod
     def open(cls, options: SagaOptions | None = None, *, state: SagaState | None = None) -> Saga:
@@ -137,7 +70,8 @@ class Saga:
     async def __aenter__(self) -> Saga:
         self.publish()
         if not self._resumed:
-            await self.start({"workflow_type": workflow.info().workflow_type})
+            opened = self.options.model_dump(mode="json")
+            await self.start({"workflow_type": workflow.info().workflow_type, **opened})
         return self
 
     async def __aexit__(
@@ -149,9 +83,13 @@ class Saga:
         if exc is not None and not self.absorb(exc):
             return False  # a bug in the workflow: its task fails and Temporal retries it
         result = await self.finish()
-        if exc is None and result.status is not SagaStatus.COMPLETED:
-            raise SagaFailedError(result)  # the block swallowed the failure
-        return False  # the block's own failure (or cancellation) goes on, after compensating
+        if exc is not None and is_cancelled(exc):
+            return False  # compensated; the workflow ends cancelled, as it was asked to
+        if result.status is not SagaStatus.COMPLETED:
+            # Whether the block let the step's error out or swallowed it: one error, with
+            # the saga's result, for every saga that failed and was compensated.
+            raise SagaFailedError(result) from exc
+        return False
 
     async def call(self, tool: str, /, **args: Any) -> Any:
         """Run `tool` with `args` as the saga's next step and return its result. Raises
@@ -178,322 +116,3 @@ class Saga:
             return outcome.result
         kind = STEP_ERROR_TYPES.get(outcome.kind, "StepFailed")
         raise StepError(self.failure, outcome=outcome, error_type=kind)
-
-    # ---- driving it ------------------------------------------------------------------------
-
-    async def start(self, opened: dict[str, Any], *, pin_worker: bool = True) -> None:
-        """Pin this worker's identity (toolbox and journal) and journal SAGA_OPENED."""
-        if pin_worker:
-            self.pinned.worker = await workflow.execute_local_activity(
-                WORKER_IDENTITY, result_type=str, **LOCAL_OPTIONS
-            )
-        if self.pinned.worker is not None:
-            opened = {**opened, "worker": self.pinned.worker}
-        await self.journal(
-            JournalEventInput(
-                saga_id=self.saga_id,
-                phase=Phase.SAGA_OPENED,
-                input={"run_id": workflow.info().run_id, **opened},
-            )
-        )
-
-    def absorb(self, exc: BaseException) -> bool:
-        """Take a failure of the saga's work as the saga's failure (to compensate): a
-        cancellation or a Temporal failure. False for anything else (a bug)."""
-        if is_cancelled(exc):
-            self.fail("saga cancelled")
-            return True
-        if isinstance(exc, FailureError):
-            self.fail(f"{type(exc).__name__}: {failure_cause(exc)}")
-            return True
-        return False
-
-    def fail(self, reason: str, *, refused: bool = False) -> None:
-        """Fail the saga (the first failure is the one reported). `refused`: nothing was
-        attempted because the work was refused up front (closes as REFUSED)."""
-        if self.failure is None:
-            self.failure = reason
-            self.refused = refused
-
-    def within_step_limit(self) -> bool:
-        if self.next_step < self.options.max_steps:
-            return True
-        self.fail(f"step limit of {self.options.max_steps} reached")
-        return False
-
-    def should_continue_as_new(self) -> bool:
-        """This run did `continue_as_new_after_steps` steps, or Temporal suggests it."""
-        done_here = self.next_step - self._run_start_step
-        return (
-            done_here >= self.options.continue_as_new_after_steps
-            or workflow.info().is_continue_as_new_suggested()
-        )
-
-    async def handover(self) -> SagaState:
-        """The saga's state for the next run: decisions still waiting are judged first and
-        the handlers finish (a handler cut off by continue-as-new would lose its work)."""
-        self.gate.release()
-        await workflow.wait_condition(lambda: self.gate.settled)
-        await workflow.wait_condition(workflow.all_handlers_finished)
-        return self.state()
-
-    def state(self) -> SagaState:
-        return SagaState(
-            next_step=self.next_step,
-            steps=list(self.steps.values()),
-            outcomes=[
-                o.model_copy(update={"result": None, "args": None})
-                for o in self.outcomes.values()
-                if o.kind in (OutcomeKind.EXECUTED, OutcomeKind.UNKNOWN)
-            ],
-            decided_steps=sorted(self.gate.decided_steps),
-            refusals=dict(self.gate.refusals),
-            head=self._head,
-            worker=self.pinned.worker,
-        )
-
-    async def finish(self) -> SagaResult:
-        """Compensate (if the saga failed) and close, shielded: cancels that keep coming
-        cannot split it, and it runs once."""
-        if self.result is None:
-            self.result = await _shielded(self._finish())
-        return self.result
-
-    async def _finish(self) -> SagaResult:
-        # AgentSaga histories recorded before the patch was asked at their start carry it
-        # here, under its old id (histories older still have neither).
-        if self.gate.abandoned and (
-            self.journal_abandoned_at_start or workflow.patched("journal-abandoned-approval")
-        ):
-            await self.gate.journal_abandoned()
-        if self.failure is not None:
-            await self._compensate()
-            self._mark_not_compensable()
-        return await self._close()
-
-    # ---- one tool call ---------------------------------------------------------------------
-
-    async def step(self, call: ToolCall) -> ToolOutcome:
-        """Run one call as the next step, waiting for approval when the tool needs it, and
-        return its outcome. Fails the saga for anything but EXECUTED and REFUSED (a refused
-        call ran nothing; the caller decides: a model may try again, a plan may not)."""
-        self.next_step += 1
-        step = self.next_step
-        outcome = await self._run_tool(step, call, None)
-        if outcome.kind is OutcomeKind.NEEDS_APPROVAL:
-            self._record(outcome, status="AWAITING_APPROVAL")
-            self.set_status(SagaStatus.AWAITING_APPROVAL)
-            timeout = timedelta(seconds=self.options.approval_timeout_seconds)
-            decision = await self.gate.wait(outcome, workflow.now(), timeout)
-            if not decision.approve:
-                self._record(
-                    outcome, status="REJECTED", approver=decision.actor, error=decision.reason
-                )
-                self.fail(f"step {step} ({outcome.tool}) rejected: {decision.reason}")
-                return outcome
-            self.set_status(SagaStatus.RUNNING)
-            outcome = await self._run_tool(step, call, outcome.payload_sha256)
-            self._record(outcome, approver=decision.actor)
-            if outcome.kind is OutcomeKind.REFUSED:
-                self.fail(f"step {step} ({outcome.tool}) refused after approval: {outcome.error}")
-        else:
-            self._record(outcome)
-        if outcome.result_unjournalable:
-            self.fail(f"step {step} ({outcome.tool}) ran, but {outcome.error}")
-        if outcome.kind in (OutcomeKind.FAILED, OutcomeKind.UNKNOWN, OutcomeKind.FENCED):
-            self.fail(f"step {step} ({outcome.tool}) {outcome.kind.value.lower()}: {outcome.error}")
-        return outcome
-
-    async def _run_tool(self, step: int, call: ToolCall, approved: str | None) -> ToolOutcome:
-        opts = self.options
-        try:
-            outcome: ToolOutcome = await self.pinned.run(
-                RUN_TOOL,
-                RunToolInput(
-                    saga_id=self.saga_id,
-                    step=step,
-                    call=call,
-                    allowed_tools=opts.allowed_tools,
-                    approved_sha256=approved,
-                    model_result_limit=opts.model_result_limit,
-                    worker=self.pinned.worker,
-                ),
-                result_type=ToolOutcome,
-                start_to_close_timeout=timedelta(seconds=opts.tool_timeout_seconds),
-                heartbeat_timeout=timedelta(seconds=opts.tool_heartbeat_timeout_seconds),
-                retry_policy=RetryPolicy(
-                    initial_interval=timedelta(seconds=1),
-                    maximum_interval=timedelta(seconds=30),
-                    maximum_attempts=opts.tool_attempts,
-                ),
-                summary=call_summary(call.tool, call.args),
-            )
-            return outcome
-        except ActivityError as exc:
-            unknown = ToolOutcome(kind=OutcomeKind.UNKNOWN, tool=call.tool, step=step)
-            if is_cancelled(exc):
-                # Interrupted mid-call: the tool may or may not have applied its effect.
-                self._record(unknown.model_copy(update={"error": "cancelled during the call"}))
-                raise
-            # No outcome came back: whatever the tool did is unknown.
-            cause = failure_cause(exc)[:2_000]
-            retryable = not (isinstance(exc.cause, ApplicationError) and exc.cause.non_retryable)
-            how = f"after {opts.tool_attempts} attempts" if retryable else "(not retryable)"
-            return unknown.model_copy(update={"error": f"no outcome {how}: {cause}"})
-
-    # ---- compensation and close ------------------------------------------------------------
-
-    async def _compensate(self) -> None:
-        if self._compensation_started:
-            return
-        self._compensation_started = True
-        self.set_status(SagaStatus.COMPENSATING)
-        await compensate(
-            self.saga_id,
-            self.options,
-            self.outcomes.values(),
-            self.journal,
-            self._on_compensated,
-            worker=self.pinned.worker,
-            task_queue=self.pinned.queue(),
-        )
-
-    def _on_compensated(self, report: CompensationReport) -> None:
-        self.compensations.append(report)
-        status = "COMPENSATED" if report.ok else "COMPENSATION_FAILED"
-        self.steps[report.step] = self.steps[report.step].model_copy(
-            update={"status": status, "seq": report.seq, "hash": report.hash}
-        )
-        self.publish()
-
-    def _mark_not_compensable(self) -> None:
-        """Steps that ran and that nothing can undo stay live after compensation: say so."""
-        for step, report in list(self.steps.items()):
-            if report.status == "EXECUTED" and report.tool_kind != ToolKind.COMPENSABLE.value:
-                self.steps[step] = report.model_copy(update={"status": "NOT_COMPENSABLE"})
-
-    async def _close(self) -> SagaResult:
-        if self.failure is None:
-            final = SagaStatus.COMPLETED
-        elif self.refused and not self.outcomes:
-            final = SagaStatus.REFUSED
-        elif any(not c.ok for c in self.compensations):
-            final = SagaStatus.COMPENSATION_FAILED
-        else:
-            final = SagaStatus.COMPENSATED
-        self.status = final
-        unknown = sorted(s for s, o in self.outcomes.items() if o.kind is OutcomeKind.UNKNOWN)
-        needs_human = bool(unknown) or final is SagaStatus.COMPENSATION_FAILED
-        # Decisions still waiting for a step are judged (and their refusals journaled)
-        # first; then the gate closes: a handler waiting on a decision then returns, so
-        # waiting for all handlers cannot hang the close; decisions from here on are refused.
-        self.gate.release()
-        await workflow.wait_condition(lambda: self.gate.settled)
-        self.gate.close()
-        await workflow.wait_condition(workflow.all_handlers_finished)
-        ref = await self.journal(
-            JournalEventInput(
-                saga_id=self.saga_id,
-                phase=Phase.SAGA_CLOSED,
-                result={
-                    "status": final.value,
-                    "first_failure": self.failure,
-                    "final_answer": self.final_answer,
-                    "unknown_outcome_steps": unknown,
-                    "needs_human": needs_human,
-                    "refused_decisions": {str(k): v for k, v in self.gate.refusals.items()},
-                },
-            )
-        )
-        self.publish()
-        return fit_result(
-            SagaResult(
-                saga_id=self.saga_id,
-                status=final,
-                final_answer=self.final_answer,
-                steps=list(self.steps.values()),
-                compensations=self.compensations,
-                unknown_outcome_steps=unknown,
-                first_failure=self.failure,
-                needs_human=needs_human,
-                head_seq=ref.seq,
-                head_hash=ref.hash,
-            )
-        )
-
-    # ---- bookkeeping -----------------------------------------------------------------------
-
-    async def journal(self, event: JournalEventInput) -> EntryRef:
-        """Journal through a local activity on this worker (the pinned worker's queue if
-        this worker has another toolbox or journal: never into another journal)."""
-        if self.pinned.worker is not None:
-            event = event.model_copy(update={"worker": self.pinned.worker})
-        ref: EntryRef = await self.pinned.run_local(JOURNAL_EVENT, event, EntryRef)
-        self._head = ref
-        return ref
-
-    def _record(
-        self,
-        outcome: ToolOutcome,
-        *,
-        status: str | None = None,
-        approver: str | None = None,
-        error: str | None = None,
-    ) -> None:
-        self.outcomes[outcome.step] = outcome
-        previous = self.steps.get(outcome.step)
-        self.steps[outcome.step] = step_report(
-            outcome,
-            status=status,
-            approver=approver or (previous.approver if previous else None),
-            error=error,
-        )
-        self.publish()
-
-    def set_status(self, status: SagaStatus) -> None:
-        self.status = status
-        self.publish()
-
-    def needs_human(self) -> bool:
-        return self.status is SagaStatus.COMPENSATION_FAILED or any(
-            o.kind is OutcomeKind.UNKNOWN for o in self.outcomes.values()
-        )
-
-    def view(self) -> SagaView:
-        return SagaView(
-            saga_id=self.saga_id,
-            status=self.status,
-            needs_human=self.needs_human(),
-            steps=len(self.steps),
-            first_failure=self.failure,
-            pending_approval=self.gate.pending_view(),
-        )
-
-    def publish(self) -> None:
-        """Search attributes and current details, as the Temporal UI shows them.
-
-        Search attributes are upserted only when they change: each upsert is a command
-        and an event in history, and a saga of hundreds of steps should not pay for one
-        per step."""
-        attributes = (self.status.value, self.needs_human())
-        if attributes != self._published:
-            self._published = attributes
-            workflow.upsert_search_attributes(
-                [SAGA_STATUS.value_set(attributes[0]), SAGA_NEEDS_HUMAN.value_set(attributes[1])]
-            )
-        recent = list(self.steps.values())[-50:]
-        workflow.set_current_details(
-            steps_markdown(self.status.value, (r.model_dump() for r in recent))
-        )
-
-
-async def _shielded(work: Awaitable[T]) -> T:
-    """Run `work` to the end even if cancels keep arriving (a bare shield abandons the
-    work on a second cancel; looping does not)."""
-    task = asyncio.ensure_future(work)
-    while not task.done():
-        try:
-            await asyncio.shield(task)
-        except asyncio.CancelledError:
-            continue
-    return task.result()

@@ -5,7 +5,7 @@ The histories in histories/*.json were recorded by `python -m tests.workflows.re
 signal, reject, a stale hash refused then approved, approve by update, cancel while
 awaiting approval, the agent loop with a scripted model). Replaying them needs no server.
 The replayer is configured as the production worker is: the pydantic data converter and
-the sandbox with worker.app.PASSTHROUGH.
+the sandbox with worker.plugin.PASSTHROUGH.
 
 The mutant tests show the replay test can fail: a workflow that runs its activities in a
 different order is caught as nondeterministic. They also pin a limit worth knowing:
@@ -32,10 +32,10 @@ with workflow.unsafe.imports_passed_through():
     from activities.models import EntryRef, JournalEventInput, ToolCall, ToolOutcome
     from sagacity.phases import Phase
     from tests.workflows.record_histories import FLOWS, HISTORIES
-    from worker.app import PASSTHROUGH
+    from worker.plugin import PASSTHROUGH
     from workflows.agent_saga import AgentSagaWorkflow
     from workflows.models import SagaResult
-    from workflows.saga import Saga
+    from workflows.saga_engine import SagaCore as Saga
 
 CLOSING_EVENTS = {
     "workflow_execution_completed_event_attributes",

@@ -1,0 +1,76 @@
+"""A user's own order workflow on the saga API (not AgentSaga).
+
+The workflow reserves stock, charges the card, ships, and pays the supplier by wire. The
+wire is irreversible, so it waits for a person to approve its exact payload; if anything
+fails, is rejected or the workflow is cancelled, the charge is refunded and the stock
+released, newest first. Run it with the shop's tools (examples.orders) on any worker that
+has SagacityPlugin:
+
+    worker = Worker(client, task_queue="orders", workflows=[OrderWorkflow])
+
+and approve the wire with `SagaClient.approve(order_id, approver=...)` or
+`sagacity approve ORDER_ID`.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from pydantic import BaseModel, Field
+
+    from workflows.models import SagaOptions
+    from workflows.saga import Saga, SagaFailedError, StepError
+
+
+class Order(BaseModel):
+    sku: str
+    qty: int
+    amount: int
+    """In minor units (cents)."""
+    address: str
+    supplier_iban: str | None = None
+    """Pay the supplier this order's amount by wire (irreversible: approved first)."""
+    options: SagaOptions = Field(default_factory=SagaOptions)
+    """How the saga runs: who may approve, timeouts, retries."""
+    ship_best_effort: bool = False
+    """Catch a shipping failure and carry on. It still fails the saga: a caught step
+    error is not a success, and leaving the saga compensates all the same."""
+
+
+class Receipt(BaseModel):
+    status: str
+    reservation: str | None = None
+    charge: str | None = None
+    shipment: str | None = None
+    wire: str | None = None
+    failure: str | None = None
+
+
+@workflow.defn(name="OrderWorkflow")
+class OrderWorkflow:
+    @workflow.run
+    async def run(self, order: Order) -> Receipt:
+        receipt = Receipt(status="COMPLETED")
+        try:
+            async with Saga.open(order.options) as saga:
+                hold = await saga.call("reserve_inventory", sku=order.sku, qty=order.qty)
+                receipt.reservation = hold["reservation"]
+                charge = await saga.call("charge_card", amount=order.amount)
+                receipt.charge = charge["charge"]
+                try:
+                    shipment = await saga.call("ship_order", address=order.address)
+                    receipt.shipment = shipment["shipment"]
+                except StepError:
+                    if not order.ship_best_effort:
+                        raise
+                    workflow.logger.warning("shipping failed; carrying on")  # swallowed
+                if order.supplier_iban is not None:
+                    wire = await saga.call(
+                        "send_wire_transfer", iban=order.supplier_iban, amount=order.amount
+                    )
+                    receipt.wire = wire["wire"]
+        except SagaFailedError as failed:
+            # Compensated: report it as this workflow's result rather than fail the run.
+            return Receipt(status=failed.result.status.value, failure=failed.result.first_failure)
+        return receipt

@@ -1,0 +1,52 @@
+"""Fixtures of the saga-API tests: the user's order workflow on a worker with
+SagacityPlugin, journaling to PostgreSQL in a fresh schema, and a SagaClient."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from examples.order_workflow import OrderWorkflow
+from examples.orders import Shop
+from sagacity.stores import JournalStore
+from sagacity.toolbox import Toolbox
+from tests.faults.conftest import pg_journal_url, pg_schema, pg_store, shop, workers
+from tests.workflows.user_workflows import LetsFailureOut, LongOrder, OwnApproveSignal, TwoSagas
+from worker.app import new_worker
+from worker.saga_client import SagaClient
+
+__all__ = ["pg_journal_url", "pg_schema", "pg_store", "shop", "workers"]
+
+USER_WORKFLOWS = [OrderWorkflow, LetsFailureOut, TwoSagas, OwnApproveSignal, LongOrder]
+
+
+@dataclass
+class Orders:
+    client: SagaClient
+    store: JournalStore
+    shop: Shop
+    task_queue: str
+
+    def new_id(self) -> str:
+        return f"order-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+async def orders(
+    temporal_env: WorkflowEnvironment, pg_store: JournalStore, shop: Shop
+) -> AsyncIterator[Orders]:
+    task_queue = f"orders-{uuid.uuid4().hex[:8]}"
+    worker = new_worker(
+        temporal_env.client,
+        store=pg_store,
+        toolbox=Toolbox.build(shop),
+        task_queue=task_queue,
+        workflows=USER_WORKFLOWS,
+    )
+    client = SagaClient(temporal_env.client, task_queue=task_queue, store=pg_store)
+    async with worker:
+        yield Orders(client, pg_store, shop, task_queue)

@@ -1,0 +1,272 @@
+"""SagaClient: start, inspect, approve, reject and cancel sagas in one typed call each.
+
+    client = await SagaClient.connect(task_queue="orders")
+    await client.approve("order-42", approver="alice@example.com")
+
+It works for AgentSaga and for a user's own workflow on the saga API alike: both answer
+the same queries and take decisions through the same `decide` update. `approve` is the
+whole "show, check, decide" flow an approver needs: it reads the pending request from
+the workflow, recomputes the payload's SHA-256 here from the payload shown (and refuses
+to go on if the workflow reports another), optionally asks `confirm` (the CLI shows the
+payload and prompts there), and sends the decision through the synchronous update, which
+answers with the journaled APPROVED or REJECTED entry. Errors are the typed errors of
+worker.client (SagaNotFoundError, NothingPendingError, ApprovalRefusedError...).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from temporalio.client import Client, Plugin, WorkflowHandle
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.contrib.pydantic import PydanticPayloadConverter
+from temporalio.envconfig import ClientConfig
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from sagacity.audit import verify_store
+from sagacity.chain import VerifyReport
+from sagacity.entry import JournalEntry
+from sagacity.stores import JournalStore
+from worker import client as api
+from worker.plugin import saga_converter
+from workflows.models import (
+    DecisionResult,
+    PendingApproval,
+    SagaInput,
+    SagaResult,
+    SagaView,
+    StepReport,
+)
+
+R = TypeVar("R")
+Confirm = Callable[[PendingApproval, str], bool | Awaitable[bool]]
+"""Asked with the pending request and the hash recomputed here; False sends nothing."""
+
+
+class DeclinedError(api.SagaClientError):
+    """`confirm` answered no: nothing was sent."""
+
+
+@dataclass(frozen=True)
+class Review:
+    """What an approver must see before deciding: the request and its hash, recomputed."""
+
+    pending: PendingApproval
+    local_sha256: str
+
+
+class SagaClient:
+    """A Temporal client for sagas (the pydantic data converter set), plus the task queue
+    new sagas start on."""
+
+    def __init__(
+        self, client: Client, *, task_queue: str = "sagacity", store: JournalStore | None = None
+    ) -> None:
+        if not issubclass(client.data_converter.payload_converter_class, PydanticPayloadConverter):
+            raise api.SagaClientError(
+                "this Temporal client does not use the pydantic data converter; connect "
+                "with SagaClient.connect, or pass data_converter=pydantic_data_converter"
+            )
+        self.temporal = client
+        self.task_queue = task_queue
+        self.store = store
+        """The journal, for `journal` and `verify` (None: those raise)."""
+
+    @classmethod
+    async def connect(
+        cls,
+        target_host: str | None = None,
+        *,
+        namespace: str | None = None,
+        profile: str | None = None,
+        task_queue: str = "sagacity",
+        plugins: Sequence[Plugin] = (),
+        store: JournalStore | None = None,
+        **connect_options: Any,
+    ) -> SagaClient:
+        """Connect as Temporal's own tools do: the profile of Temporal's environment
+        configuration (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS
+        settings, the config file's profiles), overridden by what is given here."""
+        config: dict[str, Any] = dict(ClientConfig.load_client_connect_config(profile=profile))
+        if target_host is not None:
+            config["target_host"] = target_host
+        if namespace is not None:
+            config["namespace"] = namespace
+        config.setdefault("target_host", "localhost:7233")
+        config.update(connect_options)
+        config["data_converter"] = saga_converter(config.get("data_converter"))
+        target = config.pop("target_host")
+        try:
+            temporal = await Client.connect(target, plugins=list(plugins), **config)
+        except RuntimeError as exc:
+            raise api.TemporalUnavailableError(
+                f"cannot reach Temporal at {target} ({api.connect_reason(exc)}); start one "
+                "with `sagacity dev`, or set TEMPORAL_ADDRESS"
+            ) from exc
+        return cls(temporal, task_queue=task_queue, store=store)
+
+    # ---- starting -----------------------------------------------------------------------------
+
+    async def start(self, inp: SagaInput, *, saga_id: str) -> api.SagaHandle:
+        """Start an AgentSaga (its id is the workflow id, never reused)."""
+        return await api.start_saga(self.temporal, inp, saga_id=saga_id, task_queue=self.task_queue)
+
+    async def start_workflow(
+        self,
+        workflow: Callable[..., Awaitable[R]],
+        *args: Any,
+        saga_id: str,
+        task_queue: str | None = None,
+    ) -> WorkflowHandle[Any, R]:
+        """Start a user's workflow that opens a saga: its `@workflow.run` method, typed.
+        Saga ids are never reused, as for AgentSaga."""
+        with api._rpc(self.temporal, saga_id, call="the start of the saga"):
+            try:
+                return await self.temporal.start_workflow(
+                    workflow,
+                    args=list(args),
+                    id=saga_id,
+                    task_queue=task_queue or self.task_queue,
+                    id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                )
+            except WorkflowAlreadyStartedError as exc:
+                raise api.SagaExistsError(
+                    f"a saga with id {saga_id!r} already exists; pick another id"
+                ) from exc
+
+    def handle(self, saga_id: str) -> api.SagaHandle:
+        return api.saga_handle(self.temporal, saga_id)
+
+    # ---- reading ------------------------------------------------------------------------------
+
+    async def status(self, saga_id: str) -> SagaView:
+        return await api.saga_view(self.handle(saga_id))
+
+    async def steps(self, saga_id: str) -> list[StepReport]:
+        return await api.saga_steps(self.handle(saga_id))
+
+    async def result(self, saga_id: str) -> SagaResult:
+        """An AgentSaga's result (a user's workflow returns its own: use its handle)."""
+        return await api.saga_result(self.handle(saga_id))
+
+    async def describe(self, saga_id: str) -> api.SagaSummary:
+        return await api.describe_saga(self.handle(saga_id))
+
+    def journal(self, saga_id: str) -> list[JournalEntry]:
+        """The saga's journal entries, in order (read from the store, not from Temporal)."""
+        return list(self._store().entries(saga_id))
+
+    def verify(self, saga_id: str) -> VerifyReport:
+        """Recompute the saga's hash chain from the store and say whether it holds."""
+        return verify_store(self._store(), saga_id)
+
+    def _store(self) -> JournalStore:
+        if self.store is None:
+            raise api.SagaClientError(
+                "this SagaClient has no journal store; pass store=open_store(URL)"
+            )
+        return self.store
+
+    async def pending(self, *, limit: int | None = None) -> list[api.PendingItem]:
+        """Every saga awaiting approval (any workflow type) with what it waits for."""
+        return await api.pending_approvals(self.temporal, limit=limit, any_workflow=True)
+
+    async def review(self, saga_id: str) -> Review:
+        """The pending request of a running saga, its hash recomputed and checked here."""
+        handle = self.handle(saga_id)
+        summary = await api.describe_saga(handle)
+        if not summary.running:
+            raise api.NothingPendingError(
+                f"saga {saga_id!r} has finished ({summary.status or summary.execution_status}); "
+                "nothing is pending"
+            )
+        pending = await api.pending_approval(handle)
+        if pending is None:
+            raise api.NothingPendingError(
+                f"saga {saga_id!r} has nothing pending approval (status "
+                f"{summary.status or summary.execution_status}); see `sagacity pending`"
+            )
+        return Review(pending, api.check_pending(pending))
+
+    # ---- deciding -----------------------------------------------------------------------------
+
+    async def decide(
+        self,
+        saga_id: str,
+        *,
+        approve: bool,
+        approver: str,
+        reason: str = "",
+        payload_sha256: str | None = None,
+        confirm: Confirm | None = None,
+    ) -> DecisionResult:
+        """Review, confirm, decide. `payload_sha256` is the hash the approver reviewed
+        earlier: sent as given, so a payload that changed since is refused (and the
+        refusal journaled); None binds the decision to the payload reviewed now."""
+        if not approver or not approver.strip():
+            raise api.SagaClientError("a decision needs an approver: it is journaled")
+        review = await self.review(saga_id)
+        sent = review.local_sha256 if payload_sha256 is None else payload_sha256.strip()
+        if confirm is not None:
+            answer = confirm(review.pending, review.local_sha256)
+            if inspect.isawaitable(answer):
+                answer = await answer
+            if not answer:
+                verb = "approved" if approve else "rejected"
+                raise DeclinedError(f"not {verb}: nothing was sent")
+        return await api.decide(
+            self.handle(saga_id),
+            step=review.pending.step,
+            payload_sha256=sent,
+            approver=approver,
+            approve=approve,
+            reason=reason,
+        )
+
+    async def approve(
+        self,
+        saga_id: str,
+        *,
+        approver: str,
+        reason: str = "",
+        payload_sha256: str | None = None,
+        confirm: Confirm | None = None,
+    ) -> DecisionResult:
+        """Approve the step the saga waits on, bound to the SHA-256 of its exact payload."""
+        return await self.decide(
+            saga_id,
+            approve=True,
+            approver=approver,
+            reason=reason,
+            payload_sha256=payload_sha256,
+            confirm=confirm,
+        )
+
+    async def reject(
+        self,
+        saga_id: str,
+        *,
+        approver: str,
+        reason: str,
+        payload_sha256: str | None = None,
+        confirm: Confirm | None = None,
+    ) -> DecisionResult:
+        """Reject the step the saga waits on (a reason is required: it is journaled); the
+        saga compensates its executed steps."""
+        if not reason.strip():
+            raise api.SagaClientError("a rejection needs a reason: it is journaled")
+        return await self.decide(
+            saga_id,
+            approve=False,
+            approver=approver,
+            reason=reason,
+            payload_sha256=payload_sha256,
+            confirm=confirm,
+        )
+
+    async def cancel(self, saga_id: str) -> api.SagaSummary:
+        """Ask a running saga to stop; it compensates its executed steps and closes."""
+        return await api.cancel_saga(self.handle(saga_id))
