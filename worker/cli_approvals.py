@@ -4,7 +4,8 @@ payload an irreversible step will run with.
 The command shows the pending payload, recomputes its hash here from what it shows (and
 refuses to go on if the workflow reports another), warns about text that does not read as
 what it is (a Cyrillic "a" in a payee, a zero-width space...), asks for confirmation, and
-sends the decision through worker.client.decide.
+sends the decision: the flow itself is SagaClient.decide (worker.saga_client), with this
+module's prompt as its `confirm`.
 """
 
 from __future__ import annotations
@@ -14,19 +15,11 @@ from typing import Annotated
 
 import typer
 
-from sagacity.errors import SagacityError
 from worker.cli_common import console, fail, note, run, say, settings_of
-from worker.client import (
-    NothingPendingError,
-    check_pending,
-    connect,
-    decide,
-    describe_saga,
-    pending_approval,
-    saga_handle,
-)
+from worker.client import connect
 from worker.confusables import payload_warnings
 from worker.render import pending_panel, text_warning_lines
+from worker.saga_client import SagaClient
 from workflows.models import DecisionResult, PendingApproval
 
 SagaId = Annotated[str, typer.Argument(help="the saga id (its workflow id)", show_default=False)]
@@ -48,10 +41,6 @@ GivenHash = Annotated[
         "so a stale hash is refused and journaled. Default: the hash of the payload shown",
     ),
 ]
-
-
-class DeclinedError(SagacityError):
-    """The operator answered no at the confirmation prompt."""
 
 
 def warn_about_text(pending: PendingApproval) -> None:
@@ -84,48 +73,35 @@ def _decide(
     if not approver or not approver.strip():
         raise fail(f"{verb} needs --approver NAME (or $SAGACITY_APPROVER): it is journaled")
 
-    async def main() -> DecisionResult:
-        handle = saga_handle(await connect(settings), saga_id)
-        summary = await describe_saga(handle)
-        if not summary.running:
-            raise NothingPendingError(
-                f"saga {saga_id!r} has finished ({summary.status or summary.execution_status}); "
-                f"nothing to {verb}"
-            )
-        pending = await pending_approval(handle)
-        if pending is None:
-            raise NothingPendingError(
-                f"saga {saga_id!r} has nothing pending approval (status "
-                f"{summary.status or summary.execution_status}); see `sagacity pending`"
-            )
-        local = check_pending(pending)
+    def confirm(pending: PendingApproval, local: str) -> bool:
+        """Show what is decided on, warn about look-alike text, then ask (unless --yes)."""
         console.print(pending_panel(pending, local))
         warn_about_text(pending)
-        sent = local if given_hash is None else given_hash.strip()
-        if sent != local:
+        if given_hash is not None and given_hash.strip() != local:
             note(
-                f"warning: the hash you gave ({sent[:16]}…) is not the hash of the payload "
-                "shown; the saga will refuse it and journal the refusal",
+                f"warning: the hash you gave ({given_hash.strip()[:16]}…) is not the hash of "
+                "the payload shown; the saga will refuse it and journal the refusal",
             )
-        if not yes:
-            question = (
-                f"{verb} step {pending.step} ({pending.tool}) of saga {saga_id} as {approver}?"
-            )
-            try:
-                confirmed = typer.confirm(question, default=False, err=True)
-            except typer.Abort:
-                confirmed = False
-            if not sys.stdin.isatty():
-                note("")  # the answer came from a pipe, which echoed no newline
-            if not confirmed:
-                raise DeclinedError(f"not {verb}d: nothing was sent")
-        return await decide(
-            handle,
-            step=pending.step,
-            payload_sha256=sent,
-            approver=approver,
+        if yes:
+            return True
+        question = f"{verb} step {pending.step} ({pending.tool}) of saga {saga_id} as {approver}?"
+        try:
+            confirmed = typer.confirm(question, default=False, err=True)
+        except typer.Abort:
+            confirmed = False
+        if not sys.stdin.isatty():
+            note("")  # the answer came from a pipe, which echoed no newline
+        return confirmed
+
+    async def main() -> DecisionResult:
+        client = SagaClient(await connect(settings), task_queue=settings.task_queue)
+        return await client.decide(
+            saga_id,
             approve=approve,
+            approver=approver,
             reason=reason,
+            payload_sha256=given_hash,
+            confirm=confirm,
         )
 
     return run(main())

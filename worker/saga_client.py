@@ -174,14 +174,15 @@ class SagaClient:
         """Every saga awaiting approval (any workflow type) with what it waits for."""
         return await api.pending_approvals(self.temporal, limit=limit, any_workflow=True)
 
-    async def review(self, saga_id: str) -> Review:
-        """The pending request of a running saga, its hash recomputed and checked here."""
+    async def review(self, saga_id: str, *, verb: str = "decide on") -> Review:
+        """The pending request of a running saga, its hash recomputed and checked here
+        (`verb` says what the caller wanted to do, in the error when nothing is pending)."""
         handle = self.handle(saga_id)
         summary = await api.describe_saga(handle)
         if not summary.running:
             raise api.NothingPendingError(
                 f"saga {saga_id!r} has finished ({summary.status or summary.execution_status}); "
-                "nothing is pending"
+                f"nothing to {verb}"
             )
         pending = await api.pending_approval(handle)
         if pending is None:
@@ -208,7 +209,7 @@ class SagaClient:
         refusal journaled); None binds the decision to the payload reviewed now."""
         if not approver or not approver.strip():
             raise api.SagaClientError("a decision needs an approver: it is journaled")
-        review = await self.review(saga_id)
+        review = await self.review(saga_id, verb="approve" if approve else "reject")
         sent = review.local_sha256 if payload_sha256 is None else payload_sha256.strip()
         if confirm is not None:
             answer = confirm(review.pending, review.local_sha256)
