@@ -32,4 +32,4 @@ WORKDIR /app
 USER sagacity
 # SIGTERM stops polling and lets running activities finish (worker/run.py).
 STOPSIGNAL SIGTERM
-CMD ["python", "-m", "worker", "worker"]
+CMD ["python", "-m", "sagacity.worker", "worker"]

@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m worker demo
+	$(PY) -m sagacity.worker demo
 
 test: $(STAMP)
 	$(PY) -m tests.run

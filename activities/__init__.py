@@ -9,10 +9,10 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.compensation_runner import CompensationRunner
-from activities.identity import activity_queue, worker_identity
-from activities.model import ModelClient, ScriptedModel
-from activities.models import (
+from sagacity.activities.compensation_runner import CompensationRunner
+from sagacity.activities.identity import activity_queue, worker_identity
+from sagacity.activities.model import ModelClient, ScriptedModel
+from sagacity.activities.models import (
     CheckPlanInput,
     CompensateInput,
     CompensationOutcome,
@@ -26,9 +26,9 @@ from activities.models import (
     ToolOutcome,
     WorkerBound,
 )
-from activities.plan_check import check_plan
-from activities.tool_runner import ToolRunner, entry_ref, store_call
-from activities.turn_bounds import bounded_turn
+from sagacity.activities.plan_check import check_plan
+from sagacity.activities.tool_runner import ToolRunner, entry_ref, store_call
+from sagacity.activities.turn_bounds import bounded_turn
 from sagacity.entry import EntryDraft
 from sagacity.errors import (
     InvalidEntryError,

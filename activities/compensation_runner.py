@@ -26,8 +26,8 @@ from typing import Any, TypeVar
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.models import CompensateInput, CompensationOutcome
-from activities.tool_runner import entry_ref, heartbeating, retrying
+from sagacity.activities.models import CompensateInput, CompensationOutcome
+from sagacity.activities.tool_runner import entry_ref, heartbeating, retrying
 from sagacity.bounds import MAX_TEXT_ECHO
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import SagacityError

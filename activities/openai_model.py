@@ -36,7 +36,7 @@ from openai import (
 )
 from temporalio.exceptions import ApplicationError
 
-from activities.models import (
+from sagacity.activities.models import (
     INVALID_ARGUMENTS_KEY,
     ChatMessage,
     ModelTurn,

@@ -19,13 +19,13 @@ from typing import Any, TypeVar
 
 from temporalio import activity
 
-from activities.models import (
+from sagacity.activities.models import (
     EntryRef,
     OutcomeKind,
     RunToolInput,
     ToolOutcome,
 )
-from activities.plan_check import resolve_call
+from sagacity.activities.plan_check import resolve_call
 from sagacity.approvals import approval_hash
 from sagacity.bounds import MAX_ERROR_CHARS, MAX_TEXT_ECHO, check_value
 from sagacity.canonical import canonical_text, sha256_hex

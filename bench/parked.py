@@ -1,7 +1,7 @@
 """Benchmark 4: sagas parked waiting for approval on one worker, then all approved.
 
 The worker runs in its own process so its memory is its own: the production entry point
-`python -m worker worker --tools bench.noop:toolbox` with SAGACITY_ settings (journal on
+`python -m sagacity.worker worker --tools bench.noop:toolbox` with SAGACITY_ settings (journal on
 Postgres). The baseline is a plain workflow that waits for a validated `decide` update
 carrying its payload hash and then runs one no-op activity (bench.plain), served by
 `python -m bench.plain_worker` with the same worker settings.
@@ -109,7 +109,7 @@ class _Side:
 
     async def start(self, wf_id: str, i: int) -> Any:
         if self.kind == "saga":
-            from workflows.models import SagaInput, SagaResult, ToolCall
+            from sagacity.workflows.models import SagaInput, SagaResult, ToolCall
 
             plan = [ToolCall(tool="noop_irreversible", args={"ref": f"wire-{i:06d}"})]
             return await self.client.start_workflow(
@@ -124,7 +124,7 @@ class _Side:
     async def pending(self, handle: Any) -> Any:
         """The pending request (saga: PendingApproval; plain: the hash), or None."""
         if self.kind == "saga":
-            from workflows.models import PendingApproval
+            from sagacity.workflows.models import PendingApproval
 
             return await handle.query(
                 "pending_approval",
@@ -134,7 +134,7 @@ class _Side:
 
     async def approve(self, handle: Any, pending: Any) -> None:
         if self.kind == "saga":
-            from worker.client import decide
+            from sagacity.worker.client import decide
 
             await decide(
                 handle,
@@ -223,7 +223,7 @@ def _start_worker(
             SAGACITY_JOURNAL_URL=store_url,
             SAGACITY_TOOLS="bench.noop:toolbox",
         )
-        cmd = [sys.executable, "-m", "worker", "worker", "--tools", "bench.noop:toolbox"]
+        cmd = [sys.executable, "-m", "sagacity.worker", "worker", "--tools", "bench.noop:toolbox"]
         ready = "sagacity worker:"
     else:
         cmd = [
@@ -245,7 +245,7 @@ async def _run(sizes: Sizes, postgres_url: str) -> Report:
 
     from sagacity.audit import verify_store
     from sagacity.stores import open_store
-    from worker.devserver import start_dev_server
+    from sagacity.worker.devserver import start_dev_server
 
     report = Report("parked", "Parked sagas: worker memory and approving them all", sizes)
     tag = f"b{run_id()}"

@@ -44,7 +44,7 @@ separates the journal's cost (Postgres) from the workflow's own (Temporal, pydan
 
 
 async def _one(client: Any, kind: str, wf_id: str, tq: str, steps: int) -> tuple[float, Any]:
-    from workflows.models import SagaInput, SagaResult, ToolCall
+    from sagacity.workflows.models import SagaInput, SagaResult, ToolCall
 
     start = time.perf_counter()
     if kind != "plain":
@@ -226,8 +226,8 @@ async def _run(sizes: Sizes, postgres_url: str) -> Report:
     from bench import noop
     from bench.plain_worker import plain_worker
     from sagacity.stores import MemoryJournalStore, open_store
-    from worker.app import new_worker
-    from worker.devserver import start_dev_server
+    from sagacity.worker.app import new_worker
+    from sagacity.worker.devserver import start_dev_server
 
     report = Report("saga_overhead", "Saga overhead: saga vs plain Temporal workflow", sizes)
     tag = f"b{run_id()}"

@@ -19,8 +19,8 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel, Field
 
-    from workflows.models import SagaOptions
-    from workflows.saga import Saga, SagaFailedError, StepError
+    from sagacity.workflows.models import SagaOptions
+    from sagacity.workflows.saga import Saga, SagaFailedError, StepError
 
 
 class Order(BaseModel):

@@ -242,5 +242,5 @@ def shop_path() -> str:
 
 
 def toolbox() -> Toolbox:
-    """`--tools examples.orders:toolbox`: the shop at $SAGACITY_SHOP_PATH as a toolbox."""
+    """`--tools sagacity.examples.orders:toolbox`: the shop at $SAGACITY_SHOP_PATH as a toolbox."""
     return Toolbox.build(Shop(shop_path()))

@@ -17,12 +17,12 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from examples.orders import Shop
+from sagacity.examples.orders import Shop
 from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox
-from worker.app import new_worker
-from worker.devserver import start_dev_server
-from workflows.models import SagaInput, SagaResult
+from sagacity.worker.app import new_worker
+from sagacity.worker.devserver import start_dev_server
+from sagacity.workflows.models import SagaInput, SagaResult
 
 POSTGRES_URL = os.environ.get(
     "SAGACITY_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"

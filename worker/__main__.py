@@ -1,5 +1,5 @@
-"""`python -m worker` — the sagacity command line (same as the `sagacity` script)."""
+"""`python -m sagacity.worker` — the sagacity command line (same as the `sagacity` script)."""
 
-from worker.cli import main
+from sagacity.worker.cli import main
 
 main()

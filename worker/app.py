@@ -13,13 +13,13 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
-from activities import activity_queue
-from activities.model import ModelClient
+from sagacity.activities import activity_queue
+from sagacity.activities.model import ModelClient
 from sagacity.errors import SagacityError
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
-from worker.plugin import SagacityPlugin
-from worker.settings import Settings
+from sagacity.worker.plugin import SagacityPlugin
+from sagacity.worker.settings import Settings
 
 
 class ToolboxImportError(SagacityError):

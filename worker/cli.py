@@ -1,4 +1,4 @@
-"""The `sagacity` command line (also `python -m worker`).
+"""The `sagacity` command line (also `python -m sagacity.worker`).
 
 Commands are grouped by concern: sagas (worker.cli_sagas), approvals
 (worker.cli_approvals), the journal (worker.cli_journal), servers (worker.cli_server).
@@ -15,8 +15,8 @@ from typing import Annotated
 
 import typer
 
-from worker import cli_approvals, cli_journal, cli_sagas, cli_server
-from worker.cli_common import CliState, err, fail
+from sagacity.worker import cli_approvals, cli_journal, cli_sagas, cli_server
+from sagacity.worker.cli_common import CliState, err, fail
 
 __all__ = ["app", "err", "fail", "main"]
 
@@ -53,7 +53,7 @@ def _global_options(
         typer.Option(help="with no command: run a worker serving this module:attr toolbox"),
     ] = None,
 ) -> None:
-    """Run `python -m worker --tools module:attr` to serve a toolbox, or a command below."""
+    """Run `sagacity --tools module:attr` to serve a toolbox, or a command below."""
     overrides = {
         "temporal_address": address,
         "namespace": namespace,

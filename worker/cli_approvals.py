@@ -15,12 +15,12 @@ from typing import Annotated
 
 import typer
 
-from worker.cli_common import console, fail, note, run, say, settings_of
-from worker.client import connect
-from worker.confusables import payload_warnings
-from worker.render import pending_panel, text_warning_lines
-from worker.saga_client import SagaClient
-from workflows.models import DecisionResult, PendingApproval
+from sagacity.worker.cli_common import console, fail, note, run, say, settings_of
+from sagacity.worker.client import connect
+from sagacity.worker.confusables import payload_warnings
+from sagacity.worker.render import pending_panel, text_warning_lines
+from sagacity.worker.saga_client import SagaClient
+from sagacity.workflows.models import DecisionResult, PendingApproval
 
 SagaId = Annotated[str, typer.Argument(help="the saga id (its workflow id)", show_default=False)]
 Approver = Annotated[

@@ -25,7 +25,7 @@ from temporalio.service import RPCError
 
 from sagacity.errors import SagacityError, StoreUnavailableError
 from sagacity.stores import JournalStore, open_store
-from worker.settings import Settings
+from sagacity.worker.settings import Settings
 
 T = TypeVar("T")
 

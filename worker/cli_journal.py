@@ -28,7 +28,7 @@ from sagacity.audit import export_jsonl, verify_jsonl, verify_store
 from sagacity.chain import VerifyReport
 from sagacity.errors import JournalError
 from sagacity.stores import JournalStore
-from worker.cli_common import (
+from sagacity.worker.cli_common import (
     console,
     err,
     fail,
@@ -38,7 +38,7 @@ from worker.cli_common import (
     settings_of,
     user_errors,
 )
-from worker.render import journal_table, verify_line
+from sagacity.worker.render import journal_table, verify_line
 
 SagaArg = Annotated[
     str | None, typer.Argument(help="the saga id; omit with --all", show_default=False)

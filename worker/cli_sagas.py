@@ -20,8 +20,8 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 
 from sagacity.errors import SagacityError
 from sagacity.phases import SagaStatus
-from worker.cli_common import console, fail, note, run, say, settings_of
-from worker.client import (
+from sagacity.worker.cli_common import console, fail, note, run, say, settings_of
+from sagacity.worker.client import (
     NoWorkerError,
     SagaHandle,
     SagaSummary,
@@ -36,11 +36,11 @@ from worker.client import (
     saga_view,
     start_saga,
 )
-from worker.render import pending_list, saga_overview, sagas_table, steps_table
-from worker.settings import Settings
-from worker.task_queues import require_pollers, task_queue_pollers
-from workflows.models import ModelSettings, SagaInput, SagaResult, SagaView, StepReport
-from workflows.start_input import check_start_fields
+from sagacity.worker.render import pending_list, saga_overview, sagas_table, steps_table
+from sagacity.worker.settings import Settings
+from sagacity.worker.task_queues import require_pollers, task_queue_pollers
+from sagacity.workflows.models import ModelSettings, SagaInput, SagaResult, SagaView, StepReport
+from sagacity.workflows.start_input import check_start_fields
 
 RUNNING = WorkflowExecutionStatus.RUNNING.name
 COMPLETED = WorkflowExecutionStatus.COMPLETED.name

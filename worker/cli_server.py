@@ -12,9 +12,9 @@ import typer
 
 from sagacity.errors import SagacityError
 from sagacity.stores import open_store
-from worker.cli_common import console, fail, run, say, settings_of
-from worker.client import connect_reason
-from worker.settings import Settings
+from sagacity.worker.cli_common import console, fail, run, say, settings_of
+from sagacity.worker.client import connect_reason
+from sagacity.worker.settings import Settings
 
 ToolsOpt = Annotated[
     str | None, typer.Option("--tools", help="module:attr of the Toolbox to serve")
@@ -46,9 +46,9 @@ def _check_free(port: int, what: str) -> None:
 async def run_dev(settings: Settings, *, port: int, ui_port: int, db_file: Path | None) -> None:
     """Start the dev server (UI, search attributes) and a worker; stop both on SIGINT or
     SIGTERM. The journal and toolbox are opened first, so a bad one starts nothing."""
-    from worker.app import load_toolbox, new_worker
-    from worker.devserver import start_dev_server
-    from worker.run import openai_model
+    from sagacity.worker.app import load_toolbox, new_worker
+    from sagacity.worker.devserver import start_dev_server
+    from sagacity.worker.run import openai_model
 
     store = open_store(settings.journal_url)
     model = None
@@ -139,7 +139,7 @@ def worker(
     ] = None,
 ) -> None:
     """Run a saga worker until interrupted."""
-    from worker.run import run_worker
+    from sagacity.worker.run import run_worker
 
     settings = settings_of(ctx, tools=tools, journal_url=journal, task_queue=task_queue)
     if workflow:
@@ -165,7 +165,7 @@ def demo(
     ] = False,
 ) -> None:
     """Run three example sagas on an embedded dev server and verify their journals."""
-    from worker.demo import run_demo
+    from sagacity.worker.demo import run_demo
 
     code = run(run_demo(keep_server=keep_server, console=console))
     raise typer.Exit(code)

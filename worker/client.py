@@ -38,10 +38,10 @@ from temporalio.service import RPCError, RPCStatusCode
 from sagacity.approvals import approval_hash
 from sagacity.errors import SagacityError
 from sagacity.phases import SagaStatus
-from worker.app import connect as _connect
-from worker.settings import Settings
-from workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
-from workflows.models import (
+from sagacity.worker.app import connect as _connect
+from sagacity.worker.settings import Settings
+from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
+from sagacity.workflows.models import (
     DecisionResult,
     PendingApproval,
     SagaInput,
@@ -49,7 +49,7 @@ from workflows.models import (
     SagaView,
     StepReport,
 )
-from workflows.start_input import check_start_fields
+from sagacity.workflows.start_input import check_start_fields
 
 __all__ = [
     "SAGA_WORKFLOW",

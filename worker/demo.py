@@ -12,16 +12,22 @@ from pathlib import Path
 from rich.console import Console
 from temporalio.client import Client
 
-from examples.orders import Shop
 from sagacity.audit import verify_store
+from sagacity.examples.orders import Shop
 from sagacity.phases import SagaStatus
 from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox
-from worker.app import new_worker
-from worker.devserver import start_dev_server
-from worker.render import journal_table, verify_line
-from worker.settings import Settings
-from workflows.models import DecisionResult, PendingApproval, SagaInput, SagaResult, ToolCall
+from sagacity.worker.app import new_worker
+from sagacity.worker.devserver import start_dev_server
+from sagacity.worker.render import journal_table, verify_line
+from sagacity.worker.settings import Settings
+from sagacity.workflows.models import (
+    DecisionResult,
+    PendingApproval,
+    SagaInput,
+    SagaResult,
+    ToolCall,
+)
 
 RESERVE = ToolCall(tool="reserve_inventory", args={"sku": "widget", "qty": 2})
 CHARGE = ToolCall(tool="charge_card", args={"amount": 4_999, "currency": "EUR"})

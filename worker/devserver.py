@@ -16,8 +16,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from sagacity.errors import SagacityError
-from worker.search_attributes import register_search_attributes
-from workflows.inspection import SEARCH_ATTRIBUTES
+from sagacity.worker.search_attributes import register_search_attributes
+from sagacity.workflows.inspection import SEARCH_ATTRIBUTES
 
 
 class TemporalBinaryMissingError(SagacityError):

@@ -36,16 +36,16 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from activities import SagaActivities, activity_queue
-from activities.model import ModelClient
+from sagacity.activities import SagaActivities, activity_queue
+from sagacity.activities.model import ModelClient
 from sagacity.errors import SagacityError
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
-from worker.search_attributes import register_search_attributes
-from workflows.agent_saga import AgentSagaWorkflow
+from sagacity.worker.search_attributes import register_search_attributes
+from sagacity.workflows.agent_saga import AgentSagaWorkflow
 
 PLUGIN_NAME = "sagacity.SagacityPlugin"
-PASSTHROUGH = ("sagacity", "activities", "workflows", "pydantic", "pydantic_core", "rfc8785")
+PASSTHROUGH = ("sagacity", "pydantic", "pydantic_core", "rfc8785")
 """Our modules and their libraries are passed through the sandbox instead of re-imported
 for every workflow run. Measured (docs/benchmarks.md): re-importing the workflow modules
 per run cost 10-30 ms of CPU per saga and ~170 KiB per cached saga. The guard against

@@ -21,8 +21,8 @@ from rich.text import Text
 from sagacity.chain import VerifyReport
 from sagacity.entry import JournalEntry
 from sagacity.phases import Phase
-from worker.confusables import TextWarning, payload_warnings
-from workflows.models import PendingApproval, SagaResult, SagaView, StepReport
+from sagacity.worker.confusables import TextWarning, payload_warnings
+from sagacity.workflows.models import PendingApproval, SagaResult, SagaView, StepReport
 
 STATUS_STYLE = {
     "COMPLETED": "green",

@@ -6,11 +6,11 @@ import asyncio
 import signal
 from datetime import timedelta
 
-from activities.openai_model import OpenAIChatModel
+from sagacity.activities.openai_model import OpenAIChatModel
 from sagacity.stores import open_store
-from worker.app import connect, load_toolbox, load_workflow, new_worker
-from worker.search_attributes import register_search_attributes
-from worker.settings import Settings
+from sagacity.worker.app import connect, load_toolbox, load_workflow, new_worker
+from sagacity.worker.search_attributes import register_search_attributes
+from sagacity.worker.settings import Settings
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 

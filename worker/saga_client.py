@@ -30,9 +30,9 @@ from sagacity.audit import verify_store
 from sagacity.chain import VerifyReport
 from sagacity.entry import JournalEntry
 from sagacity.stores import JournalStore
-from worker import client as api
-from worker.plugin import saga_converter
-from workflows.models import (
+from sagacity.worker import client as api
+from sagacity.worker.plugin import saga_converter
+from sagacity.workflows.models import (
     DecisionResult,
     PendingApproval,
     SagaInput,

@@ -19,7 +19,7 @@ from temporalio.client import Client
 from temporalio.common import SearchAttributeIndexedValueType
 from temporalio.service import RPCError, RPCStatusCode
 
-from workflows.inspection import SEARCH_ATTRIBUTES
+from sagacity.workflows.inspection import SEARCH_ATTRIBUTES
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,9 @@ class Settings(BaseSettings):
         description="memory://, sqlite:///relative.db, sqlite:////abs.db or postgresql://…",
     )
     approval_timeout_seconds: float = Field(default=7 * 24 * 3600, gt=0)
-    tools: str = Field(default="examples.orders:toolbox", description="module:attr of a Toolbox")
+    tools: str = Field(
+        default="sagacity.examples.orders:toolbox", description="module:attr of a Toolbox"
+    )
     workflows: list[str] = Field(
         default_factory=list,
         description="module:Class of workflows on the saga API this worker runs too",

@@ -14,7 +14,7 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
-from worker.client import NoWorkerError, _rpc
+from sagacity.worker.client import NoWorkerError, _rpc
 
 __all__ = ["require_pollers", "task_queue_pollers"]
 

@@ -18,8 +18,8 @@ from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
-    from activities import CHECK_PLAN, NEXT_TURN
-    from activities.models import (
+    from sagacity.activities import CHECK_PLAN, NEXT_TURN
+    from sagacity.activities.models import (
         ChatMessage,
         CheckPlanInput,
         ModelTurn,
@@ -28,7 +28,7 @@ with workflow.unsafe.imports_passed_through():
         PlanCheck,
     )
     from sagacity.errors import SagacityError
-    from workflows.models import (
+    from sagacity.workflows.models import (
         DecisionResult,
         PendingApproval,
         SagaCarry,
@@ -42,11 +42,11 @@ with workflow.unsafe.imports_passed_through():
 # Workflow logic modules. The worker passes the `workflows` package through the sandbox
 # (worker.plugin.PASSTHROUGH, measured cheaper): the replay tests are what catch
 # nondeterministic edits in them.
-from workflows.conversation import bound_messages, tool_message
-from workflows.reporting import fit_carry
-from workflows.saga_engine import SagaCore
-from workflows.saga_handlers import DECIDE_UPDATE
-from workflows.start_input import decode_run_input
+from sagacity.workflows.conversation import bound_messages, tool_message
+from sagacity.workflows.reporting import fit_carry
+from sagacity.workflows.saga_engine import SagaCore
+from sagacity.workflows.saga_handlers import DECIDE_UPDATE
+from sagacity.workflows.start_input import decode_run_input
 
 __all__ = ["DECIDE_UPDATE", "AgentSagaWorkflow"]
 

@@ -34,7 +34,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
-    from activities.models import EntryRef, JournalEventInput, ToolOutcome
+    from sagacity.activities.models import EntryRef, JournalEventInput, ToolOutcome
     from sagacity.approvals import (
         ApprovalDecision,
         ApprovalRequest,
@@ -48,7 +48,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.entry import check_name
     from sagacity.errors import SagacityError
     from sagacity.phases import Phase
-    from workflows.models import DecisionResult, PendingApproval
+    from sagacity.workflows.models import DecisionResult, PendingApproval
 
 Journal = Callable[[JournalEventInput], Awaitable[EntryRef]]
 TIMEOUT_ACTOR = "sagacity:timeout"

@@ -22,8 +22,8 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 
 with workflow.unsafe.imports_passed_through():
-    from activities import COMPENSATE, FENCE_STEP
-    from activities.models import (
+    from sagacity.activities import COMPENSATE, FENCE_STEP
+    from sagacity.activities.models import (
         CompensateInput,
         CompensationOutcome,
         EntryRef,
@@ -35,8 +35,8 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.compensation import CompensationPlan, ExecutedStep, StepFact, plan_steps
     from sagacity.phases import Phase
     from sagacity.tools import ToolKind
-    from workflows.inspection import call_summary
-    from workflows.models import CompensationReport, SagaOptions
+    from sagacity.workflows.inspection import call_summary
+    from sagacity.workflows.models import CompensationReport, SagaOptions
 
 EXECUTED_DETAIL = "executed"
 """Key of the compensate activity's failure detail that carries the journal's EXECUTED

@@ -18,7 +18,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.models import ChatMessage, EntryRef, ModelSettings, ModelTurn, ToolCall, ToolOutcome
+from sagacity.activities.models import (
+    ChatMessage,
+    EntryRef,
+    ModelSettings,
+    ModelTurn,
+    ToolCall,
+    ToolOutcome,
+)
 from sagacity.phases import SagaStatus
 
 __all__ = [

@@ -16,9 +16,9 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from activities import WRONG_WORKER, activity_queue
+    from sagacity.activities import WRONG_WORKER, activity_queue
 
-from workflows.compensator import LOCAL_FAILURES, LOCAL_OPTIONS, failure_type
+from sagacity.workflows.compensator import LOCAL_FAILURES, LOCAL_OPTIONS, failure_type
 
 
 class PinnedActivities:

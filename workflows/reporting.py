@@ -12,11 +12,11 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from activities.models import ToolOutcome
+    from sagacity.activities.models import ToolOutcome
     from sagacity.canonical import canonical_text
-    from workflows.models import SagaCarry, SagaInput, SagaResult, SagaRunInput, StepReport
+    from sagacity.workflows.models import SagaCarry, SagaInput, SagaResult, SagaRunInput, StepReport
 
-from workflows.conversation import bound_messages, conversation_bytes
+from sagacity.workflows.conversation import bound_messages, conversation_bytes
 
 RESULT_BUDGET = 1024 * 1024
 """Bytes a saga's result may take (Temporal refuses payloads over about 2 MB, and a

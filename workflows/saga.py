@@ -37,12 +37,17 @@ from temporalio import workflow
 from temporalio.exceptions import is_cancelled_exception as is_cancelled
 
 with workflow.unsafe.imports_passed_through():
-    from activities.models import OutcomeKind, ToolCall
+    from sagacity.activities.models import OutcomeKind, ToolCall
     from sagacity.phases import SagaStatus
-    from workflows.models import SagaOptions, SagaState
+    from sagacity.workflows.models import SagaOptions, SagaState
 
-from workflows.saga_engine import SagaCore
-from workflows.saga_errors import STEP_ERROR_TYPES, SagaFailedError, SagaUsageError, StepError
+from sagacity.workflows.saga_engine import SagaCore
+from sagacity.workflows.saga_errors import (
+    STEP_ERROR_TYPES,
+    SagaFailedError,
+    SagaUsageError,
+    StepError,
+)
 
 __all__ = ["Saga", "SagaFailedError", "SagaOptions", "SagaState", "SagaUsageError", "StepError"]
 

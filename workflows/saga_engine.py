@@ -19,8 +19,8 @@ from temporalio.exceptions import ActivityError, ApplicationError, FailureError
 from temporalio.exceptions import is_cancelled_exception as is_cancelled
 
 with workflow.unsafe.imports_passed_through():
-    from activities import JOURNAL_EVENT, RUN_TOOL, WORKER_IDENTITY
-    from activities.models import (
+    from sagacity.activities import JOURNAL_EVENT, RUN_TOOL, WORKER_IDENTITY
+    from sagacity.activities.models import (
         EntryRef,
         JournalEventInput,
         OutcomeKind,
@@ -30,7 +30,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from sagacity.phases import Phase, SagaStatus
     from sagacity.tools import ToolKind
-    from workflows.models import (
+    from sagacity.workflows.models import (
         CompensationReport,
         SagaOptions,
         SagaResult,
@@ -39,12 +39,17 @@ with workflow.unsafe.imports_passed_through():
         StepReport,
     )
 
-from workflows.approval_gate import ApprovalGate
-from workflows.compensator import LOCAL_OPTIONS, compensate, failure_cause
-from workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS, call_summary, steps_markdown
-from workflows.pinned import PinnedActivities
-from workflows.reporting import fit_result, step_report
-from workflows.saga_handlers import SagaDoors
+from sagacity.workflows.approval_gate import ApprovalGate
+from sagacity.workflows.compensator import LOCAL_OPTIONS, compensate, failure_cause
+from sagacity.workflows.inspection import (
+    SAGA_NEEDS_HUMAN,
+    SAGA_STATUS,
+    call_summary,
+    steps_markdown,
+)
+from sagacity.workflows.pinned import PinnedActivities
+from sagacity.workflows.reporting import fit_result, step_report
+from sagacity.workflows.saga_handlers import SagaDoors
 
 T = TypeVar("T")
 

@@ -13,8 +13,8 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.models import OutcomeKind, ToolOutcome
-    from workflows.models import SagaResult
+    from sagacity.activities.models import OutcomeKind, ToolOutcome
+    from sagacity.workflows.models import SagaResult
 
 STEP_ERROR_TYPES = {
     OutcomeKind.FAILED: "StepFailed",

@@ -23,12 +23,12 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.models import DecisionResult, PendingApproval, SagaView, StepReport
+    from sagacity.workflows.models import DecisionResult, PendingApproval, SagaView, StepReport
 
-from workflows.saga_errors import SagaUsageError
+from sagacity.workflows.saga_errors import SagaUsageError
 
 if TYPE_CHECKING:
-    from workflows.approval_gate import ApprovalGate
+    from sagacity.workflows.approval_gate import ApprovalGate
 
 DECIDE_UPDATE = "decide"
 SIGNALS = ("approve", "reject", "record_refusal")

@@ -24,7 +24,7 @@ from temporalio.common import RawValue
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel, ValidationError
 
-    from activities.models import ModelSettings, ModelTurn, ToolCall
+    from sagacity.activities.models import ModelSettings, ModelTurn, ToolCall
     from sagacity.approvals import RESERVED_ACTOR_PREFIX, is_reserved_actor
     from sagacity.bounds import (
         MAX_ARGS_BYTES,
@@ -35,7 +35,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from sagacity.canonical import canonical_bytes
     from sagacity.errors import BoundsError, ForgedStateError, SagacityError
-    from workflows.models import SagaInput, SagaRunInput
+    from sagacity.workflows.models import SagaInput, SagaRunInput
 
 STRUCTURE_DEPTH = 8
 """Levels the input's own shape adds around tool arguments (plan → call → args…)."""

@@ -22,12 +22,12 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from typer.testing import CliRunner, Result
 
-from examples.orders import Shop
+from sagacity.examples.orders import Shop
 from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox
-from worker.app import new_worker
-from worker.cli import app
-from workflows.models import PendingApproval, SagaInput, SagaResult
+from sagacity.worker.app import new_worker
+from sagacity.worker.cli import app
+from sagacity.workflows.models import PendingApproval, SagaInput, SagaResult
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,11 +66,11 @@ def cli_env(**values: str) -> dict[str, str]:
 
 
 async def run_subprocess(*args: str, env: Mapping[str, str], cwd: Path, timeout: float = 60) -> Ran:
-    """`python -m worker ARGS` as a user would run `sagacity ARGS`."""
+    """`python -m sagacity.worker ARGS` as a user would run `sagacity ARGS`."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "worker",
+        "sagacity.worker",
         *args,
         env=dict(env),
         cwd=cwd,

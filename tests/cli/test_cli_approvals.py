@@ -12,14 +12,14 @@ import pytest
 from sagacity.approvals import approval_hash
 from sagacity.entry import JournalEntry
 from sagacity.phases import SagaStatus
-from worker.client import (
+from sagacity.worker.client import (
     ApprovalRefusedError,
     PendingHashMismatchError,
     check_pending,
     decide,
     saga_handle,
 )
-from workflows.models import PendingApproval, SagaInput, ToolCall
+from sagacity.workflows.models import PendingApproval, SagaInput, ToolCall
 
 from .conftest import CliHarness
 

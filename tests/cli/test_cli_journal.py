@@ -298,7 +298,7 @@ def test_export_into_a_reader_that_leaves_early_is_quiet(tmp_path: Path) -> None
                 EntryDraft.new("big", Phase.INTENT, step=step, tool="t", input={"x": "y" * 3000})
             )
     with subprocess.Popen(
-        [sys.executable, "-m", "worker", "export", "--all"],
+        [sys.executable, "-m", "sagacity.worker", "export", "--all"],
         env=cli_env(SAGACITY_JOURNAL_URL=url),
         cwd=tmp_path,
         stdout=subprocess.PIPE,

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from sagacity.approvals import approval_hash
 from sagacity.chain import verify_chain
 from sagacity.phases import SagaStatus
-from worker.cli import app
-from workflows.models import SagaInput, ToolCall
+from sagacity.worker.cli import app
+from sagacity.workflows.models import SagaInput, ToolCall
 
 from .conftest import CliHarness
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from examples.orders import Shop
-from workflows.models import SagaInput, SagaResult, ToolCall
+from sagacity.examples.orders import Shop
+from sagacity.workflows.models import SagaInput, SagaResult, ToolCall
 
 from .conftest import Ran, cli_env, invoke_sync, run_subprocess
 
@@ -63,9 +63,9 @@ def processes_mentioning(text: str) -> list[str]:
 async def process(
     *args: str, env: dict[str, str], cwd: Path, ready: str
 ) -> AsyncIterator[tuple[asyncio.subprocess.Process, list[str]]]:
-    """`python -m worker ARGS`, yielded once it printed `ready`; stopped with SIGINT."""
+    """`python -m sagacity.worker ARGS`, yielded once it printed `ready`; stopped with SIGINT."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "worker", *args, env=env, cwd=cwd,
+        sys.executable, "-m", "sagacity.worker", *args, env=env, cwd=cwd,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     assert proc.stdout is not None
@@ -199,7 +199,7 @@ async def test_demo_runs_three_sagas_and_leaves_nothing_running(tmp_path: Path) 
 
 
 async def test_python_m_worker_with_tools_runs_a_worker(tmp_path: Path, temporal_env) -> None:
-    """`python -m worker --tools module:attr` (no command) serves that toolbox: a saga
+    """`python -m sagacity.worker --tools module:attr` (no command) serves that toolbox: a saga
     started on its queue completes, then SIGTERM stops it cleanly."""
     queue = f"m-{uuid.uuid4().hex[:8]}"
     env = cli_env(
@@ -209,7 +209,7 @@ async def test_python_m_worker_with_tools_runs_a_worker(tmp_path: Path, temporal
         SAGACITY_SHOP_PATH=str(tmp_path / "shop.db"),
     )
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "worker", "--tools", "examples.orders:toolbox",
+        sys.executable, "-m", "sagacity.worker", "--tools", "sagacity.examples.orders:toolbox",
         env=env, cwd=tmp_path,
     )  # fmt: skip
     try:

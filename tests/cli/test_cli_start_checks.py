@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
-from worker.client import (
+from sagacity.worker.client import (
     QUERY_TIMEOUT,
     NoWorkerError,
     SagaNotFoundError,

@@ -12,8 +12,8 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from worker.settings import Settings
-from workflows.inspection import SEARCH_ATTRIBUTES
+from sagacity.worker.settings import Settings
+from sagacity.workflows.inspection import SEARCH_ATTRIBUTES
 
 from .compose_file import (
     ROOT,
@@ -205,7 +205,7 @@ def test_the_worker_settings_parse_and_point_at_the_compose_services(
     assert settings.temporal_address == "temporal:7233"
     assert settings.namespace == "default"
     assert settings.task_queue == "sagacity"
-    assert settings.tools == "examples.orders:toolbox"
+    assert settings.tools == "sagacity.examples.orders:toolbox"
     url = urlsplit(settings.journal_url)
     assert (url.scheme, url.hostname, url.port, url.path) == (
         "postgresql",

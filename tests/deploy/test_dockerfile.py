@@ -77,7 +77,7 @@ def test_the_final_stage_runs_the_worker_unprivileged(instructions: list[Instruc
     last = final_stage(instructions)
     final = [i for i in instructions if i.stage == last]
     cmd = [i for i in final if i.keyword == "CMD"]
-    assert len(cmd) == 1 and cmd[0].json_args() == ["python", "-m", "worker", "worker"]
+    assert len(cmd) == 1 and cmd[0].json_args() == ["python", "-m", "sagacity.worker", "worker"]
     assert not [i for i in final if i.keyword == "ENTRYPOINT"]
     users = [i.args for i in final if i.keyword == "USER"]
     assert users and users[-1] not in ("root", "0"), "the worker must not run as root"

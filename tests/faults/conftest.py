@@ -13,7 +13,7 @@ import pytest
 from psycopg import sql
 from temporalio.testing import WorkflowEnvironment
 
-from examples.orders import Shop
+from sagacity.examples.orders import Shop
 from sagacity.stores import JournalStore, open_store
 
 from .support import WorkerProcesses, with_schema, worker_env
@@ -57,7 +57,7 @@ def workers(
     test's PostgreSQL schema. Stopped at teardown, before the schema is dropped."""
     address = temporal_env.client.service_client.config.target_host
     args = [
-        "--tools", "examples.orders:toolbox",
+        "--tools", "sagacity.examples.orders:toolbox",
         "--journal", pg_journal_url,
         "--task-queue", f"faults-{uuid.uuid4().hex[:8]}",
     ]  # fmt: skip

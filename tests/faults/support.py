@@ -23,14 +23,14 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 
-from examples.orders import Shop
 from sagacity.chain import verify_chain
 from sagacity.compensation import plan_compensation
 from sagacity.entry import EntryDraft, JournalEntry
+from sagacity.examples.orders import Shop
 from sagacity.phases import Phase
 from sagacity.stores import JournalStore
 from sagacity.stores.base import StepClaim
-from workflows.models import SagaResult, ToolCall
+from sagacity.workflows.models import SagaResult, ToolCall
 
 T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[2]
@@ -158,7 +158,7 @@ def assert_executed_ran_once(
 
 
 class WorkerProcesses:
-    """`python -m worker worker` subprocesses of one test, as production runs them.
+    """`python -m sagacity.worker worker` subprocesses of one test, as production runs them.
 
     Output goes to a file per process (the evidence for a post-mortem); every process
     still running at teardown is stopped (TERM, then KILL)."""
@@ -178,7 +178,7 @@ class WorkerProcesses:
         out = (self.tmp / f"worker{n}.out").open("wb")
         err = (self.tmp / f"worker{n}.err").open("wb")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "worker", "worker", *self.args, *extra],
+            [sys.executable, "-m", "sagacity.worker", "worker", *self.args, *extra],
             cwd=REPO,
             env=env or self.env,
             stdout=out,

@@ -25,8 +25,8 @@ from temporalio.service import RPCError
 
 from sagacity.approvals import approval_hash
 from sagacity.phases import Phase, SagaStatus
-from worker.client import ApprovalRefusedError, decide
-from workflows.models import DecisionResult, PendingApproval, SagaInput, SagaResult
+from sagacity.worker.client import ApprovalRefusedError, decide
+from sagacity.workflows.models import DecisionResult, PendingApproval, SagaInput, SagaResult
 
 from .support import (
     CHARGE,

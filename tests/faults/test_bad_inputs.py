@@ -23,17 +23,17 @@ from temporalio.api.enums.v1 import EventType, TimeoutType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from activities.models import ModelTurn, ModelTurnInput
-from examples.orders import INITIAL_STOCK, Shop
+from sagacity.activities.models import ModelTurn, ModelTurnInput
 from sagacity.bounds import MAX_ARGS_BYTES
 from sagacity.errors import BoundsError
+from sagacity.examples.orders import INITIAL_STOCK, Shop
 from sagacity.phases import Phase, SagaStatus
 from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox
 from sagacity.tools import CompensationContext, ToolContext, compensable, compensation, tool
-from worker.app import new_worker
-from worker.client import start_saga
-from workflows.models import ModelSettings, SagaInput, SagaResult, ToolCall
+from sagacity.worker.app import new_worker
+from sagacity.worker.client import start_saga
+from sagacity.workflows.models import ModelSettings, SagaInput, SagaResult, ToolCall
 
 from .support import (
     CHARGE,

@@ -1,4 +1,4 @@
-"""Crash matrix: a real worker process (`python -m worker worker`, journaling to
+"""Crash matrix: a real worker process (`python -m sagacity.worker worker`, journaling to
 PostgreSQL) is SIGKILLed at each dangerous point of a saga, and a fresh worker process
 takes over.
 
@@ -26,13 +26,13 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from examples.orders import INITIAL_STOCK, Shop
 from sagacity.approvals import approval_hash
+from sagacity.examples.orders import INITIAL_STOCK, Shop
 from sagacity.phases import Phase, SagaStatus
 from sagacity.stores import JournalStore
 from sagacity.stores.postgres import lock_key
-from workflows.inspection import SAGA_NEEDS_HUMAN
-from workflows.models import SagaInput, SagaResult, ToolCall
+from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN
+from sagacity.workflows.models import SagaInput, SagaResult, ToolCall
 
 from .support import (
     CHARGE,

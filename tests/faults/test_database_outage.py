@@ -29,13 +29,13 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from examples.orders import Shop
+from sagacity.examples.orders import Shop
 from sagacity.phases import SagaStatus
 from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox
 from sagacity.tools import ToolContext, tool
-from worker.app import new_worker
-from workflows.models import SagaInput, SagaResult, ToolCall
+from sagacity.worker.app import new_worker
+from sagacity.workflows.models import SagaInput, SagaResult, ToolCall
 
 from .proxy import TcpProxy, target_of, through
 from .support import (
@@ -297,7 +297,7 @@ async def test_worker_refuses_to_start_without_its_journal(
         journal = through(pg_journal_url, proxy)
         args = [
             "--tools",
-            "examples.orders:toolbox",
+            "sagacity.examples.orders:toolbox",
             "--journal",
             journal,
             "--task-queue",

@@ -19,15 +19,24 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.common import RawValue
 from temporalio.testing import WorkflowEnvironment
 
-from examples.orders import Shop
 from sagacity.approvals import approval_hash
+from sagacity.examples.orders import Shop
 from sagacity.phases import Phase, SagaStatus
 from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox
 from sagacity.tools import ToolContext, compensable, compensation
-from worker.app import new_worker
-from workflows.approval_gate import REFUSALS_JOURNALED_ELSEWHERE, REFUSALS_JOURNALED_PER_STEP
-from workflows.models import DecisionResult, PendingApproval, SagaInput, SagaResult, ToolCall
+from sagacity.worker.app import new_worker
+from sagacity.workflows.approval_gate import (
+    REFUSALS_JOURNALED_ELSEWHERE,
+    REFUSALS_JOURNALED_PER_STEP,
+)
+from sagacity.workflows.models import (
+    DecisionResult,
+    PendingApproval,
+    SagaInput,
+    SagaResult,
+    ToolCall,
+)
 
 from ..workflows.helpers import eventually
 
@@ -268,7 +277,7 @@ class Impostor:
 async def test_two_workers_with_different_toolboxes_never_mix_a_saga(
     temporal_env: WorkflowEnvironment, pg_store: JournalStore, shop: Shop, tmp_path: Path
 ) -> None:
-    """The README's `sagacity dev` plus `python -m worker --tools ...` on one task queue:
+    """The README's `sagacity dev` plus `python -m sagacity.worker --tools ...` on one task queue:
     each saga runs every step with the toolbox and journal of the worker it is pinned to."""
     task_queue = f"mixed-{uuid.uuid4().hex[:8]}"
     impostor = Impostor()

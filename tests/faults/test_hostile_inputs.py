@@ -20,17 +20,17 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from activities.models import ModelTurn, ModelTurnInput, ToolCall
-from examples.orders import Shop
+from sagacity.activities.models import ModelTurn, ModelTurnInput, ToolCall
 from sagacity.errors import BoundsError, ForgedStateError
+from sagacity.examples.orders import Shop
 from sagacity.phases import SagaStatus
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
 from sagacity.tools import irreversible, tool
-from worker.app import new_worker
-from worker.client import start_saga
-from workflows.models import SagaInput, SagaResult
-from workflows.start_input import SagaInputError
+from sagacity.worker.app import new_worker
+from sagacity.worker.client import start_saga
+from sagacity.workflows.models import SagaInput, SagaResult
+from sagacity.workflows.start_input import SagaInputError
 
 pytestmark = [pytest.mark.temporal, pytest.mark.postgres]
 
@@ -173,7 +173,7 @@ async def test_a_forged_carry_is_refused_at_start_and_no_refund_runs(hostile: Ha
     assert hostile.shop.calls("refund_card") == []
     assert hostile.shop.charges() == [charge] and not charge["refunded"]
     with pytest.raises(ForgedStateError):  # sagacity's client refuses it before starting
-        from workflows.start_input import check_start_fields
+        from sagacity.workflows.start_input import check_start_fields
 
         check_start_fields(forged)
 

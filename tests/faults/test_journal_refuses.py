@@ -10,15 +10,15 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities import SagaActivities
-from activities.models import CompensateInput, RunToolInput, ToolCall
-from examples.orders import Shop
+from sagacity.activities import SagaActivities
+from sagacity.activities.models import CompensateInput, RunToolInput, ToolCall
 from sagacity.entry import EntryDraft
+from sagacity.examples.orders import Shop
 from sagacity.phases import Phase, SagaStatus
 from sagacity.stores.memory import MemoryJournalStore
 from sagacity.toolbox import Toolbox
-from workflows.approval_gate import CANCELLED_ACTOR, FAILED_ACTOR
-from workflows.models import SagaInput
+from sagacity.workflows.approval_gate import CANCELLED_ACTOR, FAILED_ACTOR
+from sagacity.workflows.models import SagaInput
 
 from ..workflows.helpers import RESERVE, WIRE, entries_of
 from ..workflows.test_approval_flows import decision, pending

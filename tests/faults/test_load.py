@@ -21,13 +21,13 @@ from psycopg import sql
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from examples.orders import Shop
 from sagacity.approvals import approval_hash
+from sagacity.examples.orders import Shop
 from sagacity.phases import SagaStatus
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
-from worker.app import new_worker
-from workflows.models import SagaInput, SagaResult
+from sagacity.worker.app import new_worker
+from sagacity.workflows.models import SagaInput, SagaResult
 
 from .support import (
     CHARGE,

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from examples.orders import Shop
+from sagacity.examples.orders import Shop
 from sagacity.phases import SagaStatus
 from sagacity.stores import JournalStore
-from worker.devserver import start_dev_server
-from workflows.models import SagaInput, SagaResult
+from sagacity.worker.devserver import start_dev_server
+from sagacity.workflows.models import SagaInput, SagaResult
 
 from .support import (
     CHARGE,
@@ -54,7 +54,7 @@ async def test_saga_survives_a_temporal_restart(
     port, db_file = free_port(), str(tmp_path / "temporal.db")
     env = await start_dev_server(port=port, db_file=db_file)
     args = [
-        "--tools", "examples.orders:toolbox",
+        "--tools", "sagacity.examples.orders:toolbox",
         "--journal", pg_journal_url,
         "--task-queue", f"restart-{uuid.uuid4().hex[:8]}",
     ]  # fmt: skip

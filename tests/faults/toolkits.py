@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from examples.orders import Shop, shop_path
+from sagacity.examples.orders import Shop, shop_path
 from sagacity.toolbox import Toolbox
 from sagacity.tools import CompensationContext, ToolContext, compensable, compensation
 

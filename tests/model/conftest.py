@@ -24,12 +24,12 @@ import pytest
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from activities.openai_model import OpenAIChatModel
-from examples.orders import Shop
+from sagacity.activities.openai_model import OpenAIChatModel
+from sagacity.examples.orders import Shop
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
-from worker.app import new_worker
-from workflows.models import ModelSettings, SagaInput, SagaResult
+from sagacity.worker.app import new_worker
+from sagacity.workflows.models import ModelSettings, SagaInput, SagaResult
 
 _ids = itertools.count(1)
 

@@ -10,14 +10,14 @@ from dataclasses import dataclass
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from examples.order_workflow import OrderWorkflow
-from examples.orders import Shop
+from sagacity.examples.order_workflow import OrderWorkflow
+from sagacity.examples.orders import Shop
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
+from sagacity.worker.app import new_worker
+from sagacity.worker.saga_client import SagaClient
 from tests.faults.conftest import pg_journal_url, pg_schema, pg_store, shop, workers
 from tests.workflows.user_workflows import LetsFailureOut, LongOrder, OwnApproveSignal, TwoSagas
-from worker.app import new_worker
-from worker.saga_client import SagaClient
 
 __all__ = ["pg_journal_url", "pg_schema", "pg_store", "shop", "workers"]
 

@@ -21,8 +21,8 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
-from examples.order_workflow import Order, OrderWorkflow
-from worker.saga_client import SagaClient
+from sagacity.examples.order_workflow import Order, OrderWorkflow
+from sagacity.worker.saga_client import SagaClient
 
 HISTORIES = Path(__file__).parent / "histories"
 IBAN = "DE89370400440532013000"
@@ -88,9 +88,9 @@ FLOWS: dict[str, Callable[[SagaClient, str], Awaitable[Handle]]] = {
 
 
 async def record(names: list[str], out: Path = HISTORIES) -> None:
-    from examples.orders import Shop
+    from sagacity.examples.orders import Shop
     from sagacity.stores import open_store
-    from worker.devserver import start_dev_server
+    from sagacity.worker.devserver import start_dev_server
 
     out.mkdir(parents=True, exist_ok=True)
     env = await start_dev_server()
@@ -109,7 +109,7 @@ async def record(names: list[str], out: Path = HISTORIES) -> None:
 
 async def _record_one(client: Client, store: Any, shop: Any, name: str, out: Path) -> None:
     from sagacity.toolbox import Toolbox
-    from worker.app import new_worker
+    from sagacity.worker.app import new_worker
 
     task_queue = f"record-{uuid.uuid4().hex[:8]}"
     worker = new_worker(

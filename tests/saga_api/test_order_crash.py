@@ -1,5 +1,5 @@
-"""The user's order workflow survives SIGKILL of its worker process (`python -m worker
-worker --workflow examples.order_workflow:OrderWorkflow`, journaling to PostgreSQL): a
+"""The user's order workflow survives SIGKILL of its worker process (`python -m sagacity.worker
+worker --workflow sagacity.examples.order_workflow:OrderWorkflow`, journaling to PostgreSQL): a
 fresh worker takes over and no tool body runs twice (the shop's own log of body runs is
 the witness)."""
 
@@ -12,10 +12,13 @@ from collections.abc import Awaitable, Callable
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from examples.order_workflow import Order, OrderWorkflow
-from examples.orders import INITIAL_STOCK, Shop
+from sagacity.examples.order_workflow import Order, OrderWorkflow
+from sagacity.examples.orders import INITIAL_STOCK, Shop
 from sagacity.phases import Phase
 from sagacity.stores import JournalStore
+from sagacity.worker.client import NoWorkerError
+from sagacity.worker.saga_client import SagaClient
+from sagacity.workflows.models import SagaOptions
 from tests.faults.support import (
     WorkerProcesses,
     assert_chain_closed,
@@ -24,13 +27,10 @@ from tests.faults.support import (
     failed_workflow_tasks,
     phases,
 )
-from worker.client import NoWorkerError
-from worker.saga_client import SagaClient
-from workflows.models import SagaOptions
 
 pytestmark = [pytest.mark.temporal, pytest.mark.postgres, pytest.mark.timeout(90)]
 
-WORKFLOW = ("--workflow", "examples.order_workflow:OrderWorkflow")
+WORKFLOW = ("--workflow", "sagacity.examples.order_workflow:OrderWorkflow")
 IBAN = "DE89370400440532013000"
 
 

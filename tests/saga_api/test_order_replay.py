@@ -9,10 +9,10 @@ from temporalio import workflow
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-from examples.order_workflow import OrderWorkflow
+from sagacity.examples.order_workflow import OrderWorkflow
+from sagacity.worker.plugin import SagacityPlugin
 from tests.saga_api.order_histories import FLOWS, HISTORIES
 from tests.workflows.user_workflows import ForgetsToCompensate
-from worker.plugin import SagacityPlugin
 
 from .conftest import Orders
 

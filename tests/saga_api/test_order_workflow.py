@@ -10,17 +10,17 @@ import pytest
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import CancelledError
 
-from examples.order_workflow import Order, OrderWorkflow, Receipt
-from examples.orders import INITIAL_STOCK
 from sagacity.approvals import approval_hash
+from sagacity.examples.order_workflow import Order, OrderWorkflow, Receipt
+from sagacity.examples.orders import INITIAL_STOCK
 from sagacity.phases import Phase, SagaStatus
+from sagacity.workflows.inspection import SAGA_STATUS
 from tests.faults.support import (
     assert_chain_closed,
     assert_executed_ran_once,
     eventually,
     phases,
 )
-from workflows.inspection import SAGA_STATUS
 
 from .conftest import Orders
 
@@ -99,7 +99,7 @@ async def test_the_wire_waits_and_runs_with_the_approved_payload(orders: Orders)
 
 
 async def test_an_approver_not_allowed_is_refused_and_journaled(orders: Orders) -> None:
-    from worker.client import ApprovalRefusedError
+    from sagacity.worker.client import ApprovalRefusedError
 
     handle = await start(orders, order(supplier_iban=IBAN, options={"approvers": ["alice"]}))
     await awaiting(orders, handle.id)

@@ -10,8 +10,9 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
-from examples.orders import INITIAL_STOCK
+from sagacity.examples.orders import INITIAL_STOCK
 from sagacity.phases import SagaStatus
+from sagacity.workflows.models import SagaResult
 from tests.faults.support import assert_chain_closed, phases
 from tests.workflows.user_workflows import (
     LetsFailureOut,
@@ -20,7 +21,6 @@ from tests.workflows.user_workflows import (
     OwnApproveSignal,
     TwoSagas,
 )
-from workflows.models import SagaResult
 
 from .conftest import Orders
 

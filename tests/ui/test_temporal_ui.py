@@ -33,12 +33,12 @@ from urllib.parse import quote
 import pytest
 from temporalio.client import Client
 
-from examples.orders import Shop
+from sagacity.examples.orders import Shop
 from sagacity.stores import open_store
 from sagacity.toolbox import Toolbox
-from worker.app import new_worker
-from worker.devserver import start_dev_server
-from workflows.models import PendingApproval, SagaInput, SagaResult, ToolCall
+from sagacity.worker.app import new_worker
+from sagacity.worker.devserver import start_dev_server
+from sagacity.workflows.models import PendingApproval, SagaInput, SagaResult, ToolCall
 
 pytestmark = [pytest.mark.temporal, pytest.mark.timeout(180)]
 

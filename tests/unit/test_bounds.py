@@ -8,19 +8,19 @@ from typing import Any
 
 import pytest
 
-from activities.identity import worker_identity
-from activities.models import REFUSED_ARGUMENTS_KEY, ChatMessage, ModelTurn, ToolCall
-from activities.plan_check import check_plan
-from activities.turn_bounds import bounded_turn
-from examples.orders import Shop
+from sagacity.activities.identity import worker_identity
+from sagacity.activities.models import REFUSED_ARGUMENTS_KEY, ChatMessage, ModelTurn, ToolCall
+from sagacity.activities.plan_check import check_plan
+from sagacity.activities.turn_bounds import bounded_turn
 from sagacity.bounds import MAX_ARGS_BYTES, MAX_CALLS_PER_TURN, check_value, depth_of, echo
 from sagacity.canonical import canonical_bytes
 from sagacity.errors import BoundsError, ForgedStateError, NotCanonicalError
+from sagacity.examples.orders import Shop
 from sagacity.toolbox import Toolbox
-from workflows.conversation import bound_messages, conversation_bytes
-from workflows.models import SagaCarry, SagaInput, SagaResult, StepReport
-from workflows.reporting import CARRY_BUDGET, RESULT_BUDGET, fit_carry, fit_result
-from workflows.start_input import SagaInputError, check_start_fields
+from sagacity.workflows.conversation import bound_messages, conversation_bytes
+from sagacity.workflows.models import SagaCarry, SagaInput, SagaResult, StepReport
+from sagacity.workflows.reporting import CARRY_BUDGET, RESULT_BUDGET, fit_carry, fit_result
+from sagacity.workflows.start_input import SagaInputError, check_start_fields
 
 
 def nested(depth: int) -> Any:

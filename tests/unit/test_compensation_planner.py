@@ -16,15 +16,15 @@ from typing import Any
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.models import OutcomeKind, RunToolInput, ToolCall, ToolOutcome
-from activities.tool_runner import ToolRunner
+from sagacity.activities.models import OutcomeKind, RunToolInput, ToolCall, ToolOutcome
+from sagacity.activities.tool_runner import ToolRunner
 from sagacity.compensation import CompensationPlan, compensable_in, plan_compensation
 from sagacity.entry import EntryDraft
 from sagacity.phases import Phase
 from sagacity.stores import MemoryJournalStore
 from sagacity.toolbox import Toolbox
 from sagacity.tools import CompensationContext, ToolContext, compensable, compensation, tool
-from workflows.compensator import plan_outcomes
+from sagacity.workflows.compensator import plan_outcomes
 
 SAGA = "saga-planner"
 

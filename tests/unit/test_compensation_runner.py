@@ -16,13 +16,13 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.compensation_runner import (
+from sagacity.activities.compensation_runner import (
     EXECUTED_DETAIL,
     NOT_EXECUTED_IN_JOURNAL,
     TOOL_MISMATCH,
     CompensationRunner,
 )
-from activities.models import CompensateInput
+from sagacity.activities.models import CompensateInput
 from sagacity.entry import EntryDraft
 from sagacity.phases import Phase
 from sagacity.stores import MemoryJournalStore

@@ -13,8 +13,8 @@ from typing import Any
 
 from temporalio.testing import ActivityEnvironment
 
-from activities.models import OutcomeKind, RunToolInput, ToolCall
-from activities.tool_runner import ToolRunner
+from sagacity.activities.models import OutcomeKind, RunToolInput, ToolCall
+from sagacity.activities.tool_runner import ToolRunner
 from sagacity.entry import EntryDraft
 from sagacity.errors import JournalWriteError
 from sagacity.phases import Phase

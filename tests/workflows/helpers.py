@@ -8,7 +8,7 @@ from typing import TypeVar
 
 from sagacity.entry import JournalEntry
 from sagacity.stores import JournalStore
-from workflows.models import ToolCall
+from sagacity.workflows.models import ToolCall
 
 T = TypeVar("T")
 

@@ -28,11 +28,11 @@ from typing import Protocol
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import CancelledError
 
-from examples.orders import Shop
 from sagacity.approvals import approval_hash
+from sagacity.examples.orders import Shop
 from sagacity.phases import Phase, SagaStatus
 from sagacity.stores import JournalStore
-from workflows.models import (
+from sagacity.workflows.models import (
     DecisionResult,
     ModelSettings,
     ModelTurn,
@@ -226,8 +226,8 @@ async def record(names: list[str], out: Path = HISTORIES) -> list[Path]:
     """Run `names` on a fresh dev server and write their histories into `out`."""
     from sagacity.stores import open_store
     from sagacity.toolbox import Toolbox
-    from worker.app import new_worker
-    from worker.devserver import start_dev_server
+    from sagacity.worker.app import new_worker
+    from sagacity.worker.devserver import start_dev_server
 
     unknown = sorted(set(names) - set(FLOWS))
     if unknown:

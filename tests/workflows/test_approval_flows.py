@@ -8,7 +8,7 @@ from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from sagacity.approvals import approval_hash
 from sagacity.chain import verify_chain
 from sagacity.phases import SagaStatus
-from workflows.models import DecisionResult, PendingApproval, SagaInput, SagaResult
+from sagacity.workflows.models import DecisionResult, PendingApproval, SagaInput, SagaResult
 
 from .helpers import CHARGE, RESERVE, WIRE, entries_of, eventually
 

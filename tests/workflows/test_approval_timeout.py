@@ -27,15 +27,15 @@ import pytest
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from examples.orders import INITIAL_STOCK, Shop
 from sagacity.chain import verify_chain
+from sagacity.examples.orders import INITIAL_STOCK, Shop
 from sagacity.phases import Phase, SagaStatus
 from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox
-from worker.app import new_worker
-from worker.devserver import start_time_skipping_server
-from workflows.approval_gate import TIMEOUT_ACTOR
-from workflows.models import SagaInput, SagaResult, SagaView, ToolCall
+from sagacity.worker.app import new_worker
+from sagacity.worker.devserver import start_time_skipping_server
+from sagacity.workflows.approval_gate import TIMEOUT_ACTOR
+from sagacity.workflows.models import SagaInput, SagaResult, SagaView, ToolCall
 
 pytestmark = [pytest.mark.temporal, pytest.mark.timeout(60)]
 

@@ -9,7 +9,7 @@ from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 
 from sagacity.chain import verify_chain
 from sagacity.phases import SagaStatus
-from workflows.models import ModelSettings, ModelTurn, SagaInput, ToolCall
+from sagacity.workflows.models import ModelSettings, ModelTurn, SagaInput, ToolCall
 
 from .helpers import RESERVE, WIRE, entries_of, eventually
 from .test_approval_flows import decision, pending

@@ -12,7 +12,7 @@ import pytest
 from temporalio.client import WorkflowFailureError
 
 from sagacity.chain import verify_chain
-from workflows.models import SagaInput
+from sagacity.workflows.models import SagaInput
 
 from .helpers import CHARGE, RESERVE, SHIP, WIRE, entries_of, eventually
 from .test_approval_flows import pending

@@ -11,8 +11,8 @@ import pytest
 from temporalio.client import WorkflowFailureError, WorkflowHistory
 
 from sagacity.phases import SagaStatus
-from workflows.agent_saga import AgentSagaWorkflow
-from workflows.models import SagaInput, SagaResult, SagaRunInput, StepReport, ToolCall
+from sagacity.workflows.agent_saga import AgentSagaWorkflow
+from sagacity.workflows.models import SagaInput, SagaResult, SagaRunInput, StepReport, ToolCall
 
 from .test_replay import _replay_failure
 

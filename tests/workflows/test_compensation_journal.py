@@ -17,13 +17,13 @@ from pathlib import Path
 
 from temporalio.client import WorkflowHandle
 
-from activities.compensation_runner import NOT_EXECUTED_IN_JOURNAL
+from sagacity.activities.compensation_runner import NOT_EXECUTED_IN_JOURNAL
 from sagacity.compensation import compensable_in, plan_compensation
 from sagacity.phases import Phase, SagaStatus
 from sagacity.toolbox import Toolbox
 from sagacity.tools import CompensationContext, compensable, compensation, tool
-from worker.app import new_worker
-from workflows.models import PendingApproval, SagaInput, SagaResult, ToolCall
+from sagacity.worker.app import new_worker
+from sagacity.workflows.models import PendingApproval, SagaInput, SagaResult, ToolCall
 
 from .helpers import CHARGE, RESERVE, SHIP, SHIP_FAILS, WIRE, entries_of, eventually
 

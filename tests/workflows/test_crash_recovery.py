@@ -1,6 +1,6 @@
 """A worker killed between INTENT and EXECUTED.
 
-A real worker process (`python -m worker worker`, as production runs it) is SIGKILLed
+A real worker process (`python -m sagacity.worker worker`, as production runs it) is SIGKILLed
 while ship_order hangs heartbeating after its INTENT was journaled. Temporal notices the
 dead worker by the missed heartbeats and retries the activity on a fresh worker process;
 the retry finds the orphan INTENT and must not run the tool a second time. The saga then
@@ -24,15 +24,15 @@ import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from examples.orders import INITIAL_STOCK, Shop
 from sagacity.chain import verify_chain
+from sagacity.examples.orders import INITIAL_STOCK, Shop
 from sagacity.phases import Phase, SagaStatus
 from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox
 from sagacity.tools import ToolContext, tool
-from worker.app import new_worker
-from workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
-from workflows.models import SagaInput, SagaResult, ToolCall
+from sagacity.worker.app import new_worker
+from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
+from sagacity.workflows.models import SagaInput, SagaResult, ToolCall
 
 REPO = Path(__file__).resolve().parents[2]
 INTENT_DEADLINE_S = 20.0
@@ -54,7 +54,7 @@ class WorkerProcesses:
         n = len(self.procs) + 1
         out = (self.tmp / f"worker{n}.out").open("wb")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "worker", "worker", *self.args],
+            [sys.executable, "-m", "sagacity.worker", "worker", *self.args],
             cwd=REPO,
             env=self.env,
             stdout=out,
@@ -91,7 +91,7 @@ def workers(temporal_env: WorkflowEnvironment, tmp_path: Path) -> Iterator[Worke
         "PYTHONUNBUFFERED": "1",
     }
     args = [
-        "--tools", "examples.orders:toolbox",
+        "--tools", "sagacity.examples.orders:toolbox",
         "--journal", f"sqlite:///{tmp_path}/journal.db",
         "--task-queue", f"crash-{uuid.uuid4().hex[:8]}",
     ]  # fmt: skip

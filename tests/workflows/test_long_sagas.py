@@ -7,7 +7,7 @@ from temporalio.api.enums.v1 import EventType
 
 from sagacity.chain import verify_chain
 from sagacity.phases import SagaStatus
-from workflows.models import ModelSettings, ModelTurn, SagaInput, ToolCall
+from sagacity.workflows.models import ModelSettings, ModelTurn, SagaInput, ToolCall
 
 from .helpers import RESERVE, WIRE, entries_of
 from .test_approval_flows import decision, pending

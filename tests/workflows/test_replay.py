@@ -29,13 +29,13 @@ from temporalio.worker import Replayer
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 with workflow.unsafe.imports_passed_through():
-    from activities.models import EntryRef, JournalEventInput, ToolCall, ToolOutcome
+    from sagacity.activities.models import EntryRef, JournalEventInput, ToolCall, ToolOutcome
     from sagacity.phases import Phase
+    from sagacity.worker.plugin import PASSTHROUGH
+    from sagacity.workflows.agent_saga import AgentSagaWorkflow
+    from sagacity.workflows.models import SagaResult
+    from sagacity.workflows.saga_engine import SagaCore as Saga
     from tests.workflows.record_histories import FLOWS, HISTORIES
-    from worker.plugin import PASSTHROUGH
-    from workflows.agent_saga import AgentSagaWorkflow
-    from workflows.models import SagaResult
-    from workflows.saga_engine import SagaCore as Saga
 
 CLOSING_EVENTS = {
     "workflow_execution_completed_event_attributes",
@@ -227,7 +227,7 @@ async def test_the_backwards_mutant_really_runs_backwards(saga: Any) -> None:
     """So the test above is not vacuous: run live, the mutant does reorder the effects."""
     from temporalio.worker import Worker
 
-    from activities import SagaActivities, activity_queue
+    from sagacity.activities import SagaActivities, activity_queue
     from sagacity.toolbox import Toolbox
 
     task_queue = f"{saga.task_queue}-backwards"

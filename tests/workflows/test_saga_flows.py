@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sagacity.chain import verify_chain
 from sagacity.phases import SagaStatus
-from workflows.models import ModelSettings, ModelTurn, SagaInput, ToolCall
+from sagacity.workflows.models import ModelSettings, ModelTurn, SagaInput, ToolCall
 
 from .helpers import CHARGE, RESERVE, SHIP, SHIP_FAILS, entries_of, phases
 

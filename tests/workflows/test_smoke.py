@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from sagacity.chain import verify_chain
 from sagacity.phases import SagaStatus
-from workflows.models import SagaInput, ToolCall
+from sagacity.workflows.models import SagaInput, ToolCall
 
 
 async def test_happy(saga) -> None:

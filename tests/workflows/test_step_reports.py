@@ -7,7 +7,7 @@ from typing import Any
 
 from sagacity.approvals import approval_hash
 from sagacity.phases import SagaStatus
-from workflows.models import SagaInput, ToolCall
+from sagacity.workflows.models import SagaInput, ToolCall
 
 from .helpers import RESERVE, SHIP_FAILS, WIRE
 from .test_approval_flows import decision, pending

@@ -11,8 +11,8 @@ from sagacity.chain import verify_chain
 from sagacity.phases import SagaStatus
 from sagacity.toolbox import Toolbox
 from sagacity.tools import CompensationContext, ToolContext, compensable, compensation
-from worker.app import new_worker
-from workflows.models import SagaInput, SagaResult, ToolCall
+from sagacity.worker.app import new_worker
+from sagacity.workflows.models import SagaInput, SagaResult, ToolCall
 
 from .helpers import entries_of
 

@@ -13,8 +13,8 @@ import pytest
 from temporalio.client import Client
 
 from sagacity.phases import SagaStatus
-from workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
-from workflows.models import SagaInput, SagaView, ToolCall
+from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
+from sagacity.workflows.models import SagaInput, SagaView, ToolCall
 
 pytestmark = [pytest.mark.temporal, pytest.mark.timeout(60)]
 

@@ -9,9 +9,9 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
 
-    from examples.order_workflow import Order, OrderWorkflow, Receipt
-    from workflows.models import SagaOptions, SagaState
-    from workflows.saga import Saga
+    from sagacity.examples.order_workflow import Order, OrderWorkflow, Receipt
+    from sagacity.workflows.models import SagaOptions, SagaState
+    from sagacity.workflows.saga import Saga
 
 
 @workflow.defn(name="LetsFailureOut")
