@@ -6,8 +6,9 @@
 FROM python:3.11-slim AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-# The packages pyproject.toml ships (a test checks this list against it), plus the files
-# its metadata names. Copied explicitly so nothing else (tests, .env, journals) gets in.
+# The packages pyproject.toml ships (a test checks this list against it): sagacity and
+# the folders linked into it as its subpackages, plus the files its metadata names.
+# Copied explicitly so nothing else (tests, .env, journals) gets in.
 COPY pyproject.toml README.md ./
 COPY sagacity ./sagacity
 COPY activities ./activities
@@ -16,7 +17,7 @@ COPY worker ./worker
 COPY examples ./examples
 RUN python -m venv /opt/sagacity \
     && /opt/sagacity/bin/pip install --no-cache-dir . \
-    && /opt/sagacity/bin/python -c "import sagacity, activities, workflows, worker, examples"
+    && /opt/sagacity/bin/python -c "import sagacity.activities, sagacity.workflows, sagacity.worker, sagacity.examples"
 
 FROM python:3.11-slim
 ENV PATH=/opt/sagacity/bin:$PATH \

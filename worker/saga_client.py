@@ -15,6 +15,7 @@ worker.client (SagaNotFoundError, NothingPendingError, ApprovalRefusedError...).
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -191,6 +192,20 @@ class SagaClient:
                 f"{summary.status or summary.execution_status}); see `sagacity pending`"
             )
         return Review(pending, api.check_pending(pending))
+
+    async def wait_pending(self, saga_id: str, *, timeout: float = 60.0) -> Review:
+        """Wait until the saga asks for an approval (polling its `pending_approval` query;
+        Temporal has no push for it), and return the request, its hash checked here."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            pending = await api.pending_approval(self.handle(saga_id))
+            if pending is not None:
+                return Review(pending, api.check_pending(pending))
+            if asyncio.get_running_loop().time() > deadline:
+                raise api.NothingPendingError(
+                    f"saga {saga_id!r} asked for no approval within {timeout:g}s"
+                )
+            await asyncio.sleep(0.2)
 
     # ---- deciding -----------------------------------------------------------------------------
 

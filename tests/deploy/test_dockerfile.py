@@ -25,10 +25,18 @@ def instructions() -> list[Instruction]:
 
 
 def shipped_packages() -> set[str]:
-    """Top-level packages pyproject.toml ships (`include = ["sagacity*", …]`)."""
+    """Folders pyproject.toml ships: its top-level packages (`include = ["sagacity*"]`)
+    and the folders linked into them as subpackages (sagacity/workflows -> ../workflows)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     include = project["tool"]["setuptools"]["packages"]["find"]["include"]
-    return {pattern.rstrip("*").rstrip(".") for pattern in include}
+    tops = {pattern.rstrip("*").rstrip(".") for pattern in include}
+    linked = {
+        str(child.resolve().relative_to(ROOT))
+        for top in tops
+        for child in (ROOT / top).iterdir()
+        if child.is_symlink()
+    }
+    return tops | linked
 
 
 def copied_sources(instructions: list[Instruction], stage: int) -> set[str]:
