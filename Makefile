@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check bench bench-full clean
+.PHONY: demo test test-unit check bench bench-full clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m tests.run
+
+# The server-free tier: no Temporal, no PostgreSQL (a test that asks for one fails).
+test-unit: $(STAMP)
+	SAGACITY_NO_SERVERS=1 $(PY) -m tests.run -q -m "not temporal and not postgres"
 
 check: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -11,8 +11,7 @@ from temporalio.exceptions import ApplicationError
 
 from sagacity.activities.compensation_runner import CompensationRunner
 from sagacity.activities.identity import activity_queue, worker_identity
-from sagacity.activities.model import ModelClient, ScriptedModel
-from sagacity.activities.models import (
+from sagacity.activities.io_models import (
     CheckPlanInput,
     CompensateInput,
     CompensationOutcome,
@@ -26,6 +25,7 @@ from sagacity.activities.models import (
     ToolOutcome,
     WorkerBound,
 )
+from sagacity.activities.model_clients import ModelClient, ScriptedModel
 from sagacity.activities.plan_check import check_plan
 from sagacity.activities.tool_runner import ToolRunner, entry_ref, store_call
 from sagacity.activities.turn_bounds import bounded_turn

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from sagacity.activities.models import CompensateInput, CompensationOutcome
+from sagacity.activities.io_models import CompensateInput, CompensationOutcome
 from sagacity.activities.tool_runner import entry_ref, heartbeating, retrying
 from sagacity.bounds import MAX_TEXT_ECHO
 from sagacity.entry import EntryDraft, JournalEntry

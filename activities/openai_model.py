@@ -36,7 +36,7 @@ from openai import (
 )
 from temporalio.exceptions import ApplicationError
 
-from sagacity.activities.models import (
+from sagacity.activities.io_models import (
     INVALID_ARGUMENTS_KEY,
     ChatMessage,
     ModelTurn,

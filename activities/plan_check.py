@@ -11,7 +11,7 @@ import difflib
 from collections.abc import Sequence
 from typing import Any
 
-from sagacity.activities.models import (
+from sagacity.activities.io_models import (
     INVALID_ARGUMENTS_KEY,
     REFUSED_ARGUMENTS_KEY,
     PlanCheck,

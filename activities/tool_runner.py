@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from temporalio import activity
 
-from sagacity.activities.models import (
+from sagacity.activities.io_models import (
     EntryRef,
     OutcomeKind,
     RunToolInput,
@@ -175,7 +175,7 @@ class ToolRunner:
                 outcome=entry_ref(refused),
                 **base,
             )
-        base.update(tool_kind=spec.kind.value, args=args)
+        base.update(tool_kind=spec.kind, args=args)
 
         if spec.kind is ToolKind.IRREVERSIBLE:
             digest = approval_hash(spec.name, args)

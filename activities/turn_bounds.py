@@ -10,7 +10,7 @@ replaced by the reason, so the runner refuses it (CALL_REFUSED) and the model is
 
 from __future__ import annotations
 
-from sagacity.activities.models import REFUSED_ARGUMENTS_KEY, ModelTurn, ToolCall
+from sagacity.activities.io_models import REFUSED_ARGUMENTS_KEY, ModelTurn, ToolCall
 from sagacity.bounds import (
     MAX_ARGS_BYTES,
     MAX_CALLS_PER_TURN,

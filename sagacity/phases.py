@@ -54,3 +54,24 @@ class SagaStatus(StrEnum):
 
 LIFECYCLE_STEP = 0
 """Step number used by saga lifecycle entries; tool steps start at 1."""
+
+
+class StepStatus(StrEnum):
+    """Where one step of a saga stands, as step reports say it."""
+
+    EXECUTED = "EXECUTED"
+    FAILED = "FAILED"
+    REFUSED = "REFUSED"
+    """An invalid call (unknown tool, bad arguments): nothing ran."""
+    NEEDS_APPROVAL = "NEEDS_APPROVAL"
+    AWAITING_APPROVAL = "AWAITING_APPROVAL"
+    REJECTED = "REJECTED"
+    """Not approved (rejected, timed out, or the saga stopped waiting): nothing ran."""
+    UNKNOWN = "UNKNOWN"
+    """INTENT journaled and no outcome: not run again, a human must check."""
+    FENCED = "FENCED"
+    COMPENSATED = "COMPENSATED"
+    COMPENSATION_FAILED = "COMPENSATION_FAILED"
+    NOT_COMPENSABLE = "NOT_COMPENSABLE"
+    """It ran, the saga was undone, and nothing can undo this step (a plain or an
+    approved irreversible tool)."""

@@ -41,9 +41,20 @@ def _postgres_reachable(url: str) -> str | None:
     return None
 
 
+NO_SERVERS = os.environ.get("SAGACITY_NO_SERVERS") == "1"
+"""Set by `make test-unit`: a test that asks for a server fails instead of starting one
+(so the unit tier stays server-free; mark such a test `temporal` or `postgres`)."""
+
+
+def _no_servers(what: str) -> None:
+    if NO_SERVERS:
+        pytest.fail(f"this test needs {what} but runs in the server-free unit tier: mark it")
+
+
 @pytest.fixture(scope="session")
 def postgres_url() -> str:
     """URL of a reachable PostgreSQL; skips on a laptop without one, fails under CI."""
+    _no_servers("PostgreSQL")
     problem = _postgres_reachable(POSTGRES_URL)
     if problem is not None:
         message = (
@@ -72,6 +83,7 @@ def tmp_sqlite_url(tmp_path: object) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
+    _no_servers("the Temporal dev server")
     env = await start_dev_server()
     try:
         yield env
@@ -121,3 +133,15 @@ async def saga(
     )
     async with worker:
         yield SagaHarness(temporal_env.client, journal, shop, task_queue, worker)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that uses the dev server or PostgreSQL (through any fixture) carries the
+    `temporal` / `postgres` marker, so `-m "not temporal and not postgres"` (make
+    test-unit) leaves out exactly the tests that need a server."""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if "temporal_env" in names:
+            item.add_marker(pytest.mark.temporal)
+        if "postgres_url" in names:
+            item.add_marker(pytest.mark.postgres)

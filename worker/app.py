@@ -14,7 +14,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
 from sagacity.activities import activity_queue
-from sagacity.activities.model import ModelClient
+from sagacity.activities.model_clients import ModelClient
 from sagacity.errors import SagacityError
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox

@@ -37,7 +37,7 @@ from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from sagacity.activities import SagaActivities, activity_queue
-from sagacity.activities.model import ModelClient
+from sagacity.activities.model_clients import ModelClient
 from sagacity.errors import SagacityError
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox

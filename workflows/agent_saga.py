@@ -19,7 +19,7 @@ from temporalio.exceptions import ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from sagacity.activities import CHECK_PLAN, NEXT_TURN
-    from sagacity.activities.models import (
+    from sagacity.activities.io_models import (
         ChatMessage,
         CheckPlanInput,
         ModelTurn,

@@ -34,7 +34,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
-    from sagacity.activities.models import EntryRef, JournalEventInput, ToolOutcome
+    from sagacity.activities.io_models import EntryRef, JournalEventInput, ToolOutcome
     from sagacity.approvals import (
         ApprovalDecision,
         ApprovalRequest,

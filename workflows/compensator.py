@@ -23,7 +23,7 @@ from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 
 with workflow.unsafe.imports_passed_through():
     from sagacity.activities import COMPENSATE, FENCE_STEP
-    from sagacity.activities.models import (
+    from sagacity.activities.io_models import (
         CompensateInput,
         CompensationOutcome,
         EntryRef,
@@ -115,7 +115,7 @@ def outcome_facts(outcomes: Iterable[ToolOutcome]) -> list[StepFact]:
     facts: list[StepFact] = []
     for o in outcomes:
         if o.kind is OutcomeKind.EXECUTED:
-            compensable = o.tool_kind == ToolKind.COMPENSABLE.value
+            compensable = o.tool_kind == ToolKind.COMPENSABLE
             seq = o.outcome.seq if o.outcome else None
             facts.append(StepFact(o.step, o.tool, Phase.EXECUTED, seq, compensable=compensable))
         elif o.kind is OutcomeKind.UNKNOWN:

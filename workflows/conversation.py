@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from sagacity.activities.models import ChatMessage, OutcomeKind, ToolCall, ToolOutcome
+from sagacity.activities.io_models import ChatMessage, OutcomeKind, ToolCall, ToolOutcome
 from sagacity.bounds import utf8_len
 
 DROPPED_NOTE = "[earlier steps omitted to stay within payload limits; the journal has them]"

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sagacity.activities.models import (
+from sagacity.activities.io_models import (
     ChatMessage,
     EntryRef,
     ModelSettings,
@@ -26,7 +26,8 @@ from sagacity.activities.models import (
     ToolCall,
     ToolOutcome,
 )
-from sagacity.phases import SagaStatus
+from sagacity.phases import SagaStatus, StepStatus
+from sagacity.tools import ToolKind
 
 __all__ = [
     "ChatMessage",
@@ -42,6 +43,7 @@ __all__ = [
     "SagaState",
     "SagaView",
     "StepReport",
+    "StepStatus",
     "ToolCall",
 ]
 
@@ -99,11 +101,8 @@ class StepReport(_Model):
     step: int
     tool: str
     args: dict[str, Any] = Field(default_factory=dict)
-    tool_kind: str | None = None
-    status: str
-    """EXECUTED, FAILED, REFUSED, REJECTED, UNKNOWN, FENCED, AWAITING_APPROVAL, COMPENSATED,
-    COMPENSATION_FAILED, or NOT_COMPENSABLE (it ran, the saga was undone, and nothing can
-    undo this step: a plain or an approved irreversible tool)."""
+    tool_kind: ToolKind | None = None
+    status: StepStatus
     intent_seq: int | None = None
     intent_hash: str | None = None
     seq: int | None = None

@@ -12,8 +12,9 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from sagacity.activities.models import ToolOutcome
+    from sagacity.activities.io_models import ToolOutcome
     from sagacity.canonical import canonical_text
+    from sagacity.phases import StepStatus
     from sagacity.workflows.models import SagaCarry, SagaInput, SagaResult, SagaRunInput, StepReport
 
 from sagacity.workflows.conversation import bound_messages, conversation_bytes
@@ -32,7 +33,7 @@ reports; the journal entries named by the report have them in full."""
 def step_report(
     outcome: ToolOutcome,
     *,
-    status: str | None = None,
+    status: StepStatus | None = None,
     approver: str | None = None,
     error: str | None = None,
 ) -> StepReport:
@@ -41,7 +42,7 @@ def step_report(
         tool=outcome.tool,
         args=_reported_args(outcome.args or {}),
         tool_kind=outcome.tool_kind,
-        status=status or outcome.kind.value,
+        status=status or StepStatus(outcome.kind.value),
         intent_seq=outcome.intent.seq if outcome.intent else None,
         intent_hash=outcome.intent.hash if outcome.intent else None,
         seq=outcome.outcome.seq if outcome.outcome else None,

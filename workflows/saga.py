@@ -37,7 +37,7 @@ from temporalio import workflow
 from temporalio.exceptions import is_cancelled_exception as is_cancelled
 
 with workflow.unsafe.imports_passed_through():
-    from sagacity.activities.models import OutcomeKind, ToolCall
+    from sagacity.activities.io_models import OutcomeKind, ToolCall
     from sagacity.phases import SagaStatus
     from sagacity.workflows.models import SagaOptions, SagaState
 

@@ -20,7 +20,7 @@ from temporalio.exceptions import is_cancelled_exception as is_cancelled
 
 with workflow.unsafe.imports_passed_through():
     from sagacity.activities import JOURNAL_EVENT, RUN_TOOL, WORKER_IDENTITY
-    from sagacity.activities.models import (
+    from sagacity.activities.io_models import (
         EntryRef,
         JournalEventInput,
         OutcomeKind,
@@ -28,7 +28,7 @@ with workflow.unsafe.imports_passed_through():
         ToolCall,
         ToolOutcome,
     )
-    from sagacity.phases import Phase, SagaStatus
+    from sagacity.phases import Phase, SagaStatus, StepStatus
     from sagacity.tools import ToolKind
     from sagacity.workflows.models import (
         CompensationReport,
@@ -187,7 +187,7 @@ class SagaCore:
             for step, actor, error in await self.gate.journal_abandoned():
                 report = self.steps.get(step)
                 if report is not None:  # the report says what the journal says
-                    update = {"status": "REJECTED", "approver": actor, "error": error}
+                    update = {"status": StepStatus.REJECTED, "approver": actor, "error": error}
                     self.steps[step] = report.model_copy(update=update)
         if self.failure is not None:
             await self._compensate()
@@ -204,13 +204,16 @@ class SagaCore:
         step = self.next_step
         outcome = await self._run_tool(step, call, None)
         if outcome.kind is OutcomeKind.NEEDS_APPROVAL:
-            self._record(outcome, status="AWAITING_APPROVAL")
+            self._record(outcome, status=StepStatus.AWAITING_APPROVAL)
             self.set_status(SagaStatus.AWAITING_APPROVAL)
             timeout = timedelta(seconds=self.options.approval_timeout_seconds)
             decision = await self.gate.wait(outcome, workflow.now(), timeout)
             if not decision.approve:
                 self._record(
-                    outcome, status="REJECTED", approver=decision.actor, error=decision.reason
+                    outcome,
+                    status=StepStatus.REJECTED,
+                    approver=decision.actor,
+                    error=decision.reason,
                 )
                 self.fail(f"step {step} ({outcome.tool}) rejected: {decision.reason}")
                 return outcome
@@ -283,7 +286,7 @@ class SagaCore:
 
     def _on_compensated(self, report: CompensationReport) -> None:
         self.compensations.append(report)
-        status = "COMPENSATED" if report.ok else "COMPENSATION_FAILED"
+        status = StepStatus.COMPENSATED if report.ok else StepStatus.COMPENSATION_FAILED
         self.steps[report.step] = self.steps[report.step].model_copy(
             update={"status": status, "seq": report.seq, "hash": report.hash}
         )
@@ -292,8 +295,11 @@ class SagaCore:
     def _mark_not_compensable(self) -> None:
         """Steps that ran and that nothing can undo stay live after compensation: say so."""
         for step, report in list(self.steps.items()):
-            if report.status == "EXECUTED" and report.tool_kind != ToolKind.COMPENSABLE.value:
-                self.steps[step] = report.model_copy(update={"status": "NOT_COMPENSABLE"})
+            if (
+                report.status is StepStatus.EXECUTED
+                and report.tool_kind is not ToolKind.COMPENSABLE
+            ):
+                self.steps[step] = report.model_copy(update={"status": StepStatus.NOT_COMPENSABLE})
 
     async def _close(self) -> SagaResult:
         if self.failure is None:
@@ -305,8 +311,8 @@ class SagaCore:
         else:
             final = SagaStatus.COMPENSATED
         self.status = final
-        unknown = sorted(s for s, o in self.outcomes.items() if o.kind is OutcomeKind.UNKNOWN)
-        needs_human = bool(unknown) or final is SagaStatus.COMPENSATION_FAILED
+        unknown = self.unknown_steps()
+        needs_human = self.needs_human()
         # Decisions still waiting for a step are judged (and their refusals journaled)
         # first; then the gate closes: a handler waiting on a decision then returns, so
         # waiting for all handlers cannot hang the close; decisions from here on are refused.
@@ -359,7 +365,7 @@ class SagaCore:
         self,
         outcome: ToolOutcome,
         *,
-        status: str | None = None,
+        status: StepStatus | None = None,
         approver: str | None = None,
         error: str | None = None,
     ) -> None:
@@ -377,10 +383,13 @@ class SagaCore:
         self.status = status
         self.publish()
 
+    def unknown_steps(self) -> list[int]:
+        """Steps whose outcome is unknown (INTENT journaled, no outcome)."""
+        return sorted(s for s, o in self.outcomes.items() if o.kind is OutcomeKind.UNKNOWN)
+
     def needs_human(self) -> bool:
-        return self.status is SagaStatus.COMPENSATION_FAILED or any(
-            o.kind is OutcomeKind.UNKNOWN for o in self.outcomes.values()
-        )
+        """The one definition: an unknown outcome, or a compensation that failed."""
+        return self.status is SagaStatus.COMPENSATION_FAILED or bool(self.unknown_steps())
 
     def view(self) -> SagaView:
         return SagaView(

@@ -13,7 +13,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from sagacity.activities.models import OutcomeKind, ToolOutcome
+    from sagacity.activities.io_models import OutcomeKind, ToolOutcome
     from sagacity.workflows.models import SagaResult
 
 STEP_ERROR_TYPES = {

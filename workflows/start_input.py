@@ -24,7 +24,7 @@ from temporalio.common import RawValue
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel, ValidationError
 
-    from sagacity.activities.models import ModelSettings, ModelTurn, ToolCall
+    from sagacity.activities.io_models import ModelSettings, ModelTurn, ToolCall
     from sagacity.approvals import RESERVED_ACTOR_PREFIX, is_reserved_actor
     from sagacity.bounds import (
         MAX_ARGS_BYTES,

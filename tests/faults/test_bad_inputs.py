@@ -23,7 +23,7 @@ from temporalio.api.enums.v1 import EventType, TimeoutType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from sagacity.activities.models import ModelTurn, ModelTurnInput
+from sagacity.activities.io_models import ModelTurn, ModelTurnInput
 from sagacity.bounds import MAX_ARGS_BYTES
 from sagacity.errors import BoundsError
 from sagacity.examples.orders import INITIAL_STOCK, Shop

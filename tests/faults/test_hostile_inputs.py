@@ -20,7 +20,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from sagacity.activities.models import ModelTurn, ModelTurnInput, ToolCall
+from sagacity.activities.io_models import ModelTurn, ModelTurnInput, ToolCall
 from sagacity.errors import BoundsError, ForgedStateError
 from sagacity.examples.orders import Shop
 from sagacity.phases import SagaStatus

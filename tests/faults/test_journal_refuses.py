@@ -11,7 +11,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from sagacity.activities import SagaActivities
-from sagacity.activities.models import CompensateInput, RunToolInput, ToolCall
+from sagacity.activities.io_models import CompensateInput, RunToolInput, ToolCall
 from sagacity.entry import EntryDraft
 from sagacity.examples.orders import Shop
 from sagacity.phases import Phase, SagaStatus

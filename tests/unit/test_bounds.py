@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from sagacity.activities.identity import worker_identity
-from sagacity.activities.models import REFUSED_ARGUMENTS_KEY, ChatMessage, ModelTurn, ToolCall
+from sagacity.activities.io_models import REFUSED_ARGUMENTS_KEY, ChatMessage, ModelTurn, ToolCall
 from sagacity.activities.plan_check import check_plan
 from sagacity.activities.turn_bounds import bounded_turn
 from sagacity.bounds import MAX_ARGS_BYTES, MAX_CALLS_PER_TURN, check_value, depth_of, echo

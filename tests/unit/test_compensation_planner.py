@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from sagacity.activities.models import OutcomeKind, RunToolInput, ToolCall, ToolOutcome
+from sagacity.activities.io_models import OutcomeKind, RunToolInput, ToolCall, ToolOutcome
 from sagacity.activities.tool_runner import ToolRunner
 from sagacity.compensation import CompensationPlan, compensable_in, plan_compensation
 from sagacity.entry import EntryDraft

@@ -22,7 +22,7 @@ from sagacity.activities.compensation_runner import (
     TOOL_MISMATCH,
     CompensationRunner,
 )
-from sagacity.activities.models import CompensateInput
+from sagacity.activities.io_models import CompensateInput
 from sagacity.entry import EntryDraft
 from sagacity.phases import Phase
 from sagacity.stores import MemoryJournalStore

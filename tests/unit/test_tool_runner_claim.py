@@ -13,7 +13,7 @@ from typing import Any
 
 from temporalio.testing import ActivityEnvironment
 
-from sagacity.activities.models import OutcomeKind, RunToolInput, ToolCall
+from sagacity.activities.io_models import OutcomeKind, RunToolInput, ToolCall
 from sagacity.activities.tool_runner import ToolRunner
 from sagacity.entry import EntryDraft
 from sagacity.errors import JournalWriteError

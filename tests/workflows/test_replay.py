@@ -29,7 +29,7 @@ from temporalio.worker import Replayer
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 with workflow.unsafe.imports_passed_through():
-    from sagacity.activities.models import EntryRef, JournalEventInput, ToolCall, ToolOutcome
+    from sagacity.activities.io_models import EntryRef, JournalEventInput, ToolCall, ToolOutcome
     from sagacity.phases import Phase
     from sagacity.worker.plugin import PASSTHROUGH
     from sagacity.workflows.agent_saga import AgentSagaWorkflow

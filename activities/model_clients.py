@@ -10,7 +10,7 @@ from typing import Protocol
 
 from temporalio.exceptions import ApplicationError
 
-from sagacity.activities.models import ModelTurn, ModelTurnInput
+from sagacity.activities.io_models import ModelTurn, ModelTurnInput
 
 
 class ModelClient(Protocol):

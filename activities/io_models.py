@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sagacity.tools import ToolKind
+
 
 class _Model(BaseModel):
     """Extra fields are ignored, not refused: these models are recorded in workflow
@@ -84,7 +86,7 @@ class ToolOutcome(_Model):
     kind: OutcomeKind
     tool: str
     step: int
-    tool_kind: str | None = None
+    tool_kind: ToolKind | None = None
     args: dict[str, Any] | None = None
     """The validated arguments (JSON form): exactly what ran or is to be approved."""
     result: Any = None
@@ -114,11 +116,12 @@ class JournalEventInput(WorkerBound):
 
 
 class CompensateInput(WorkerBound):
+    """Which step to undo. Nothing else: the activity reads what ran (arguments, result)
+    from the journal's EXECUTED entry, never from the workflow."""
+
     saga_id: str
     step: int
     tool: str
-    args: dict[str, Any] | None = None
-    result: Any = None
 
 
 class FenceInput(WorkerBound):

@@ -1,0 +1,225 @@
+"""Every branch of the tool runner (the `sagacity.run_tool` activity's body), through
+temporalio's ActivityEnvironment: a real activity context (attempt number, heartbeats),
+an in-memory journal, no server. Each test reads the journal and the tool's own record
+of its runs, so "it ran once" and "nothing ran" are facts, not outcomes taken on trust."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from temporalio.testing import ActivityEnvironment
+
+from sagacity.activities.models import OutcomeKind, RunToolInput, ToolCall, ToolOutcome
+from sagacity.activities.tool_runner import TRUNCATION_MARKER, ToolRunner
+from sagacity.approvals import approval_hash
+from sagacity.entry import EntryDraft
+from sagacity.phases import Phase
+from sagacity.stores import MemoryJournalStore
+from sagacity.toolbox import Toolbox
+from sagacity.tools import ToolContext, compensable, compensation, irreversible, tool
+
+SAGA = "branches"
+
+
+class Ledger:
+    def __init__(self) -> None:
+        self.runs: list[tuple[str, str]] = []
+
+    @compensable("undo")
+    def book(self, amount: int, ctx: ToolContext) -> dict[str, Any]:
+        self.runs.append(("book", ctx.idempotency_key))
+        return {"booked": amount}
+
+    @compensation
+    def undo(self, ctx: Any) -> None:
+        self.runs.append(("undo", ctx.idempotency_key))
+
+    @tool
+    def explode(self, ctx: ToolContext) -> None:
+        self.runs.append(("explode", ctx.idempotency_key))
+        raise RuntimeError("the provider said no")
+
+    @tool
+    def deep(self, ctx: ToolContext) -> Any:
+        self.runs.append(("deep", ctx.idempotency_key))
+        value: Any = "bottom"
+        for _ in range(100):
+            value = [value]
+        return value
+
+    @tool
+    def big(self, size: int, ctx: ToolContext) -> str:
+        self.runs.append(("big", ctx.idempotency_key))
+        return "x" * size
+
+    @irreversible
+    def wire(self, iban: str, amount: int, ctx: ToolContext) -> dict[str, Any]:
+        self.runs.append(("wire", ctx.idempotency_key))
+        return {"sent": amount}
+
+
+@pytest.fixture
+def ledger() -> Ledger:
+    return Ledger()
+
+
+@pytest.fixture
+def store() -> MemoryJournalStore:
+    journal = MemoryJournalStore()
+    journal.append(EntryDraft.new(SAGA, Phase.SAGA_OPENED))
+    return journal
+
+
+async def run(
+    store: MemoryJournalStore,
+    ledger: Ledger,
+    tool_name: str,
+    args: dict[str, Any],
+    *,
+    step: int = 1,
+    attempt: int = 1,
+    **fields: Any,
+) -> ToolOutcome:
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, attempt=attempt)
+    runner = ToolRunner(store, Toolbox.build(ledger))
+    request = RunToolInput(
+        saga_id=SAGA, step=step, call=ToolCall(tool=tool_name, args=args), **fields
+    )
+    return await env.run(runner.run, request)
+
+
+def journal(store: MemoryJournalStore) -> list[tuple[str, int, int]]:
+    return [(e.phase.value, e.step, e.attempt) for e in store.entries(SAGA)]
+
+
+async def test_a_claimed_step_runs_once_between_intent_and_executed(
+    store: MemoryJournalStore, ledger: Ledger
+) -> None:
+    outcome = await run(store, ledger, "book", {"amount": 5})
+
+    assert outcome.kind is OutcomeKind.EXECUTED and outcome.result == {"booked": 5}
+    assert ledger.runs == [("book", f"{SAGA}:1")]
+    assert journal(store)[1:] == [("INTENT", 1, 1), ("EXECUTED", 1, 1)]
+    assert outcome.intent is not None and outcome.outcome is not None
+    assert (outcome.intent.seq, outcome.outcome.seq) == (2, 3)
+
+
+async def test_a_retry_after_executed_returns_the_recorded_result_and_runs_nothing(
+    store: MemoryJournalStore, ledger: Ledger
+) -> None:
+    await run(store, ledger, "book", {"amount": 5})
+    again = await run(store, ledger, "book", {"amount": 5}, attempt=2)
+
+    assert again.kind is OutcomeKind.EXECUTED and again.replayed
+    assert again.result == {"booked": 5}
+    assert ledger.runs == [("book", f"{SAGA}:1")]  # not run again
+    assert journal(store)[1:] == [("INTENT", 1, 1), ("EXECUTED", 1, 1)]
+
+
+async def test_a_retry_after_failed_returns_the_failure_and_runs_nothing(
+    store: MemoryJournalStore, ledger: Ledger
+) -> None:
+    first = await run(store, ledger, "explode", {})
+    again = await run(store, ledger, "explode", {}, attempt=2)
+
+    assert first.kind is OutcomeKind.FAILED and "the provider said no" in (first.error or "")
+    assert again.kind is OutcomeKind.FAILED and again.replayed
+    assert ledger.runs == [("explode", f"{SAGA}:1")]
+    assert journal(store)[1:] == [("INTENT", 1, 1), ("FAILED", 1, 1)]
+
+
+async def test_an_intent_without_an_outcome_is_unknown_fenced_and_never_run(
+    store: MemoryJournalStore, ledger: Ledger
+) -> None:
+    store.begin_step(
+        EntryDraft.new(SAGA, Phase.INTENT, step=1, tool="book", input={"amount": 5})
+    )  # attempt 1 claimed the step, then its worker died
+    outcome = await run(store, ledger, "book", {"amount": 5}, attempt=2)
+
+    assert outcome.kind is OutcomeKind.UNKNOWN and "not run again" in (outcome.error or "")
+    assert ledger.runs == []
+    assert store.is_fenced(SAGA, 1)  # a late first attempt cannot apply now
+
+
+async def test_a_fenced_step_is_not_run(store: MemoryJournalStore, ledger: Ledger) -> None:
+    store.fence(SAGA, 1)
+    outcome = await run(store, ledger, "book", {"amount": 5})
+
+    assert outcome.kind is OutcomeKind.FENCED
+    assert ledger.runs == [] and journal(store)[1:] == []
+
+
+async def test_an_unjournalable_result_is_executed_with_a_stand_in(
+    store: MemoryJournalStore, ledger: Ledger
+) -> None:
+    outcome = await run(store, ledger, "deep", {})
+
+    assert outcome.kind is OutcomeKind.EXECUTED and outcome.result_unjournalable
+    assert "result not journaled" in (outcome.error or "")
+    assert ledger.runs == [("deep", f"{SAGA}:1")]
+    [executed] = [e for e in store.entries(SAGA) if e.phase is Phase.EXECUTED]
+    assert executed.result != outcome.args and "bottom" not in str(executed.result)[:50]
+
+
+async def test_a_long_result_is_cut_for_the_model_and_kept_whole(
+    store: MemoryJournalStore, ledger: Ledger
+) -> None:
+    outcome = await run(store, ledger, "big", {"size": 500}, model_result_limit=100)
+
+    assert outcome.result_truncated and outcome.result.endswith(TRUNCATION_MARKER)
+    [executed] = [e for e in store.entries(SAGA) if e.phase is Phase.EXECUTED]
+    assert executed.result == "x" * 500
+
+
+async def test_an_irreversible_tool_without_approval_asks_and_runs_nothing(
+    store: MemoryJournalStore, ledger: Ledger
+) -> None:
+    args = {"iban": "DE89370400440532013000", "amount": 70}
+    outcome = await run(store, ledger, "wire", args)
+
+    assert outcome.kind is OutcomeKind.NEEDS_APPROVAL
+    assert outcome.payload_sha256 == approval_hash("wire", args)
+    assert ledger.runs == [] and journal(store)[1:] == []
+
+
+async def test_an_approval_of_another_payload_is_refused_and_runs_nothing(
+    store: MemoryJournalStore, ledger: Ledger
+) -> None:
+    args = {"iban": "DE89370400440532013000", "amount": 70}
+    other = approval_hash("wire", {**args, "amount": 7})
+    outcome = await run(store, ledger, "wire", args, approved_sha256=other)
+
+    assert outcome.kind is OutcomeKind.REFUSED and "does not match" in (outcome.error or "")
+    assert ledger.runs == [] and journal(store)[1:] == []
+
+
+async def test_the_approved_payload_runs(store: MemoryJournalStore, ledger: Ledger) -> None:
+    args = {"iban": "DE89370400440532013000", "amount": 70}
+    outcome = await run(store, ledger, "wire", args, approved_sha256=approval_hash("wire", args))
+
+    assert outcome.kind is OutcomeKind.EXECUTED and outcome.result == {"sent": 70}
+    assert ledger.runs == [("wire", f"{SAGA}:1")]
+    [intent] = [e for e in store.entries(SAGA) if e.phase is Phase.INTENT]
+    assert intent.input == args  # what was approved is what was journaled and ran
+
+
+async def test_an_invalid_call_is_refused_and_journaled(
+    store: MemoryJournalStore, ledger: Ledger
+) -> None:
+    outcome = await run(store, ledger, "book", {"amount": "five"})
+    unknown = await run(store, ledger, "nope", {}, step=2)
+
+    assert outcome.kind is OutcomeKind.REFUSED and unknown.kind is OutcomeKind.REFUSED
+    assert ledger.runs == []
+    assert [p for p, _, _ in journal(store)[1:]] == ["CALL_REFUSED", "CALL_REFUSED"]
+
+
+async def test_a_tool_outside_the_allowed_list_is_refused(
+    store: MemoryJournalStore, ledger: Ledger
+) -> None:
+    outcome = await run(store, ledger, "book", {"amount": 5}, allowed_tools=["wire"])
+
+    assert outcome.kind is OutcomeKind.REFUSED and ledger.runs == []
