@@ -32,10 +32,16 @@ class Order(BaseModel):
     supplier_iban: str | None = None
     """Pay the supplier this order's amount by wire (irreversible: approved first)."""
     options: SagaOptions = Field(default_factory=SagaOptions)
-    """How the saga runs: who may approve, timeouts, retries."""
+    """How the saga runs: timeouts and retries. Who may approve is not the order's to
+    say: the workflow sets it (FINANCE), whatever the order carries."""
     ship_best_effort: bool = False
     """Catch a shipping failure and carry on. It still fails the saga: a caught step
     error is not a success, and leaving the saga compensates all the same."""
+
+
+FINANCE = ["alice@example.com", "bob@example.com"]
+"""Who may approve the supplier wire: fixed in code, so whoever submits an order cannot
+name its approver."""
 
 
 class Receipt(BaseModel):
@@ -53,7 +59,8 @@ class OrderWorkflow:
     async def run(self, order: Order) -> Receipt:
         receipt = Receipt(status="COMPLETED")
         try:
-            async with Saga.open(order.options) as saga:
+            options = order.options.model_copy(update={"approvers": FINANCE})
+            async with Saga.open(options) as saga:
                 hold = await saga.call("reserve_inventory", sku=order.sku, qty=order.qty)
                 receipt.reservation = hold["reservation"]
                 charge = await saga.call("charge_card", amount=order.amount)

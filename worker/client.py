@@ -350,11 +350,11 @@ async def list_sagas(
     status: SagaStatus | str | None = None,
     needs_human: bool | None = None,
     limit: int | None = None,
-    any_workflow: bool = False,
+    any_workflow: bool = True,
 ) -> list[SagaSummary]:
-    """Sagas by visibility query, newest first, optionally filtered by SagaStatus. Only
-    AgentSagas unless `any_workflow`: then every workflow that opened a saga (user
-    workflows on the saga API set the same search attributes)."""
+    """Sagas by visibility query, newest first, optionally filtered by SagaStatus: every
+    workflow that opened a saga (AgentSagas and user workflows on the saga API set the
+    same search attributes), or AgentSagas only when `any_workflow` is False."""
     query = "SagaStatus IS NOT NULL" if any_workflow else f'WorkflowType="{SAGA_WORKFLOW}"'
     if status is not None:
         query += f' AND SagaStatus="{SagaStatus(status).value}"'
@@ -375,7 +375,7 @@ class PendingItem:
 
 
 async def pending_approvals(
-    client: Client, *, limit: int | None = None, any_workflow: bool = False
+    client: Client, *, limit: int | None = None, any_workflow: bool = True
 ) -> list[PendingItem]:
     """Every saga listed as AWAITING_APPROVAL with what it waits for. Visibility lags, so a
     saga decided a moment ago is left out (its query answers None); a saga whose query

@@ -34,6 +34,7 @@ from types import TracebackType
 from typing import Any
 
 from temporalio import workflow
+from temporalio.exceptions import FailureError
 from temporalio.exceptions import is_cancelled_exception as is_cancelled
 
 with workflow.unsafe.imports_passed_through():
@@ -41,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.phases import SagaStatus
     from sagacity.workflows.models import SagaOptions, SagaState
 
+from sagacity.workflows.compensator import failure_type
 from sagacity.workflows.saga_engine import SagaCore
 from sagacity.workflows.saga_errors import (
     STEP_ERROR_TYPES,
@@ -69,6 +71,16 @@ class Saga(SagaCore):
                 "saga (its id is the workflow id and its journal closes with it): call "
                 "more tools on the same saga, or start a child workflow for another"
             )
+        continued = workflow.info().continued_run_id is not None
+        if state is not None and not continued:
+            # Only Temporal can make a run a continuation, and only this workflow's own
+            # code writes the state it hands over; a starter who could plant a state
+            # could plant an "executed" step, or skip the saga's opening entry.
+            raise SagaUsageError(
+                "saga state was given to the first run of this workflow; state is only "
+                "taken in a run that continues another (continue-as-new, after "
+                "saga.handover()): start the workflow without it",
+            )
         setattr(instance, _OPEN_MARK, True)
         return cls(options or SagaOptions(), state)
 
@@ -76,7 +88,15 @@ class Saga(SagaCore):
         self.publish()
         if not self._resumed:
             opened = self.options.model_dump(mode="json")
-            await self.start({"workflow_type": workflow.info().workflow_type, **opened})
+            try:
+                await self.start({"workflow_type": workflow.info().workflow_type, **opened})
+            except FailureError as exc:
+                if failure_type(exc) != "SagaIdReused" or workflow.info().continued_run_id is None:
+                    raise
+                raise SagaUsageError(
+                    "this run continues an earlier one whose saga is already open: pass the "
+                    "state saga.handover() returned there to Saga.open(state=...) here"
+                ) from exc
         return self
 
     async def __aexit__(

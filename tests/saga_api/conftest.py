@@ -17,11 +17,19 @@ from sagacity.toolbox import Toolbox
 from sagacity.worker.app import new_worker
 from sagacity.worker.saga_client import SagaClient
 from tests.faults.conftest import pg_journal_url, pg_schema, pg_store, shop, workers
-from tests.workflows.user_workflows import LetsFailureOut, LongOrder, OwnApproveSignal, TwoSagas
+from tests.workflows.user_workflows import (
+    ForgetsHandover,
+    LetsFailureOut,
+    LongOrder,
+    OwnApproveSignal,
+    TwoSagas,
+)
 
 __all__ = ["pg_journal_url", "pg_schema", "pg_store", "shop", "workers"]
 
-USER_WORKFLOWS = [OrderWorkflow, LetsFailureOut, TwoSagas, OwnApproveSignal, LongOrder]
+USER_WORKFLOWS = [
+    OrderWorkflow, LetsFailureOut, TwoSagas, OwnApproveSignal, LongOrder, ForgetsHandover
+]  # fmt: skip
 
 
 @dataclass

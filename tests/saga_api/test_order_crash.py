@@ -67,7 +67,7 @@ async def test_killed_while_the_wire_awaits_approval(
     ran_before = sorted(shop.calls())
     await workers.wait_ready(workers.start(*WORKFLOW))
     await eventually(answers(client, handle.id), 40, "a query answered by the new worker")
-    decision = await client.approve(handle.id, approver="alice")
+    decision = await client.approve(handle.id, approver="alice@example.com")
     receipt = await asyncio.wait_for(handle.result(), 40)
 
     assert receipt.status == "COMPLETED" and receipt.wire is not None

@@ -79,18 +79,24 @@ async def test_a_failure_at_step_3_undoes_2_then_1(orders: Orders) -> None:
 
 
 async def test_the_wire_waits_and_runs_with_the_approved_payload(orders: Orders) -> None:
-    handle = await start(orders, order(supplier_iban=IBAN, options={"approvers": ["alice"]}))
+    handle = await start(orders, order(supplier_iban=IBAN))
     await awaiting(orders, handle.id)
     review = await orders.client.review(handle.id)
     assert review.pending.payload == {"iban": IBAN, "amount": 1250, "currency": "EUR"}
     assert orders.shop.wires() == []  # nothing ran before the approval
 
-    decision = await orders.client.approve(handle.id, approver="alice", reason="invoice 7")
+    decision = await orders.client.approve(
+        handle.id, approver="alice@example.com", reason="invoice 7"
+    )
     receipt = await handle.result()
 
     assert receipt.status == "COMPLETED" and receipt.wire is not None
     [approved] = [e for e in orders.store.entries(handle.id) if e.phase is Phase.APPROVED]
-    assert (approved.seq, approved.hash, approved.actor) == (decision.seq, decision.hash, "alice")
+    assert (approved.seq, approved.hash, approved.actor) == (
+        decision.seq,
+        decision.hash,
+        "alice@example.com",
+    )
     assert approved.result["payload_sha256"] == approval_hash(
         "send_wire_transfer", review.pending.payload
     )
@@ -99,9 +105,10 @@ async def test_the_wire_waits_and_runs_with_the_approved_payload(orders: Orders)
 
 
 async def test_an_approver_not_allowed_is_refused_and_journaled(orders: Orders) -> None:
+    """The order names its own approver; the workflow's list (FINANCE) decides."""
     from sagacity.worker.client import ApprovalRefusedError
 
-    handle = await start(orders, order(supplier_iban=IBAN, options={"approvers": ["alice"]}))
+    handle = await start(orders, order(supplier_iban=IBAN, options={"approvers": ["mallory"]}))
     await awaiting(orders, handle.id)
     with pytest.raises(ApprovalRefusedError) as refused:
         await orders.client.approve(handle.id, approver="mallory")
@@ -110,7 +117,7 @@ async def test_an_approver_not_allowed_is_refused_and_journaled(orders: Orders) 
         e.actor for e in orders.store.entries(handle.id) if e.phase is Phase.APPROVAL_REFUSED
     ] == ["mallory"]
     assert orders.shop.wires() == []
-    await orders.client.reject(handle.id, approver="alice", reason="not this one")
+    await orders.client.reject(handle.id, approver="alice@example.com", reason="not this one")
     assert (await handle.result()).status == "COMPENSATED"
 
 
@@ -166,5 +173,5 @@ async def test_status_and_pending_list_user_workflows(orders: Orders) -> None:
     await eventually(listed, 20, "the order in the pending list")
     view = await orders.client.status(handle.id)
     assert view.status is SagaStatus.AWAITING_APPROVAL and view.steps == 4
-    await orders.client.approve(handle.id, approver="bob")
+    await orders.client.approve(handle.id, approver="bob@example.com")
     assert (await handle.result()).status == "COMPLETED"

@@ -10,11 +10,14 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
+from sagacity.activities.io_models import OutcomeKind, ToolOutcome
 from sagacity.examples.orders import INITIAL_STOCK
 from sagacity.phases import SagaStatus
-from sagacity.workflows.models import SagaResult
+from sagacity.tools import ToolKind
+from sagacity.workflows.models import SagaResult, SagaState
 from tests.faults.support import assert_chain_closed, phases
 from tests.workflows.user_workflows import (
+    ForgetsHandover,
     LetsFailureOut,
     LongInput,
     LongOrder,
@@ -96,3 +99,28 @@ async def test_a_failure_after_continue_as_new_undoes_steps_of_earlier_runs(
     compensated = [e.step for e in orders.store.entries(saga_id) if e.phase.value == "COMPENSATED"]
     assert compensated == [4, 3, 2, 1]
     assert orders.shop.stock("widget") == INITIAL_STOCK["widget"]
+
+
+async def test_state_planted_in_a_first_run_is_refused(orders: Orders) -> None:
+    """A starter who could hand the saga a state could plant an executed step (to have a
+    refund run on someone else's charge) or skip the opening entry."""
+    planted = SagaState(
+        next_step=1,
+        outcomes=[
+            ToolOutcome(kind=OutcomeKind.EXECUTED, tool="charge_card", step=1,
+                        tool_kind=ToolKind.COMPENSABLE)
+        ],
+    )  # fmt: skip
+    saga_id, error = await failure_of(
+        orders, LongOrder.run, LongInput(reservations=1, fail_at_end=True, state=planted)
+    )
+
+    assert error.type == "SagaUsageError" and "first run" in error.message
+    assert list(orders.store.entries(saga_id)) == [] and orders.shop.calls() == []
+
+
+async def test_continuing_as_new_without_the_handover_fails_clearly(orders: Orders) -> None:
+    saga_id, error = await failure_of(orders, ForgetsHandover.run, False)
+
+    assert error.type == "SagaUsageError" and "saga.handover()" in error.message
+    assert phases(orders.store, saga_id) == [("SAGA_OPENED", 0), ("INTENT", 1), ("EXECUTED", 1)]

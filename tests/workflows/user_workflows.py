@@ -103,3 +103,16 @@ class ForgetsToCompensate(OrderWorkflow):
             return await super().run(order)
         finally:
             Saga.open = original  # type: ignore[method-assign]
+
+
+@workflow.defn(name="ForgetsHandover")
+class ForgetsHandover:
+    """Continues as new after one step without handing the saga over."""
+
+    @workflow.run
+    async def run(self, continued: bool) -> int:
+        async with Saga.open() as saga:
+            await saga.call("reserve_inventory", sku="widget", qty=1)
+            if not continued:
+                workflow.continue_as_new(True)
+        return saga.next_step
