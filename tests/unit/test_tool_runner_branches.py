@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from sagacity.activities.models import OutcomeKind, RunToolInput, ToolCall, ToolOutcome
+from sagacity.activities.io_models import OutcomeKind, RunToolInput, ToolCall, ToolOutcome
 from sagacity.activities.tool_runner import TRUNCATION_MARKER, ToolRunner
 from sagacity.approvals import approval_hash
 from sagacity.entry import EntryDraft
