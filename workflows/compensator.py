@@ -1,7 +1,7 @@
 """Reverse-order compensation of a saga's executed steps, inside the workflow.
 
 Which steps, and in which order, is decided by the one planner,
-`sagacity.compensation.plan_steps`, fed with the outcomes this run recorded (the same
+`sagacity.compensation.plan_steps`, fed with the saga's step reports (the same
 planner `plan_compensation` feeds with journal entries). Each step is compensated by its
 own activity with its own retry policy; the activity undoes only what the journal says
 was EXECUTED and refuses otherwise. A compensation that still fails is journaled
@@ -29,14 +29,12 @@ with workflow.unsafe.imports_passed_through():
         EntryRef,
         FenceInput,
         JournalEventInput,
-        OutcomeKind,
-        ToolOutcome,
     )
     from sagacity.compensation import CompensationPlan, ExecutedStep, StepFact, plan_steps
-    from sagacity.phases import Phase
+    from sagacity.phases import Phase, StepStatus
     from sagacity.tools import ToolKind
     from sagacity.workflows.inspection import call_summary
-    from sagacity.workflows.models import CompensationReport, SagaOptions
+    from sagacity.workflows.models import CompensationReport, SagaOptions, StepReport
 
 EXECUTED_DETAIL = "executed"
 """Key of the compensate activity's failure detail that carries the journal's EXECUTED
@@ -81,7 +79,7 @@ def failure_cause(exc: BaseException) -> str:
 async def compensate(
     saga_id: str,
     inp: SagaOptions,
-    outcomes: Iterable[ToolOutcome],
+    reports: Iterable[StepReport],
     journal: Journal,
     on_report: OnReport,
     *,
@@ -93,8 +91,8 @@ async def compensate(
 
     `worker` is the identity the saga is pinned to and `task_queue` the queue of its
     activities (both None for sagas from before pinning)."""
-    recorded = {o.step: o for o in outcomes}
-    plan = plan_outcomes(recorded.values())
+    recorded = {r.step: r for r in reports}
+    plan = plan_reports(recorded.values())
     for unknown in plan.unknown:
         fence = FenceInput(saga_id=saga_id, step=unknown.step, worker=worker)
         try:
@@ -108,28 +106,26 @@ async def compensate(
         on_report(report)
 
 
-def outcome_facts(outcomes: Iterable[ToolOutcome]) -> list[StepFact]:
-    """The outcomes this run recorded as planner facts: an EXECUTED outcome carries its
-    tool's kind; an UNKNOWN one is an INTENT with no outcome; a FAILED one settles its
-    step. Refused, fenced and unapproved steps never ran, so they are no facts."""
+def report_facts(reports: Iterable[StepReport]) -> list[StepFact]:
+    """The saga's step reports as planner facts: an EXECUTED step carries its tool's
+    kind; an UNKNOWN one is an INTENT with no outcome; a FAILED one settles its step.
+    Refused, fenced and unapproved steps never ran, so they are no facts. (The reports
+    are the saga's one record of its steps; compacted ones keep all of this.)"""
     facts: list[StepFact] = []
-    for o in outcomes:
-        if o.kind is OutcomeKind.EXECUTED:
-            compensable = o.tool_kind == ToolKind.COMPENSABLE
-            seq = o.outcome.seq if o.outcome else None
-            facts.append(StepFact(o.step, o.tool, Phase.EXECUTED, seq, compensable=compensable))
-        elif o.kind is OutcomeKind.UNKNOWN:
-            seq = o.intent.seq if o.intent else None
-            facts.append(StepFact(o.step, o.tool, Phase.INTENT, seq))
-        elif o.kind is OutcomeKind.FAILED:
-            seq = o.outcome.seq if o.outcome else None
-            facts.append(StepFact(o.step, o.tool, Phase.FAILED, seq))
+    for r in reports:
+        if r.status == StepStatus.EXECUTED:
+            compensable = r.tool_kind == ToolKind.COMPENSABLE
+            facts.append(StepFact(r.step, r.tool, Phase.EXECUTED, r.seq, compensable=compensable))
+        elif r.status == StepStatus.UNKNOWN:
+            facts.append(StepFact(r.step, r.tool, Phase.INTENT, r.intent_seq))
+        elif r.status == StepStatus.FAILED:
+            facts.append(StepFact(r.step, r.tool, Phase.FAILED, r.seq))
     return facts
 
 
-def plan_outcomes(outcomes: Iterable[ToolOutcome]) -> CompensationPlan:
-    """The workflow's compensation plan: the shared planner over its recorded outcomes."""
-    return plan_steps(outcome_facts(outcomes))
+def plan_reports(reports: Iterable[StepReport]) -> CompensationPlan:
+    """The workflow's compensation plan: the shared planner over its step reports."""
+    return plan_steps(report_facts(reports))
 
 
 def executed_input(exc: BaseException) -> Any:
@@ -167,7 +163,7 @@ async def _compensate_step(
     saga_id: str,
     inp: SagaOptions,
     step: ExecutedStep,
-    outcome: ToolOutcome,
+    report: StepReport,
     journal: Journal,
     worker: str | None = None,
     task_queue: str | None = None,
@@ -187,11 +183,11 @@ async def _compensate_step(
                 maximum_attempts=inp.compensation_attempts,
             ),
             # Display only (empty after continue-as-new, which drops the args).
-            summary="undo " + call_summary(step.tool, outcome.args or {}),
+            summary="undo " + call_summary(step.tool, report.args),
         )
     except ActivityError as exc:
         error = failure_cause(exc)
-        report = CompensationReport(step=step.step, tool=step.tool, ok=False, error=error)
+        failed = CompensationReport(step=step.step, tool=step.tool, ok=False, error=error)
         try:
             ref = await journal(
                 JournalEventInput(
@@ -205,8 +201,8 @@ async def _compensate_step(
             )
         except LOCAL_FAILURES as journal_exc:  # reported in the result and the close entry
             workflow.logger.error("COMPENSATION_FAILED not journaled: %s", journal_exc)
-            return report
-        return report.model_copy(update={"seq": ref.seq, "hash": ref.hash})
+            return failed
+        return failed.model_copy(update={"seq": ref.seq, "hash": ref.hash})
     return CompensationReport(
         step=step.step,
         tool=step.tool,

@@ -73,7 +73,7 @@ def _reported(outcome: ToolOutcome) -> Any:
     return f"[{len(text)} characters; the journal holds the full result at seq {seq}]"
 
 
-def _compact(report: StepReport) -> StepReport:
+def compact_report(report: StepReport) -> StepReport:
     """A step report without its arguments and result, and with its error cut: the seq
     and hashes still name the journal entries that hold them whole."""
     return report.model_copy(
@@ -94,7 +94,7 @@ def fit_result(result: SagaResult) -> SagaResult:
     if _bytes(result) <= RESULT_BUDGET:
         return result
     return result.model_copy(
-        update={"steps": [_compact(r) for r in result.steps], "reports_compacted": True}
+        update={"steps": [compact_report(r) for r in result.steps], "reports_compacted": True}
     )
 
 
@@ -108,7 +108,7 @@ def fit_carry(inp: SagaInput, carry: SagaCarry) -> SagaRunInput | None:
     candidate = SagaRunInput.model_validate({**fields, "carry": carry})
     if _bytes(candidate) <= CARRY_BUDGET:
         return candidate
-    carry = carry.model_copy(update={"steps": [_compact(r) for r in carry.steps]})
+    carry = carry.model_copy(update={"steps": [compact_report(r) for r in carry.steps]})
     budget = conversation_bytes(carry.messages)
     while True:
         candidate = SagaRunInput.model_validate({**fields, "carry": carry})

@@ -65,7 +65,6 @@ class SagaCore:
         self.pinned = PinnedActivities()
         self.status = SagaStatus.RUNNING
         self.steps: dict[int, StepReport] = {}
-        self.outcomes: dict[int, ToolOutcome] = {}
         self.compensations: list[CompensationReport] = []
         self.failure: str | None = None
         self.final_answer: str | None = None
@@ -89,7 +88,7 @@ class SagaCore:
         if state is not None:
             self.next_step = state.next_step
             self.steps = {s.step: s for s in state.steps}
-            self.outcomes = {o.step: o for o in state.outcomes}
+            # The steps are the one record (older runs also carried `outcomes`: ignored).
             self.gate.restore(state.decided_steps, state.refusals)
             self._head = state.head
             self.pinned.worker = state.worker
@@ -160,11 +159,6 @@ class SagaCore:
         return SagaState(
             next_step=self.next_step,
             steps=list(self.steps.values()),
-            outcomes=[
-                o.model_copy(update={"result": None, "args": None})
-                for o in self.outcomes.values()
-                if o.kind in (OutcomeKind.EXECUTED, OutcomeKind.UNKNOWN)
-            ],
             decided_steps=sorted(self.gate.decided_steps),
             refusals=dict(self.gate.refusals),
             head=self._head,
@@ -277,7 +271,7 @@ class SagaCore:
         await compensate(
             self.saga_id,
             self.options,
-            self.outcomes.values(),
+            self.steps.values(),
             self.journal,
             self._on_compensated,
             worker=self.pinned.worker,
@@ -304,7 +298,7 @@ class SagaCore:
     async def _close(self) -> SagaResult:
         if self.failure is None:
             final = SagaStatus.COMPLETED
-        elif self.refused and not self.outcomes:
+        elif self.refused and not self.steps:
             final = SagaStatus.REFUSED
         elif any(not c.ok for c in self.compensations):
             final = SagaStatus.COMPENSATION_FAILED
@@ -369,7 +363,6 @@ class SagaCore:
         approver: str | None = None,
         error: str | None = None,
     ) -> None:
-        self.outcomes[outcome.step] = outcome
         previous = self.steps.get(outcome.step)
         self.steps[outcome.step] = step_report(
             outcome,
@@ -385,7 +378,7 @@ class SagaCore:
 
     def unknown_steps(self) -> list[int]:
         """Steps whose outcome is unknown (INTENT journaled, no outcome)."""
-        return sorted(s for s, o in self.outcomes.items() if o.kind is OutcomeKind.UNKNOWN)
+        return sorted(s for s, r in self.steps.items() if r.status == StepStatus.UNKNOWN)
 
     def needs_human(self) -> bool:
         """The one definition: an unknown outcome, or a compensation that failed."""

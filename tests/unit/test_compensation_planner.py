@@ -2,8 +2,9 @@
 
 The same history is produced once, for real: each step runs through the tool runner
 activity (temporalio's ActivityEnvironment, an in-memory journal), which both journals
-it and returns the ToolOutcome the workflow records. The outcomes go through the
-compensator's path (`plan_outcomes`), the journal's entries through `plan_compensation`,
+it and returns the ToolOutcome the workflow records. The step reports the saga keeps of
+them go through the compensator's path (`plan_reports`), the journal's entries through
+`plan_compensation`,
 and the two plans must be the same set in the same order: reverse seq of EXECUTED steps
 of compensable tools, unknown outcomes fenced and never compensated.
 """
@@ -24,7 +25,8 @@ from sagacity.phases import Phase
 from sagacity.stores import MemoryJournalStore
 from sagacity.toolbox import Toolbox
 from sagacity.tools import CompensationContext, ToolContext, compensable, compensation, tool
-from sagacity.workflows.compensator import plan_outcomes
+from sagacity.workflows.compensator import plan_reports
+from sagacity.workflows.reporting import compact_report, step_report
 
 SAGA = "saga-planner"
 
@@ -105,7 +107,7 @@ async def test_the_compensator_and_the_public_planner_make_the_same_plan(kinds) 
     assert [o.kind for o in outcomes] == [expected_kinds[k] for k in kinds]
 
     from_journal = plan_compensation(store.entries(SAGA), compensable_in(Toolbox.build(Shop())))
-    from_workflow = plan_outcomes(outcomes)
+    from_workflow = plan_reports(step_report(o) for o in outcomes)
 
     assert summary(from_workflow) == summary(from_journal)
     undo = [s.step for s in from_journal.to_compensate]
@@ -120,16 +122,14 @@ async def test_the_compensator_and_the_public_planner_make_the_same_plan(kinds) 
         assert isinstance(step.result, dict) and step.result["amount"] == 5
 
 
-async def test_after_continue_as_new_the_carried_outcomes_still_plan_the_same() -> None:
-    """The carry drops args and results; the plan (which needs neither) is unchanged."""
-    store, outcomes = await run_history(["charge", "unknown", "note", "charge"])
-    carried = [
-        o.model_copy(update={"result": None, "args": None})
-        for o in outcomes
-        if o.kind in (OutcomeKind.EXECUTED, OutcomeKind.UNKNOWN)
-    ]
+async def test_after_continue_as_new_thecompact_reported_reports_still_plan_the_same() -> None:
+    """A carry may compact step reports (no args, results or long errors); the plan
+    (which needs none of them) is unchanged."""
+    store, outcomes = await run_history(["charge", "unknown", "note", "charge", "fails"])
+    carried = [compact_report(step_report(o)) for o in outcomes]
+    assert all(r.args == {} and r.result is None for r in carried)
     from_journal = plan_compensation(store.entries(SAGA), compensable_in(Toolbox.build(Shop())))
-    assert summary(plan_outcomes(carried)) == summary(from_journal)
+    assert summary(plan_reports(carried)) == summary(from_journal)
 
 
 async def test_a_compensated_step_is_not_planned_again_from_the_journal() -> None:
