@@ -21,6 +21,7 @@ from sagacity.activities.io_models import (
     ModelTurn,
     ModelTurnInput,
     PlanCheck,
+    ResumeCheckInput,
     RunToolInput,
     ToolOutcome,
     WorkerBound,
@@ -29,7 +30,7 @@ from sagacity.activities.model_clients import ModelClient, ScriptedModel
 from sagacity.activities.plan_check import check_plan
 from sagacity.activities.tool_runner import ToolRunner, entry_ref, store_call
 from sagacity.activities.turn_bounds import bounded_turn
-from sagacity.entry import EntryDraft
+from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import (
     InvalidEntryError,
     JournalConflictError,
@@ -47,6 +48,7 @@ NEXT_TURN = "sagacity.next_turn"
 FENCE_STEP = "sagacity.fence_step"
 WORKER_IDENTITY = "sagacity.worker_identity"
 CHECK_PLAN = "sagacity.check_plan"
+CHECK_RESUME = "sagacity.check_resume"
 WRONG_WORKER = "WrongWorker"
 """Error type of an activity that reached a worker with another toolbox or journal."""
 _DETERMINISTIC = (InvalidEntryError, SagaClosedError, JournalConflictError)
@@ -56,6 +58,7 @@ _AFTER_CLOSE_IS_MOOT = {Phase.APPROVAL_REFUSED.value, Phase.SAGA_CLOSED.value}
 
 __all__ = [
     "CHECK_PLAN",
+    "CHECK_RESUME",
     "COMPENSATE",
     "FENCE_STEP",
     "JOURNAL_EVENT",
@@ -67,6 +70,10 @@ __all__ = [
     "ScriptedModel",
     "activity_queue",
 ]
+
+
+def _entry_at(store: JournalStore, saga_id: str, seq: int) -> JournalEntry | None:
+    return next(iter(store.entries(saga_id, after_seq=seq - 1)), None)
 
 
 class SagaActivities:
@@ -96,6 +103,7 @@ class SagaActivities:
             self.fence_step,
             self.worker_identity,
             self.check_plan,
+            self.check_resume,
         ]
 
     def _check_worker(self, req: WorkerBound) -> None:
@@ -121,6 +129,34 @@ class SagaActivities:
         before the first one runs: a typo in step 2 must not run step 1."""
         self._check_worker(req)
         return check_plan(self.toolbox, req.plan, req.allowed_tools)
+
+    @activity.defn(name=CHECK_RESUME)
+    async def check_resume(self, req: ResumeCheckInput) -> None:
+        """The state a run was handed is the saga's own: its journal is open, was opened
+        by this worker identity, and ends at the head the state names. (A state copied
+        from elsewhere, or written by hand, names another head: refused, nothing runs.)"""
+        self._check_worker(req)
+        head = await store_call(self.store.head, req.saga_id)
+        opening = await store_call(self.store.step_entries, req.saga_id, 0)
+        named = None
+        if req.head_seq is not None and head is not None and head.seq >= req.head_seq:
+            named = await store_call(_entry_at, self.store, req.saga_id, req.head_seq)
+        problem = None
+        if head is None or not opening or opening[0].phase is not Phase.SAGA_OPENED:
+            problem = "the journal has no open saga with this id"
+        elif head.phase is Phase.SAGA_CLOSED:
+            problem = "the saga's journal is already closed"
+        elif named is None or named.hash != req.head_hash:
+            # Entries after the named head are fine (an append that landed late); the
+            # head itself must be in this saga's chain, with this hash.
+            problem = f"the state's head (seq {req.head_seq}) is not in this saga's journal"
+        if problem is not None:
+            raise ApplicationError(
+                f"saga state refused: {problem}; pass Saga.open only the state "
+                "saga.handover() returned in the run before",
+                type="SagaStateRefused",
+                non_retryable=True,
+            )
 
     @activity.defn(name=RUN_TOOL)
     async def run_tool(self, req: RunToolInput) -> ToolOutcome:

@@ -181,6 +181,14 @@ class CheckPlanInput(WorkerBound):
     allowed_tools: list[str] | None = None
 
 
+class ResumeCheckInput(WorkerBound):
+    """A saga's state handed to a new run, checked against the journal before it is used."""
+
+    saga_id: str
+    head_seq: int | None = None
+    head_hash: str | None = None
+
+
 class PlanProblem(_Model):
     index: int
     """0-based position in the plan."""

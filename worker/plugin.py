@@ -134,11 +134,14 @@ class SagacityPlugin(SimplePlugin):
         return super().configure_worker(config)
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
-        if worker.task_queue in self._pinned_queues or not self._identity_queue:
+        if worker.task_queue in self._pinned_queues:
             await next(worker)
             return
         if self._register_attributes:
             await register_search_attributes(worker.client)
+        if not self._identity_queue:
+            await next(worker)
+            return
         async with self.identity_worker(worker.client, worker.task_queue, worker.config()):
             await next(worker)
 

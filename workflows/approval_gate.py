@@ -102,6 +102,7 @@ class ApprovalGate:
         self._refusals: dict[int, int] = {}
         self._abandoned: dict[int, tuple[ApprovalRequest, str | None]] = {}
         self._closed = False
+        self._stopped = False
 
     async def wait(self, outcome: ToolOutcome, now: datetime, timeout: timedelta) -> GateDecision:
         """Journal AWAITING_APPROVAL, wait for an accepted decision or the timeout, and
@@ -137,10 +138,19 @@ class ApprovalGate:
         )
         self._pending = request
         try:
+            step = outcome.step
             with contextlib.suppress(TimeoutError):
-                await workflow.wait_condition(lambda: self._decision is not None, timeout=timeout)
+                await workflow.wait_condition(
+                    lambda: (
+                        self._stopped
+                        or (self._decision is not None and self._decision.step == step)
+                    ),
+                    timeout=timeout,
+                )
             decision, self._decision, self._pending = self._decision, None, None
             self._decided_steps.add(outcome.step)
+            if decision is None and self._stopped:
+                return await self._journal_stopped(request)
             return await self._journal_decision(request, decision, timeout)
         except BaseException as exc:
             # Cancelled (or the journal failed) while waiting or journaling the decision:
@@ -183,6 +193,27 @@ class ApprovalGate:
         )
         self._decision_refs[request.step] = ref
         return GateDecision(decision.approve, decision.approver, decision.reason or "rejected", ref)
+
+    def stop_waiting(self) -> None:
+        """The saga failed while a step may wait for approval: stop waiting (the wait
+        ends as REJECTED by FAILED_ACTOR; nothing runs)."""
+        self._stopped = True
+
+    async def _journal_stopped(self, request: ApprovalRequest) -> GateDecision:
+        reason = "the saga failed while this step awaited approval; nothing ran"
+        ref = await self._journal(
+            JournalEventInput(
+                saga_id=self._saga_id,
+                phase=Phase.REJECTED,
+                step=request.step,
+                tool=request.tool,
+                actor=FAILED_ACTOR,
+                result={"payload_sha256": request.payload_sha256},
+                error=reason,
+            )
+        )
+        self._decision_refs[request.step] = ref
+        return GateDecision(False, FAILED_ACTOR, reason, ref)
 
     @property
     def abandoned(self) -> bool:

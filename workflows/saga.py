@@ -71,22 +71,28 @@ class Saga(SagaCore):
                 "saga (its id is the workflow id and its journal closes with it): call "
                 "more tools on the same saga, or start a child workflow for another"
             )
-        continued = workflow.info().continued_run_id is not None
+        info = workflow.info()
+        continued = (
+            info.continued_run_id is not None and not info.cron_schedule and info.attempt == 1
+        )
         if state is not None and not continued:
             # Only Temporal can make a run a continuation, and only this workflow's own
             # code writes the state it hands over; a starter who could plant a state
             # could plant an "executed" step, or skip the saga's opening entry.
             raise SagaUsageError(
-                "saga state was given to the first run of this workflow; state is only "
-                "taken in a run that continues another (continue-as-new, after "
-                "saga.handover()): start the workflow without it",
+                "saga state was given to a run that is not a continue-as-new of this "
+                "workflow (a first run, a cron run or a retry, whose input a starter "
+                "chose); state is only taken after saga.handover() and continue-as-new: "
+                "start the workflow without it",
             )
         setattr(instance, _OPEN_MARK, True)
         return cls(options or SagaOptions(), state)
 
     async def __aenter__(self) -> Saga:
         self.publish()
-        if not self._resumed:
+        if self._resumed:
+            await self.check_resume()
+        else:
             opened = self.options.model_dump(mode="json")
             try:
                 await self.start({"workflow_type": workflow.info().workflow_type, **opened})
@@ -102,14 +108,20 @@ class Saga(SagaCore):
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool:
+        self.closing = True  # a call that starts from here on is refused
         if isinstance(exc, workflow.ContinueAsNewError):
             await self.handover()  # idempotent: the block may have handed over already
             return False
         if exc is not None and not self.absorb(exc):
             return False  # a bug in the workflow: its task fails and Temporal retries it
+        if self.in_flight:  # a call the block did not await (ensure_future, gather)
+            self.fail("the saga block exited while a step was still running")
+            await self.settle()
         result = await self.finish()
         if exc is not None and is_cancelled(exc):
             return False  # compensated; the workflow ends cancelled, as it was asked to
+        if isinstance(exc, SagaUsageError):
+            return False  # compensated; the misuse is the failure the workflow reports
         if result.status is not SagaStatus.COMPLETED:
             # Whether the block let the step's error out or swallowed it: one error, with
             # the saga's result, for every saga that failed and was compensated.
@@ -120,6 +132,14 @@ class Saga(SagaCore):
         """Run `tool` with `args` as the saga's next step and return its result. Raises
         StepError when the step did not complete; the saga is then failed (compensated
         when the block exits), and later calls raise at once without running anything."""
+        if self.closing or self.result is not None:
+            raise SagaUsageError(f"the saga is closed; {tool!r} was not run")
+        if self.in_flight:
+            raise SagaUsageError(
+                f"a step is still running; {tool!r} was not run. A saga takes one step at a "
+                "time (await each call before the next): its steps are ordered, approvals "
+                "bind one step each, and compensation undoes them in reverse"
+            )
         if self.failure is not None:
             raise StepError(
                 f"the saga has already failed ({self.failure}); {tool!r} was not run",

@@ -15,15 +15,16 @@ from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, FailureError
+from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import is_cancelled_exception as is_cancelled
 
 with workflow.unsafe.imports_passed_through():
-    from sagacity.activities import JOURNAL_EVENT, RUN_TOOL, WORKER_IDENTITY
+    from sagacity.activities import CHECK_RESUME, JOURNAL_EVENT, RUN_TOOL, WORKER_IDENTITY
     from sagacity.activities.io_models import (
         EntryRef,
         JournalEventInput,
         OutcomeKind,
+        ResumeCheckInput,
         RunToolInput,
         ToolCall,
         ToolOutcome,
@@ -71,6 +72,10 @@ class SagaCore:
         self.result: SagaResult | None = None
         """The saga's result once it has closed."""
         self.next_step = 0
+        self.in_flight = 0
+        """Steps running now (one at most: the saga API refuses a second)."""
+        self.closing = False
+        """The saga block is being left: no new step may start."""
         self.refused = False
         self.journal_abandoned_at_start = True
         """False only for AgentSaga histories recorded before that patch (see there)."""
@@ -115,13 +120,28 @@ class SagaCore:
             )
         )
 
+    async def check_resume(self) -> None:
+        """Check the state this run was handed against the journal (its head, its
+        opening) before anything else runs: a local activity on the pinned worker."""
+        head = self._head
+        check = ResumeCheckInput(
+            saga_id=self.saga_id,
+            head_seq=head.seq if head else None,
+            head_hash=head.hash if head else None,
+            worker=self.pinned.worker,
+        )
+        await self.pinned.run_local(CHECK_RESUME, check, type(None))
+
     def absorb(self, exc: BaseException) -> bool:
         """Take a failure of the saga's work as the saga's failure (to compensate): a
-        cancellation or a Temporal failure. False for anything else (a bug)."""
+        cancellation, or an exception that fails the workflow (a Temporal failure, or a
+        type the workflow or worker lists in `failure_exception_types`). False for
+        anything else: a bug, which fails the workflow task (nothing to compensate; the
+        task is retried and the saga goes on once the fix is deployed)."""
         if is_cancelled(exc):
             self.fail("saga cancelled")
             return True
-        if isinstance(exc, FailureError):
+        if workflow.is_failure_exception(exc):
             self.fail(f"{type(exc).__name__}: {failure_cause(exc)}")
             return True
         return False
@@ -152,7 +172,7 @@ class SagaCore:
         the handlers finish (a handler cut off by continue-as-new would lose its work)."""
         self.gate.release()
         await workflow.wait_condition(lambda: self.gate.settled)
-        await workflow.wait_condition(workflow.all_handlers_finished)
+        await workflow.wait_condition(lambda: self.doors.idle)
         return self.state()
 
     def state(self) -> SagaState:
@@ -193,7 +213,25 @@ class SagaCore:
     async def step(self, call: ToolCall) -> ToolOutcome:
         """Run one call as the next step, waiting for approval when the tool needs it, and
         return its outcome. Fails the saga for anything but EXECUTED and REFUSED (a refused
-        call ran nothing; the caller decides: a model may try again, a plan may not)."""
+        call ran nothing; the caller decides: a model may try again, a plan may not). A
+        cancellation fails the saga too, even if the caller swallows it."""
+        self.in_flight += 1
+        try:
+            return await self._step(call)
+        except BaseException as exc:
+            if is_cancelled(exc):
+                self.fail("saga cancelled")
+            raise
+        finally:
+            self.in_flight -= 1
+
+    async def settle(self) -> None:
+        """Until no step is running: a step waiting for approval stops waiting (the saga
+        has failed; it is journaled REJECTED, nothing ran)."""
+        self.gate.stop_waiting()
+        await workflow.wait_condition(lambda: self.in_flight == 0)
+
+    async def _step(self, call: ToolCall) -> ToolOutcome:
         self.next_step += 1
         step = self.next_step
         outcome = await self._run_tool(step, call, None)
@@ -280,6 +318,8 @@ class SagaCore:
 
     def _on_compensated(self, report: CompensationReport) -> None:
         self.compensations.append(report)
+        if report.seq is not None and report.hash is not None:
+            self._saw(EntryRef(seq=report.seq, hash=report.hash, phase="COMPENSATION"))
         status = StepStatus.COMPENSATED if report.ok else StepStatus.COMPENSATION_FAILED
         self.steps[report.step] = self.steps[report.step].model_copy(
             update={"status": status, "seq": report.seq, "hash": report.hash}
@@ -313,7 +353,8 @@ class SagaCore:
         self.gate.release()
         await workflow.wait_condition(lambda: self.gate.settled)
         self.gate.close()
-        await workflow.wait_condition(workflow.all_handlers_finished)
+        # The saga's own handlers only: the workflow's own may wait on the saga's end.
+        await workflow.wait_condition(lambda: self.doors.idle)
         ref = await self.journal(
             JournalEventInput(
                 saga_id=self.saga_id,
@@ -352,8 +393,14 @@ class SagaCore:
         if self.pinned.worker is not None:
             event = event.model_copy(update={"worker": self.pinned.worker})
         ref: EntryRef = await self.pinned.run_local(JOURNAL_EVENT, event, EntryRef)
-        self._head = ref
+        self._saw(ref)
         return ref
+
+    def _saw(self, ref: EntryRef | None) -> None:
+        """Keep the newest journal entry this saga knows of (its head, handed over on
+        continue-as-new and checked against the journal there)."""
+        if ref is not None and (self._head is None or ref.seq > self._head.seq):
+            self._head = ref
 
     def _record(
         self,
@@ -363,6 +410,8 @@ class SagaCore:
         approver: str | None = None,
         error: str | None = None,
     ) -> None:
+        self._saw(outcome.intent)
+        self._saw(outcome.outcome)
         previous = self.steps.get(outcome.step)
         self.steps[outcome.step] = step_report(
             outcome,

@@ -42,8 +42,29 @@ class SagaDoors:
         self._gate = gate
         self._view = view
         self._steps = steps
+        self._running = 0
+
+    @property
+    def idle(self) -> bool:
+        """No signal or update of the saga's is being handled (the workflow's own
+        handlers are not counted: one of them may be waiting for the saga to end)."""
+        return self._running == 0
 
     async def on_signal(self, name: str, args: Sequence[RawValue]) -> None:
+        self._running += 1
+        try:
+            await self._on_signal(name, args)
+        finally:
+            self._running -= 1
+
+    async def on_update(self, name: str, args: Sequence[RawValue]) -> DecisionResult:
+        self._running += 1
+        try:
+            return await self._gate.on_update(one(tuple(decoded(a) for a in args)))
+        finally:
+            self._running -= 1
+
+    async def _on_signal(self, name: str, args: Sequence[RawValue]) -> None:
         raw = one(tuple(decoded(a) for a in args))
         if name in ("approve", "reject"):
             await self._gate.on_signal(raw, approve=name == "approve")
@@ -53,9 +74,6 @@ class SagaDoors:
             await self._gate.on_refusal_record(raw)
         else:
             workflow.logger.warning("signal %r is not one this saga takes; ignored", name)
-
-    async def on_update(self, name: str, args: Sequence[RawValue]) -> DecisionResult:
-        return await self._gate.on_update(one(tuple(decoded(a) for a in args)))
 
     def validate_update(self, name: str, args: Sequence[RawValue]) -> None:
         if name != DECIDE_UPDATE:

@@ -18,17 +18,25 @@ from sagacity.worker.app import new_worker
 from sagacity.worker.saga_client import SagaClient
 from tests.faults.conftest import pg_journal_url, pg_schema, pg_store, shop, workers
 from tests.workflows.user_workflows import (
+    CallsAfterTheBlock,
     ForgetsHandover,
+    ForgetsToAwait,
+    ForwardsInput,
     LetsFailureOut,
     LongOrder,
     OwnApproveSignal,
+    ParallelWires,
+    SwallowsCancel,
     TwoSagas,
+    WaitsForTheEnd,
 )
 
 __all__ = ["pg_journal_url", "pg_schema", "pg_store", "shop", "workers"]
 
 USER_WORKFLOWS = [
-    OrderWorkflow, LetsFailureOut, TwoSagas, OwnApproveSignal, LongOrder, ForgetsHandover
+    OrderWorkflow, LetsFailureOut, TwoSagas, OwnApproveSignal, LongOrder, ForgetsHandover,
+    ParallelWires, ForgetsToAwait, SwallowsCancel, WaitsForTheEnd, ForwardsInput,
+    CallsAfterTheBlock,
 ]  # fmt: skip
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any
 
 from temporalio import workflow
@@ -116,3 +118,107 @@ class ForgetsHandover:
             if not continued:
                 workflow.continue_as_new(True)
         return saga.next_step
+
+
+IBAN = "DE89370400440532013000"
+
+
+@workflow.defn(name="ParallelWires")
+class ParallelWires:
+    """Two irreversible calls at once: the second is refused (one step at a time)."""
+
+    @workflow.run
+    async def run(self) -> str:
+        async with Saga.open() as saga:
+            await saga.call("charge_card", amount=5)
+            await asyncio.gather(
+                saga.call("send_wire_transfer", iban=IBAN, amount=1),
+                saga.call("send_wire_transfer", iban="DE00EVIL", amount=999_999),
+            )
+        return "wired"
+
+
+@workflow.defn(name="ForgetsToAwait")
+class ForgetsToAwait:
+    """Starts a call and leaves the block without awaiting it."""
+
+    @workflow.run
+    async def run(self) -> str:
+        async with Saga.open() as saga:
+            await saga.call("charge_card", amount=5)
+            self._pending = asyncio.ensure_future(
+                saga.call("reserve_inventory", sku="widget", qty=1)
+            )
+            await asyncio.sleep(0)  # the call has started; the block leaves without it
+        return "left"
+
+
+@workflow.defn(name="SwallowsCancel")
+class SwallowsCancel:
+    """Swallows the cancellation of an approval wait and calls another tool."""
+
+    @workflow.run
+    async def run(self) -> str:
+        async with Saga.open() as saga:
+            await saga.call("charge_card", amount=5)
+            with contextlib.suppress(asyncio.CancelledError):
+                await saga.call("send_wire_transfer", iban=IBAN, amount=5)
+            await saga.call("reserve_inventory", sku="widget", qty=1)
+        return "carried on"
+
+
+@workflow.defn(name="WaitsForTheEnd", failure_exception_types=[ValueError])
+class WaitsForTheEnd:
+    """Has an update of its own that waits for the saga's end, and lists ValueError as
+    a workflow failure (so a ValueError in the block fails the workflow, not its task)."""
+
+    def __init__(self) -> None:
+        self.asked = False
+        self.finished = False
+
+    @workflow.update
+    async def wait_done(self) -> str:
+        self.asked = True
+        await workflow.wait_condition(lambda: self.finished)
+        return "done"
+
+    @workflow.run
+    async def run(self, explode: bool) -> str:
+        try:
+            async with Saga.open() as saga:
+                await saga.call("charge_card", amount=5)
+                await workflow.wait_condition(lambda: self.asked)
+                if explode:
+                    raise ValueError("a listed failure type")
+        finally:
+            self.finished = True
+        return "closed"
+
+
+class ForwardInput(BaseModel):
+    state: SagaState | None = None
+    hops: int = 0
+
+
+@workflow.defn(name="ForwardsInput")
+class ForwardsInput:
+    """Continues as new once before opening its saga, forwarding its input whole (a
+    state planted in it reaches a continued run)."""
+
+    @workflow.run
+    async def run(self, inp: ForwardInput) -> str:
+        if inp.hops == 0:
+            workflow.continue_as_new(inp.model_copy(update={"hops": 1}))
+        async with Saga.open(state=inp.state) as saga:
+            await saga.call("charge_card", amount=5)
+        return "charged"
+
+
+@workflow.defn(name="CallsAfterTheBlock")
+class CallsAfterTheBlock:
+    @workflow.run
+    async def run(self) -> str:
+        async with Saga.open() as saga:
+            await saga.call("reserve_inventory", sku="widget", qty=1)
+        await saga.call("reserve_inventory", sku="widget", qty=1)
+        return "twice"

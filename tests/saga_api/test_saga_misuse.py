@@ -1,0 +1,132 @@
+"""The saga API under misuse, each case found by an outside attack on it: calls not
+awaited one at a time, a swallowed cancellation, a workflow's own handler waiting for
+the saga, a listed failure type, a state forwarded into a continued run, a call after
+the block. Each shows what the tools really did (the shop's record) and the journal."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from temporalio.client import WorkflowFailureError, WorkflowUpdateStage
+from temporalio.exceptions import ApplicationError
+
+from sagacity.activities.io_models import OutcomeKind, ToolOutcome
+from sagacity.examples.orders import INITIAL_STOCK
+from sagacity.tools import ToolKind
+from sagacity.workflows.models import SagaState
+from tests.faults.support import assert_chain_closed, eventually, phases
+from tests.workflows.user_workflows import (
+    CallsAfterTheBlock,
+    ForgetsToAwait,
+    ForwardInput,
+    ForwardsInput,
+    ParallelWires,
+    SwallowsCancel,
+    WaitsForTheEnd,
+)
+
+from .conftest import Orders
+
+pytestmark = [pytest.mark.temporal, pytest.mark.postgres, pytest.mark.timeout(60)]
+
+
+async def failure(handle: Any) -> ApplicationError:
+    with pytest.raises(WorkflowFailureError) as failed:
+        await handle.result()
+    cause = failed.value.cause
+    assert isinstance(cause, ApplicationError), repr(cause)
+    return cause
+
+
+async def test_parallel_irreversible_calls_never_cross_their_approvals(orders: Orders) -> None:
+    """Two wires at once: the second is refused before anything, the first stops
+    waiting when the block fails; no wire goes out, the charge is refunded."""
+    handle = await orders.client.start_workflow(ParallelWires.run, saga_id=orders.new_id())
+    error = await failure(handle)
+
+    assert error.type == "SagaUsageError" and "one step at a time" in error.message
+    assert orders.shop.wires() == []
+    entries = assert_chain_closed(orders.store, handle.id)
+    story = [(e.phase.value, e.step, e.actor) for e in entries]
+    assert ("AWAITING_APPROVAL", 2, None) in story and ("REJECTED", 2, "sagacity:failed") in story
+    assert not any(e.step == 3 for e in entries)  # the second wire never became a step
+    assert [c["refunded"] for c in orders.shop.charges()] == [True]
+
+
+async def test_a_call_left_running_is_awaited_and_compensated(orders: Orders) -> None:
+    handle = await orders.client.start_workflow(ForgetsToAwait.run, saga_id=orders.new_id())
+    error = await failure(handle)
+
+    assert error.type == "SagaCompensated" and "still running" in error.message
+    assert phases(orders.store, handle.id)[-4:] == [
+        ("EXECUTED", 2), ("COMPENSATED", 2), ("COMPENSATED", 1), ("SAGA_CLOSED", 0),
+    ]  # fmt: skip
+    assert orders.shop.stock("widget") == INITIAL_STOCK["widget"]
+
+
+async def test_a_swallowed_cancellation_still_fails_the_saga(orders: Orders) -> None:
+    handle = await orders.client.start_workflow(SwallowsCancel.run, saga_id=orders.new_id())
+    await orders.client.wait_pending(handle.id)
+    await orders.client.cancel(handle.id)
+    error = await failure(handle)
+
+    assert error.type == "SagaCompensated" and "saga cancelled" in error.message
+    assert orders.shop.calls("reserve_inventory") == []  # the call after it never ran
+    assert orders.shop.wires() == [] and [c["refunded"] for c in orders.shop.charges()] == [True]
+    entries = assert_chain_closed(orders.store, handle.id)
+    assert ("REJECTED", 2) in [(e.phase.value, e.step) for e in entries]
+
+
+async def test_the_workflows_own_handler_waiting_for_the_end_does_not_hang_the_close(
+    orders: Orders,
+) -> None:
+    handle = await orders.client.start_workflow(WaitsForTheEnd.run, False, saga_id=orders.new_id())
+    update = await handle.start_update(
+        WaitsForTheEnd.wait_done, wait_for_stage=WorkflowUpdateStage.ACCEPTED
+    )
+    assert await asyncio.wait_for(handle.result(), 20) == "closed"
+    assert await update.result() == "done"
+    assert_chain_closed(orders.store, handle.id)
+
+
+async def test_a_listed_failure_type_compensates(orders: Orders) -> None:
+    """ValueError is in the workflow's failure_exception_types: it fails the workflow
+    (not its task), so the saga must undo what ran before it."""
+    handle = await orders.client.start_workflow(WaitsForTheEnd.run, True, saga_id=orders.new_id())
+    await handle.start_update(WaitsForTheEnd.wait_done, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+    error = await failure(handle)
+
+    assert error.type == "SagaCompensated" and "a listed failure type" in error.message
+    assert phases(orders.store, handle.id)[-2:] == [("COMPENSATED", 1), ("SAGA_CLOSED", 0)]
+    assert [c["refunded"] for c in orders.shop.charges()] == [True]
+
+
+async def test_a_state_forwarded_into_a_continued_run_is_checked_against_the_journal(
+    orders: Orders,
+) -> None:
+    planted = SagaState(
+        next_step=1,
+        outcomes=[
+            ToolOutcome(kind=OutcomeKind.EXECUTED, tool="charge_card", step=1,
+                        tool_kind=ToolKind.COMPENSABLE)
+        ],
+    )  # fmt: skip
+    handle = await orders.client.start_workflow(
+        ForwardsInput.run, ForwardInput(state=planted), saga_id=orders.new_id()
+    )
+    error = await failure(handle)
+
+    assert error.type == "SagaStateRefused" and "no open saga" in error.message
+    assert list(orders.store.entries(handle.id)) == [] and orders.shop.calls() == []
+
+
+async def test_a_call_after_the_block_is_refused(orders: Orders) -> None:
+    handle = await orders.client.start_workflow(CallsAfterTheBlock.run, saga_id=orders.new_id())
+    error = await failure(handle)
+
+    assert error.type == "SagaUsageError" and "the saga is closed" in error.message
+    assert len(orders.shop.calls("reserve_inventory")) == 1
+    view = await eventually(lambda: orders.client.status(handle.id), 10, "a status")
+    assert view.status.value == "COMPLETED" and not view.needs_human
