@@ -28,6 +28,7 @@ from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
     WorkflowHandle,
+    WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "SagaExistsError",
     "SagaHandle",
     "SagaNotFoundError",
+    "SagaNotOpenError",
     "SagaSummary",
     "TemporalUnavailableError",
     "cancel_saga",
@@ -113,6 +115,11 @@ class SagaAlreadyClosedError(SagaClientError):
 
 class NoWorkerError(SagaClientError):
     """No worker answered a query or update in time."""
+
+
+class SagaNotOpenError(SagaClientError):
+    """The workflow has not opened its saga yet (or is not a saga): it answers no saga
+    query."""
 
 
 class NothingPendingError(SagaClientError):
@@ -300,7 +307,16 @@ async def _query(handle: SagaHandle, name: str, result_type: Any) -> Any:
     with _rpc(
         _client_of(handle), handle.id, call=f"the {name!r} query", worker_timeout=QUERY_TIMEOUT
     ):
-        return await handle.query(name, result_type=result_type, rpc_timeout=QUERY_TIMEOUT)
+        try:
+            return await handle.query(name, result_type=result_type, rpc_timeout=QUERY_TIMEOUT)
+        except WorkflowQueryFailedError as exc:
+            if "not found" in str(exc).lower():
+                raise SagaNotOpenError(
+                    f"workflow {handle.id!r} answers no {name!r} query: its saga has not "
+                    "opened yet (a workflow on the saga API registers the queries when it "
+                    "opens its saga), or it is not a saga"
+                ) from exc
+            raise SagaClientError(f"the {name!r} query failed: {exc}") from exc
 
 
 async def saga_view(handle: SagaHandle) -> SagaView:

@@ -131,7 +131,11 @@ class SagacityPlugin(SimplePlugin):
                 "use it: connect the client with plugins=[SagacityPlugin(...)] (or with "
                 "data_converter=pydantic_data_converter)"
             )
-        return super().configure_worker(config)
+        config = super().configure_worker(config)
+        # The same plugin given to the client and the worker adds its workflows twice.
+        workflows = list(config.get("workflows") or [])
+        config["workflows"] = [w for i, w in enumerate(workflows) if w not in workflows[:i]]
+        return config
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
         if worker.task_queue in self._pinned_queues:

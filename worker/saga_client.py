@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from pydantic import ValidationError
 from temporalio.client import Client, Plugin, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.contrib.pydantic import PydanticPayloadConverter
@@ -151,7 +152,13 @@ class SagaClient:
 
     async def result(self, saga_id: str) -> SagaResult:
         """An AgentSaga's result (a user's workflow returns its own: use its handle)."""
-        return await api.saga_result(self.handle(saga_id))
+        try:
+            return await api.saga_result(self.handle(saga_id))
+        except ValidationError as exc:
+            raise api.SagaClientError(
+                f"workflow {saga_id!r} did not return a SagaResult (is it a workflow of "
+                "your own on the saga API? read its result from its handle)"
+            ) from exc
 
     async def describe(self, saga_id: str) -> api.SagaSummary:
         return await api.describe_saga(self.handle(saga_id))
@@ -188,8 +195,9 @@ class SagaClient:
         pending = await api.pending_approval(handle)
         if pending is None:
             raise api.NothingPendingError(
-                f"saga {saga_id!r} has nothing pending approval (status "
-                f"{summary.status or summary.execution_status}); see `sagacity pending`"
+                f"saga {saga_id!r} has nothing pending approval now (status "
+                f"{summary.status or summary.execution_status}; it may just have been "
+                "decided or cancelled); see `sagacity pending`"
             )
         return Review(pending, api.check_pending(pending))
 
@@ -198,7 +206,10 @@ class SagaClient:
         Temporal has no push for it), and return the request, its hash checked here."""
         deadline = asyncio.get_running_loop().time() + timeout
         while True:
-            pending = await api.pending_approval(self.handle(saga_id))
+            try:
+                pending = await api.pending_approval(self.handle(saga_id))
+            except api.SagaNotOpenError:
+                pending = None  # the workflow has not reached its saga yet: keep waiting
             if pending is not None:
                 return Review(pending, api.check_pending(pending))
             if asyncio.get_running_loop().time() > deadline:
@@ -225,7 +236,8 @@ class SagaClient:
         if not approver or not approver.strip():
             raise api.SagaClientError("a decision needs an approver: it is journaled")
         review = await self.review(saga_id, verb="approve" if approve else "reject")
-        sent = review.local_sha256 if payload_sha256 is None else payload_sha256.strip()
+        # Hex is case-insensitive to a person; the saga takes the lowercase form only.
+        sent = review.local_sha256 if payload_sha256 is None else payload_sha256.strip().lower()
         if confirm is not None:
             answer = confirm(review.pending, review.local_sha256)
             if inspect.isawaitable(answer):

@@ -99,6 +99,8 @@ class Saga(SagaCore):
             except FailureError as exc:
                 if failure_type(exc) != "SagaIdReused" or workflow.info().continued_run_id is None:
                     raise
+                self.stranded = True  # the earlier run's steps are left as they were
+                self.publish()
                 raise SagaUsageError(
                     "this run continues an earlier one whose saga is already open: pass the "
                     "state saga.handover() returned there to Saga.open(state=...) here"

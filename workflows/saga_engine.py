@@ -74,6 +74,9 @@ class SagaCore:
         self.next_step = 0
         self.in_flight = 0
         """Steps running now (one at most: the saga API refuses a second)."""
+        self.stranded = False
+        """A run that found its saga open without being handed its state: what the earlier
+        run did is left for a human (needs_human)."""
         self.closing = False
         """The saga block is being left: no new step may start."""
         self.refused = False
@@ -141,6 +144,8 @@ class SagaCore:
         if is_cancelled(exc):
             self.fail("saga cancelled")
             return True
+        if not isinstance(exc, Exception):
+            return False  # continue-as-new, or the SDK closing an evicted workflow
         if workflow.is_failure_exception(exc):
             self.fail(f"{type(exc).__name__}: {failure_cause(exc)}")
             return True
@@ -431,7 +436,11 @@ class SagaCore:
 
     def needs_human(self) -> bool:
         """The one definition: an unknown outcome, or a compensation that failed."""
-        return self.status is SagaStatus.COMPENSATION_FAILED or bool(self.unknown_steps())
+        return (
+            self.stranded
+            or self.status is SagaStatus.COMPENSATION_FAILED
+            or bool(self.unknown_steps())
+        )
 
     def view(self) -> SagaView:
         return SagaView(

@@ -24,6 +24,7 @@ from tests.workflows.user_workflows import (
     ForwardsInput,
     LetsFailureOut,
     LongOrder,
+    OpensLater,
     OwnApproveSignal,
     ParallelWires,
     SwallowsCancel,
@@ -36,7 +37,7 @@ __all__ = ["pg_journal_url", "pg_schema", "pg_store", "shop", "workers"]
 USER_WORKFLOWS = [
     OrderWorkflow, LetsFailureOut, TwoSagas, OwnApproveSignal, LongOrder, ForgetsHandover,
     ParallelWires, ForgetsToAwait, SwallowsCancel, WaitsForTheEnd, ForwardsInput,
-    CallsAfterTheBlock,
+    CallsAfterTheBlock, OpensLater,
 ]  # fmt: skip
 
 

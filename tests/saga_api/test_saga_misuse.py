@@ -22,6 +22,7 @@ from tests.workflows.user_workflows import (
     ForgetsToAwait,
     ForwardInput,
     ForwardsInput,
+    OpensLater,
     ParallelWires,
     SwallowsCancel,
     WaitsForTheEnd,
@@ -130,3 +131,14 @@ async def test_a_call_after_the_block_is_refused(orders: Orders) -> None:
     assert len(orders.shop.calls("reserve_inventory")) == 1
     view = await eventually(lambda: orders.client.status(handle.id), 10, "a status")
     assert view.status.value == "COMPLETED" and not view.needs_human
+
+
+async def test_a_saga_not_opened_yet_says_so(orders: Orders) -> None:
+    from sagacity.worker.client import SagaNotOpenError
+
+    handle = await orders.client.start_workflow(OpensLater.run, saga_id=orders.new_id())
+    with pytest.raises(SagaNotOpenError, match="has not opened yet"):
+        await orders.client.status(handle.id)
+    await handle.signal(OpensLater.on_go)
+    assert await handle.result() == "charged"
+    assert (await orders.client.status(handle.id)).status.value == "COMPLETED"

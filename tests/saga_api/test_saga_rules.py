@@ -14,6 +14,7 @@ from sagacity.activities.io_models import OutcomeKind, ToolOutcome
 from sagacity.examples.orders import INITIAL_STOCK
 from sagacity.phases import SagaStatus
 from sagacity.tools import ToolKind
+from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN
 from sagacity.workflows.models import SagaResult, SagaState
 from tests.faults.support import assert_chain_closed, phases
 from tests.workflows.user_workflows import (
@@ -124,3 +125,5 @@ async def test_continuing_as_new_without_the_handover_fails_clearly(orders: Orde
 
     assert error.type == "SagaUsageError" and "saga.handover()" in error.message
     assert phases(orders.store, saga_id) == [("SAGA_OPENED", 0), ("INTENT", 1), ("EXECUTED", 1)]
+    described = await orders.client.handle(saga_id).describe()
+    assert described.typed_search_attributes.get(SAGA_NEEDS_HUMAN) is True  # left for a human

@@ -222,3 +222,22 @@ class CallsAfterTheBlock:
             await saga.call("reserve_inventory", sku="widget", qty=1)
         await saga.call("reserve_inventory", sku="widget", qty=1)
         return "twice"
+
+
+@workflow.defn(name="OpensLater")
+class OpensLater:
+    """Opens its saga only once signalled `go`."""
+
+    def __init__(self) -> None:
+        self.go = False
+
+    @workflow.signal(name="go")
+    def on_go(self) -> None:
+        self.go = True
+
+    @workflow.run
+    async def run(self) -> str:
+        await workflow.wait_condition(lambda: self.go)
+        async with Saga.open() as saga:
+            await saga.call("charge_card", amount=5)
+        return "charged"
