@@ -15,8 +15,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m sagacity.worker demo
 
+# Two test processes (pytest-xdist, a file per process at a time): most tests wait on
+# Temporal timers, heartbeats and worker processes rather than the CPU.
 test: $(STAMP)
-	$(PY) -m tests.run
+	$(PY) -m tests.run -n 2 --dist loadfile
 
 # The server-free tier: no Temporal, no PostgreSQL (a test that asks for one fails).
 test-unit: $(STAMP)

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sagacity.phases import Phase
 from sagacity.tools import ToolKind
 
 
@@ -54,7 +55,7 @@ class EntryRef(_Model):
 
     seq: int
     hash: str
-    phase: str
+    phase: Phase
 
 
 class OutcomeKind(StrEnum):
@@ -105,7 +106,7 @@ class ToolOutcome(_Model):
 
 class JournalEventInput(WorkerBound):
     saga_id: str
-    phase: str
+    phase: Phase
     step: int = 0
     attempt: int = 1
     tool: str = ""

@@ -52,7 +52,7 @@ never delay a journal write."""
 
 
 def entry_ref(entry: JournalEntry) -> EntryRef:
-    return EntryRef(seq=entry.seq, hash=entry.hash, phase=entry.phase.value)
+    return EntryRef(seq=entry.seq, hash=entry.hash, phase=entry.phase)
 
 
 async def store_call(func: Callable[..., T], *args: Any) -> T:

@@ -8,6 +8,8 @@ import pytest
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if hasattr(session.config, "workerinput"):
+        return  # a pytest-xdist worker: the controller records the run's status
     path = os.environ.get("SAGACITY_TEST_STATUS_FILE")
     if path:
         with open(path, "w") as handle:

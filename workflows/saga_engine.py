@@ -324,7 +324,8 @@ class SagaCore:
     def _on_compensated(self, report: CompensationReport) -> None:
         self.compensations.append(report)
         if report.seq is not None and report.hash is not None:
-            self._saw(EntryRef(seq=report.seq, hash=report.hash, phase="COMPENSATION"))
+            phase = Phase.COMPENSATED if report.ok else Phase.COMPENSATION_FAILED
+            self._saw(EntryRef(seq=report.seq, hash=report.hash, phase=phase))
         status = StepStatus.COMPENSATED if report.ok else StepStatus.COMPENSATION_FAILED
         self.steps[report.step] = self.steps[report.step].model_copy(
             update={"status": status, "seq": report.seq, "hash": report.hash}

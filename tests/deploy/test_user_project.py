@@ -25,6 +25,8 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from tests.exit_crash import finished
+
 from .compose_file import ROOT
 
 pytestmark = [pytest.mark.temporal, pytest.mark.timeout(240)]
@@ -232,7 +234,7 @@ async def test_a_samples_layout_project_runs_a_saga(
         worker.terminate()
         worker.wait(timeout=20)
         log.close()
-    assert started.returncode == 0, started.stderr[-4000:]
+    assert finished(started), started.stderr[-4000:]
     out = json.loads(started.stdout.strip().splitlines()[-1])
 
     assert out["result"] == "paid 4200"
@@ -244,4 +246,4 @@ async def test_a_samples_layout_project_runs_a_saga(
          out["saga_id"]],
         cwd=project, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    assert verified.returncode == 0 and "chain intact (closed)" in verified.stdout, verified
+    assert finished(verified) and "chain intact (closed)" in verified.stdout, verified
