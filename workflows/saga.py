@@ -30,6 +30,8 @@ workflow hands the saga to its next run with `handover()` and `Saga.open(state=.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
 from types import TracebackType
 from typing import Any
 
@@ -43,7 +45,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.workflows.models import SagaOptions, SagaState
 
 from sagacity.workflows.compensator import failure_type
-from sagacity.workflows.saga_engine import SagaCore
+from sagacity.workflows.saga_engine import SagaCore, shielded
 from sagacity.workflows.saga_errors import (
     STEP_ERROR_TYPES,
     SagaFailedError,
@@ -54,6 +56,19 @@ from sagacity.workflows.saga_errors import (
 __all__ = ["Saga", "SagaFailedError", "SagaOptions", "SagaState", "SagaUsageError", "StepError"]
 
 _OPEN_MARK = "__sagacity_saga__"
+
+
+async def _cancelled_during(work: Awaitable[Any]) -> bool:
+    """Run `work` to its end through any cancels; True if one arrived meanwhile."""
+    task = asyncio.ensure_future(work)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = True
+    task.result()
+    return cancelled
 
 
 class Saga(SagaCore):
@@ -112,13 +127,19 @@ class Saga(SagaCore):
     ) -> bool:
         self.closing = True  # a call that starts from here on is refused
         if isinstance(exc, workflow.ContinueAsNewError):
-            await self.handover()  # idempotent: the block may have handed over already
+            # Idempotent (the block may have handed over already). A cancel arriving
+            # meanwhile wins over the continue-as-new: the saga compensates, closes and
+            # the workflow ends cancelled (never an uncompensated end, never a lost cancel).
+            if await _cancelled_during(self.handover()):
+                self.fail("saga cancelled")
+                await self.finish()
+                raise asyncio.CancelledError("cancelled while handing the saga over") from exc
             return False
         if exc is not None and not self.absorb(exc):
             return False  # a bug in the workflow: its task fails and Temporal retries it
         if self.in_flight:  # a call the block did not await (ensure_future, gather)
             self.fail("the saga block exited while a step was still running")
-            await self.settle()
+            await shielded(self.settle())  # a cancel now must not skip what follows
         result = await self.finish()
         if exc is not None and is_cancelled(exc):
             return False  # compensated; the workflow ends cancelled, as it was asked to

@@ -194,7 +194,7 @@ class SagaCore:
         """Compensate (if the saga failed) and close, shielded: cancels that keep coming
         cannot split it, and it runs once."""
         if self.result is None:
-            self.result = await _shielded(self._finish())
+            self.result = await shielded(self._finish())
         return self.result
 
     async def _finish(self) -> SagaResult:
@@ -471,7 +471,7 @@ class SagaCore:
         )
 
 
-async def _shielded(work: Awaitable[T]) -> T:
+async def shielded(work: Awaitable[T]) -> T:
     """Run `work` to the end even if cancels keep arriving (a bare shield abandons the
     work on a second cancel; looping does not)."""
     task = asyncio.ensure_future(work)
