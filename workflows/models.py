@@ -190,6 +190,10 @@ class SagaState(_Model):
     head: EntryRef | None = None
     worker: str | None = None
     """The worker identity (toolbox and journal) the saga is pinned to."""
+    from_run: str | None = None
+    """The run that handed this state over: the next run takes it only if Temporal says
+    that run is the one it continues (a state in a starter's input cannot name a run id
+    that did not exist when it was written)."""
 
 
 class SagaCarry(SagaState):

@@ -100,8 +100,16 @@ class Saga(SagaCore):
                 "chose); state is only taken after saga.handover() and continue-as-new: "
                 "start the workflow without it",
             )
+        if state is not None and state.from_run != info.continued_run_id:
+            raise SagaUsageError(
+                "saga state refused: it was not handed over by the run this one continues "
+                f"({info.continued_run_id}); pass Saga.open only the state saga.handover() "
+                "returned in the run before"
+            )
         setattr(instance, _OPEN_MARK, True)
-        return cls(options or SagaOptions(), state)
+        saga = cls(options or SagaOptions(), state)
+        saga._owner = asyncio.current_task()
+        return saga
 
     async def __aenter__(self) -> Saga:
         self.publish()
@@ -157,6 +165,13 @@ class Saga(SagaCore):
         when the block exits), and later calls raise at once without running anything."""
         if self.closing or self.result is not None:
             raise SagaUsageError(f"the saga is closed; {tool!r} was not run")
+        if asyncio.current_task() is not self._owner:
+            raise SagaUsageError(
+                f"saga.call from another task (a signal or update handler, a task of its "
+                f"own); {tool!r} was not run. Call the saga from the workflow's run code, "
+                "inside its block: an error raised in a handler fails the workflow at once, "
+                "without leaving the block, so nothing would be compensated"
+            )
         if self.in_flight:
             raise SagaUsageError(
                 f"a step is still running; {tool!r} was not run. A saga takes one step at a "

@@ -79,6 +79,8 @@ class SagaCore:
         run did is left for a human (needs_human)."""
         self.closing = False
         """The saga block is being left: no new step may start."""
+        self._owner: asyncio.Task[Any] | None = None
+        """The task that opened the saga (the workflow's run), the only one that calls it."""
         self.refused = False
         self.journal_abandoned_at_start = True
         """False only for AgentSaga histories recorded before that patch (see there)."""
@@ -174,7 +176,9 @@ class SagaCore:
 
     async def handover(self) -> SagaState:
         """The saga's state for the next run: decisions still waiting are judged first and
-        the handlers finish (a handler cut off by continue-as-new would lose its work)."""
+        the handlers finish (a handler cut off by continue-as-new would lose its work),
+        after any step still running has ended (its outcome must be in the state)."""
+        await workflow.wait_condition(lambda: self.in_flight == 0)
         self.gate.release()
         await workflow.wait_condition(lambda: self.gate.settled)
         await workflow.wait_condition(lambda: self.doors.idle)
@@ -188,6 +192,7 @@ class SagaCore:
             refusals=dict(self.gate.refusals),
             head=self._head,
             worker=self.pinned.worker,
+            from_run=workflow.info().run_id,
         )
 
     async def finish(self) -> SagaResult:
@@ -253,6 +258,14 @@ class SagaCore:
                     error=decision.reason,
                 )
                 self.fail(f"step {step} ({outcome.tool}) rejected: {decision.reason}")
+                return outcome
+            if self.failure is not None:  # failed while this step waited: it never runs
+                self._record(
+                    outcome,
+                    status=StepStatus.REJECTED,
+                    approver=decision.actor,
+                    error="approved, but the saga failed before the step could run; nothing ran",
+                )
                 return outcome
             self.set_status(SagaStatus.RUNNING)
             outcome = await self._run_tool(step, call, outcome.payload_sha256)

@@ -1,0 +1,68 @@
+"""`sagacity.check_resume`: a state handed to a continued run must name a head that is in
+this saga's open chain (ActivityEnvironment, an in-memory journal, no server)."""
+
+from __future__ import annotations
+
+import pytest
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from sagacity.activities import SagaActivities
+from sagacity.activities.io_models import ResumeCheckInput
+from sagacity.entry import EntryDraft
+from sagacity.phases import Phase
+from sagacity.stores import MemoryJournalStore
+from sagacity.toolbox import Toolbox
+from sagacity.tools import tool
+
+SAGA = "resume"
+
+
+class Tools:
+    @tool
+    def noop(self) -> None:
+        return None
+
+
+def opened() -> tuple[MemoryJournalStore, SagaActivities]:
+    store = MemoryJournalStore()
+    store.append(EntryDraft.new(SAGA, Phase.SAGA_OPENED))
+    store.append(EntryDraft.new(SAGA, Phase.INTENT, step=1, tool="noop"))
+    store.append(EntryDraft.new(SAGA, Phase.EXECUTED, step=1, tool="noop"))
+    return store, SagaActivities(store, Toolbox.build(Tools()))
+
+
+async def check(activities: SagaActivities, seq: int | None, digest: str | None) -> None:
+    request = ResumeCheckInput(saga_id=SAGA, head_seq=seq, head_hash=digest)
+    await ActivityEnvironment().run(activities.check_resume, request)
+
+
+async def test_the_head_of_the_chain_or_an_earlier_entry_of_it_is_taken() -> None:
+    store, activities = opened()
+    entries = list(store.entries(SAGA))
+    await check(activities, entries[-1].seq, entries[-1].hash)
+    await check(activities, entries[1].seq, entries[1].hash)  # an append landed later
+
+
+@pytest.mark.parametrize(
+    ("seq", "digest", "why"),
+    [(3, "0" * 64, "not in this saga's journal"), (9, "0" * 64, "not in"), (None, None, "not in")],
+)
+async def test_a_head_not_in_the_chain_is_refused(
+    seq: int | None, digest: str | None, why: str
+) -> None:
+    _, activities = opened()
+    with pytest.raises(ApplicationError, match=why) as refused:
+        await check(activities, seq, digest)
+    assert refused.value.type == "SagaStateRefused" and refused.value.non_retryable
+
+
+async def test_a_closed_or_unknown_saga_is_refused() -> None:
+    store, activities = opened()
+    head = list(store.entries(SAGA))[-1]
+    store.append(EntryDraft.new(SAGA, Phase.SAGA_CLOSED))
+    with pytest.raises(ApplicationError, match="already closed"):
+        await check(activities, head.seq, head.hash)
+    empty = SagaActivities(MemoryJournalStore(), Toolbox.build(Tools()))
+    with pytest.raises(ApplicationError, match="no open saga"):
+        await check(empty, 1, "0" * 64)
