@@ -125,7 +125,7 @@ IBAN = "DE89370400440532013000"
 
 @workflow.defn(name="ParallelWires")
 class ParallelWires:
-    """Two irreversible calls at once: the second is refused (one step at a time)."""
+    """Two irreversible calls at once (gather runs each in a task of its own): refused."""
 
     @workflow.run
     async def run(self) -> str:
@@ -140,7 +140,7 @@ class ParallelWires:
 
 @workflow.defn(name="ForgetsToAwait")
 class ForgetsToAwait:
-    """Starts a call and leaves the block without awaiting it."""
+    """Starts a call in a task of its own and leaves the block without awaiting it."""
 
     @workflow.run
     async def run(self) -> str:
