@@ -77,7 +77,7 @@ def _decide(
         """Show what is decided on, warn about look-alike text, then ask (unless --yes)."""
         console.print(pending_panel(pending, local))
         warn_about_text(pending)
-        if given_hash is not None and given_hash.strip() != local:
+        if given_hash is not None and given_hash.strip().lower() != local:
             note(
                 f"warning: the hash you gave ({given_hash.strip()[:16]}…) is not the hash of "
                 "the payload shown; the saga will refuse it and journal the refusal",

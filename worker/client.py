@@ -265,14 +265,31 @@ async def start_saga(
     """Start a saga; its id is the workflow id. An id is never reused, not even after its
     saga closed: it names the saga's journal chain, and a closed chain takes no entries."""
     check_start_fields(inp.model_dump(mode="json"))
+    handle: SagaHandle = await start_once(
+        client, SAGA_WORKFLOW, [inp], saga_id=saga_id, task_queue=task_queue, result_type=SagaResult
+    )
+    return handle
+
+
+async def start_once(
+    client: Client,
+    workflow: Any,
+    args: list[Any],
+    *,
+    saga_id: str,
+    task_queue: str,
+    result_type: type | None = None,
+) -> WorkflowHandle[Any, Any]:
+    """Start `workflow` (AgentSaga or a user's on the saga API) under `saga_id`, which is
+    never reused (SagaExistsError)."""
     with _rpc(client, saga_id, call="the start of the saga"):
         try:
             return await client.start_workflow(
-                SAGA_WORKFLOW,
-                inp,
+                workflow,
+                args=args,
                 id=saga_id,
                 task_queue=task_queue,
-                result_type=SagaResult,
+                result_type=result_type,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             )
         except WorkflowAlreadyStartedError as exc:

@@ -23,10 +23,8 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 from temporalio.client import Client, Plugin, WorkflowHandle
-from temporalio.common import WorkflowIDReusePolicy
 from temporalio.contrib.pydantic import PydanticPayloadConverter
 from temporalio.envconfig import ClientConfig
-from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from sagacity.audit import verify_store
 from sagacity.chain import VerifyReport
@@ -125,19 +123,11 @@ class SagaClient:
     ) -> WorkflowHandle[Any, R]:
         """Start a user's workflow that opens a saga: its `@workflow.run` method, typed.
         Saga ids are never reused, as for AgentSaga."""
-        with api._rpc(self.temporal, saga_id, call="the start of the saga"):
-            try:
-                return await self.temporal.start_workflow(
-                    workflow,
-                    args=list(args),
-                    id=saga_id,
-                    task_queue=task_queue or self.task_queue,
-                    id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-                )
-            except WorkflowAlreadyStartedError as exc:
-                raise api.SagaExistsError(
-                    f"a saga with id {saga_id!r} already exists; pick another id"
-                ) from exc
+        handle: WorkflowHandle[Any, R] = await api.start_once(
+            self.temporal, workflow, list(args), saga_id=saga_id,
+            task_queue=task_queue or self.task_queue,
+        )  # fmt: skip
+        return handle
 
     def handle(self, saga_id: str) -> api.SagaHandle:
         return api.saga_handle(self.temporal, saga_id)

@@ -102,7 +102,6 @@ class ApprovalGate:
         self._refusals: dict[int, int] = {}
         self._abandoned: dict[int, tuple[ApprovalRequest, str | None]] = {}
         self._closed = False
-        self._stopped = False
 
     async def wait(self, outcome: ToolOutcome, now: datetime, timeout: timedelta) -> GateDecision:
         """Journal AWAITING_APPROVAL, wait for an accepted decision or the timeout, and
@@ -141,16 +140,11 @@ class ApprovalGate:
             step = outcome.step
             with contextlib.suppress(TimeoutError):
                 await workflow.wait_condition(
-                    lambda: (
-                        self._stopped
-                        or (self._decision is not None and self._decision.step == step)
-                    ),
+                    lambda: self._decision is not None and self._decision.step == step,
                     timeout=timeout,
                 )
             decision, self._decision, self._pending = self._decision, None, None
             self._decided_steps.add(outcome.step)
-            if decision is None and self._stopped:
-                return await self._journal_stopped(request)
             return await self._journal_decision(request, decision, timeout)
         except BaseException as exc:
             # Cancelled (or the journal failed) while waiting or journaling the decision:
@@ -165,22 +159,11 @@ class ApprovalGate:
     async def _journal_decision(
         self, request: ApprovalRequest, decision: ApprovalDecision | None, timeout: timedelta
     ) -> GateDecision:
-        digest = {"payload_sha256": request.payload_sha256}
         if decision is None:
             reason = f"approval timed out after {timeout.total_seconds():g}s"
-            ref = await self._journal(
-                JournalEventInput(
-                    saga_id=self._saga_id,
-                    phase=Phase.REJECTED,
-                    step=request.step,
-                    tool=request.tool,
-                    actor=TIMEOUT_ACTOR,
-                    result=digest,
-                    error=reason,
-                )
-            )
-            self._decision_refs[request.step] = ref
+            ref = await self._journal_rejection(request, TIMEOUT_ACTOR, reason)
             return GateDecision(False, TIMEOUT_ACTOR, reason, ref)
+        digest = {"payload_sha256": request.payload_sha256}
         ref = await self._journal(
             JournalEventInput(
                 saga_id=self._saga_id,
@@ -194,26 +177,23 @@ class ApprovalGate:
         self._decision_refs[request.step] = ref
         return GateDecision(decision.approve, decision.approver, decision.reason or "rejected", ref)
 
-    def stop_waiting(self) -> None:
-        """The saga failed while a step may wait for approval: stop waiting (the wait
-        ends as REJECTED by FAILED_ACTOR; nothing runs)."""
-        self._stopped = True
-
-    async def _journal_stopped(self, request: ApprovalRequest) -> GateDecision:
-        reason = "the saga failed while this step awaited approval; nothing ran"
+    async def _journal_rejection(
+        self, request: ApprovalRequest, actor: str, reason: str
+    ) -> EntryRef:
+        """REJECTED by one of the saga's own actors (timeout, cancel, failure)."""
         ref = await self._journal(
             JournalEventInput(
                 saga_id=self._saga_id,
                 phase=Phase.REJECTED,
                 step=request.step,
                 tool=request.tool,
-                actor=FAILED_ACTOR,
+                actor=actor,
                 result={"payload_sha256": request.payload_sha256},
                 error=reason,
             )
         )
         self._decision_refs[request.step] = ref
-        return GateDecision(False, FAILED_ACTOR, reason, ref)
+        return ref
 
     @property
     def abandoned(self) -> bool:
@@ -230,17 +210,7 @@ class ApprovalGate:
                 if failure is None
                 else f"the saga failed while awaiting approval ({failure}); nothing ran"
             )
-            self._decision_refs[step] = await self._journal(
-                JournalEventInput(
-                    saga_id=self._saga_id,
-                    phase=Phase.REJECTED,
-                    step=step,
-                    tool=request.tool,
-                    actor=actor,
-                    result={"payload_sha256": request.payload_sha256},
-                    error=error,
-                )
-            )
+            await self._journal_rejection(request, actor, error)
             closed.append((step, actor, error))
         self._abandoned.clear()
         return closed

@@ -45,7 +45,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.workflows.models import SagaOptions, SagaState
 
 from sagacity.workflows.compensator import failure_type
-from sagacity.workflows.saga_engine import SagaCore, shielded
+from sagacity.workflows.saga_engine import SagaCore
 from sagacity.workflows.saga_errors import (
     STEP_ERROR_TYPES,
     SagaFailedError,
@@ -145,9 +145,6 @@ class Saga(SagaCore):
             return False
         if exc is not None and not self.absorb(exc):
             return False  # a bug in the workflow: its task fails and Temporal retries it
-        if self.in_flight:  # a call the block did not await (ensure_future, gather)
-            self.fail("the saga block exited while a step was still running")
-            await shielded(self.settle())  # a cancel now must not skip what follows
         result = await self.finish()
         if exc is not None and is_cancelled(exc):
             return False  # compensated; the workflow ends cancelled, as it was asked to

@@ -235,12 +235,6 @@ class SagaCore:
         finally:
             self.in_flight -= 1
 
-    async def settle(self) -> None:
-        """Until no step is running: a step waiting for approval stops waiting (the saga
-        has failed; it is journaled REJECTED, nothing ran)."""
-        self.gate.stop_waiting()
-        await workflow.wait_condition(lambda: self.in_flight == 0)
-
     async def _step(self, call: ToolCall) -> ToolOutcome:
         self.next_step += 1
         step = self.next_step
