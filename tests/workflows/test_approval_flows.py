@@ -15,11 +15,13 @@ from .helpers import CHARGE, RESERVE, WIRE, entries_of, eventually
 WIRE_ARGS = {"iban": "DE89370400440532013000", "amount": 5000, "currency": "EUR"}
 
 
-async def pending(handle: WorkflowHandle[object, SagaResult]) -> PendingApproval:
+async def pending(
+    handle: WorkflowHandle[object, SagaResult], timeout: float = 20.0
+) -> PendingApproval:
     async def probe() -> PendingApproval | None:
         return await handle.query("pending_approval", result_type=PendingApproval | None)  # type: ignore[arg-type]
 
-    return await eventually(probe)
+    return await eventually(probe, timeout)
 
 
 def decision(p: PendingApproval, **overrides: object) -> dict[str, object]:

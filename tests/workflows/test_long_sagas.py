@@ -39,7 +39,9 @@ async def test_three_hundred_steps_continue_as_new_and_the_chain_verifies(saga) 
     plan.insert(0, RESERVE)
     plan.append(WIRE)  # an approval after the boundaries, and compensation across them
     handle = await saga.start(SagaInput(plan=plan, max_steps=400, continue_as_new_after_steps=100))
-    p = await pending(handle)
+    # 300 steps and three continue-as-new (each at least ~1 s apart, the server's minimum)
+    # before the approval: more than the default wait when two test processes share the CPU.
+    p = await pending(handle, timeout=90)
     assert p.step == 301
     await handle.signal("reject", {**decision(p), "reason": "no"})
     result = await handle.result()
