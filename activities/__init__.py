@@ -18,6 +18,7 @@ from sagacity.activities.io_models import (
     EntryRef,
     FenceInput,
     JournalEventInput,
+    KeyLookupInput,
     ModelTurn,
     ModelTurnInput,
     PlanCheck,
@@ -38,6 +39,7 @@ from sagacity.errors import (
     SagaClosedError,
 )
 from sagacity.phases import Phase
+from sagacity.registry import KeyLookup, RegistryFile
 from sagacity.stores.base import JournalStore
 from sagacity.toolbox import Toolbox
 
@@ -49,6 +51,7 @@ FENCE_STEP = "sagacity.fence_step"
 WORKER_IDENTITY = "sagacity.worker_identity"
 CHECK_PLAN = "sagacity.check_plan"
 CHECK_RESUME = "sagacity.check_resume"
+APPROVER_KEY = "sagacity.approver_key"
 WRONG_WORKER = "WrongWorker"
 """Error type of an activity that reached a worker with another toolbox or journal."""
 _DETERMINISTIC = (InvalidEntryError, SagaClosedError, JournalConflictError)
@@ -58,6 +61,7 @@ _AFTER_CLOSE_IS_MOOT = {Phase.APPROVAL_REFUSED.value, Phase.SAGA_CLOSED.value}
 
 __all__ = [
     "CHECK_PLAN",
+    "APPROVER_KEY",
     "CHECK_RESUME",
     "COMPENSATE",
     "FENCE_STEP",
@@ -84,15 +88,17 @@ class SagaActivities:
         store: JournalStore,
         toolbox: Toolbox,
         models: Mapping[str, ModelClient] | None = None,
+        registry: RegistryFile | None = None,
     ) -> None:
         self.store = store
         self.toolbox = toolbox
+        self.registry = registry
         self.models: dict[str, ModelClient] = {"scripted": ScriptedModel(), **(models or {})}
         self._compensations = CompensationRunner(store, toolbox)
         self._runner = ToolRunner(store, toolbox)
         # In-memory journals share one URL; each is its own database.
         url = store.url if store.url != "memory://" else f"memory://{id(store):x}"
-        self.identity = worker_identity(toolbox, url)
+        self.identity = worker_identity(toolbox, url, signed=registry is not None)
 
     def all(self) -> list[Callable[..., Any]]:
         return [
@@ -104,6 +110,7 @@ class SagaActivities:
             self.worker_identity,
             self.check_plan,
             self.check_resume,
+            self.approver_key,
         ]
 
     def _check_worker(self, req: WorkerBound) -> None:
@@ -157,6 +164,18 @@ class SagaActivities:
                 type="SagaStateRefused",
                 non_retryable=True,
             )
+
+    @activity.defn(name=APPROVER_KEY)
+    async def approver_key(self, req: KeyLookupInput) -> KeyLookup:
+        """The registry's answer about one key, read when a decision arrives (a local
+        activity: the answer is in history, so the judgement replays as it was made)."""
+        self._check_worker(req)
+        if self.registry is None:
+            return KeyLookup(configured=False)
+        lookup = self.registry.lookup(req.key_id)
+        if self.registry.problem:
+            activity.logger.error("approver registry: %s", self.registry.problem)
+        return lookup
 
     @activity.defn(name=RUN_TOOL)
     async def run_tool(self, req: RunToolInput) -> ToolOutcome:

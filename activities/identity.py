@@ -15,10 +15,11 @@ journal is another database. Credentials in the journal URL are not part of it.
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from sagacity.canonical import canonical_bytes, sha256_hex
-from sagacity.toolbox import Toolbox
+from sagacity.toolbox import Toolbox, ToolSpec
 
 IDENTITY_CHARS = 16
 
@@ -31,18 +32,31 @@ def _journal_locator(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
 
 
-def worker_identity(toolbox: Toolbox, journal_url: str) -> str:
-    """A short fingerprint of what a worker serves: its tools and its journal."""
-    tools = [
-        {
-            "name": spec.name,
-            "kind": spec.kind.value,
-            "compensation": spec.compensation.name if spec.compensation else None,
-            "parameters": spec.parameters,
+def _tool(spec: ToolSpec) -> dict[str, Any]:
+    described: dict[str, Any] = {
+        "name": spec.name,
+        "kind": spec.kind.value,
+        "compensation": spec.compensation.name if spec.compensation else None,
+        "parameters": spec.parameters,
+    }
+    if spec.policy is not None:  # only when declared: identities without one stay as they were
+        described["policy"] = {
+            **spec.policy.base().model_dump(mode="json"),
+            "rules": [rule.description for rule in spec.policy.rules],
         }
-        for spec in toolbox
-    ]
-    described = {"tools": tools, "journal": _journal_locator(journal_url)}
+    return described
+
+
+def worker_identity(toolbox: Toolbox, journal_url: str, *, signed: bool = False) -> str:
+    """A short fingerprint of what a worker serves: its tools (with their approval
+    policies), its journal, and whether it judges decisions against an approver registry
+    (a worker without one must never judge a saga whose decisions must be signed)."""
+    described: dict[str, Any] = {
+        "tools": [_tool(spec) for spec in toolbox],
+        "journal": _journal_locator(journal_url),
+    }
+    if signed:
+        described["approver_registry"] = True
     return sha256_hex(canonical_bytes(described))[:IDENTITY_CHARS]
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sagacity.approval_policy import ApprovalRequirement
 from sagacity.phases import Phase
 from sagacity.tools import ToolKind
 
@@ -102,6 +103,9 @@ class ToolOutcome(_Model):
     outcome: EntryRef | None = None
     replayed: bool = False
     """True when a retry found the outcome already journaled and did not run the tool."""
+    approval: ApprovalRequirement | None = None
+    """What the tool's policy needs before this call may run (NEEDS_APPROVAL only; None
+    in histories from before policies: one approver)."""
 
 
 class JournalEventInput(WorkerBound):
@@ -180,6 +184,13 @@ class CheckPlanInput(WorkerBound):
     saga_id: str
     plan: list[ToolCall]
     allowed_tools: list[str] | None = None
+
+
+class KeyLookupInput(WorkerBound):
+    """The key a decision (or a start's requester claim) names; None asks only whether
+    the worker has an approver registry."""
+
+    key_id: str | None = None
 
 
 class ResumeCheckInput(WorkerBound):

@@ -26,11 +26,13 @@ from sagacity.activities.io_models import (
     ToolOutcome,
 )
 from sagacity.activities.plan_check import resolve_call
+from sagacity.approval_policy import DEFAULT_POLICY
 from sagacity.approvals import approval_hash
 from sagacity.bounds import MAX_ERROR_CHARS, MAX_TEXT_ECHO, check_value
 from sagacity.canonical import canonical_text, sha256_hex
 from sagacity.entry import EntryDraft, JournalEntry, check_name
 from sagacity.errors import (
+    ApprovalPolicyError,
     BoundsError,
     InvalidEntryError,
     JournalWriteError,
@@ -181,7 +183,21 @@ class ToolRunner:
             digest = approval_hash(spec.name, args)
             base["payload_sha256"] = digest
             if req.approved_sha256 is None:
-                return ToolOutcome(kind=OutcomeKind.NEEDS_APPROVAL, **base)
+                try:
+                    requirement = (spec.policy or DEFAULT_POLICY).requirement(args)
+                except Exception as exc:  # a toolbox rule's bug: refuse, never guess
+                    problem = ApprovalPolicyError(
+                        f"the approval policy of {spec.name!r} failed on these arguments "
+                        f"({type(exc).__name__}: {exc}); nothing ran. Fix the policy's rule"
+                    )
+                    refused = await store_call(self.store.append, _refusal_draft(req, problem))
+                    return ToolOutcome(
+                        kind=OutcomeKind.REFUSED,
+                        error=str(problem)[:MAX_ERROR_CHARS],
+                        outcome=entry_ref(refused),
+                        **base,
+                    )
+                return ToolOutcome(kind=OutcomeKind.NEEDS_APPROVAL, approval=requirement, **base)
             if req.approved_sha256 != digest:
                 # The workflow judged the hash already; this is the last line of defence.
                 return ToolOutcome(

@@ -16,7 +16,8 @@ from __future__ import annotations
 import hmac
 import re
 from collections.abc import Mapping
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any, Self
 
@@ -30,8 +31,13 @@ from pydantic import (
     model_validator,
 )
 
+from sagacity.approval_policy import ApprovalRequirement
 from sagacity.canonical import JsonValue, payload_sha256
+from sagacity.decision_statement import decision_statement, statement_bytes
+from sagacity.entry import parse_timestamp
 from sagacity.lookalikes import may_read_as, skeleton
+from sagacity.registry import EnrolledKey, KeyLookup
+from sagacity.signing import verify_signature
 
 APPROVER_MAX_CHARS = 256
 RESERVED_ACTOR_PREFIX = "sagacity:"
@@ -155,16 +161,42 @@ class ApprovalRequest(BaseModel):
 
 class ApprovalDecision(BaseModel):
     """A human's answer to a pending request. Strict types: a security decision is not
-    coerced ("yes" is not True, "3" is not step 3)."""
+    coerced ("yes" is not True, "3" is not step 3).
+
+    Signed decisions add `issued_at`, `key_id` and `signature`: the signature covers the
+    statement rebuilt from these fields (sagacity.decision_statement), so every field
+    that names what is decided is signed."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     saga_id: _SagaId | None = None
     step: Annotated[int, Field(ge=1)]
+    tool: Annotated[str, Field(max_length=256)] | None = None
     payload_sha256: _Hash = ""
     approver: _Approver = ""
     approve: bool
     reason: _Reason = ""
+    issued_at: Annotated[str, Field(max_length=32)] | None = None
+    key_id: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")] | None = None
+    signature: Annotated[str, Field(max_length=128)] | None = None
+
+    @property
+    def signed(self) -> bool:
+        return self.signature is not None or self.key_id is not None
+
+    def statement(self) -> dict[str, Any]:
+        """The statement this decision's signature must cover."""
+        return decision_statement(
+            saga_id=self.saga_id or "",
+            step=self.step,
+            tool=self.tool or "",
+            payload_sha256=self.payload_sha256,
+            approve=self.approve,
+            approver=self.approver,
+            reason=self.reason,
+            issued_at=self.issued_at or "",
+            key_id=self.key_id or "",
+        )
 
 
 class RefusalReason(StrEnum):
@@ -180,6 +212,16 @@ class RefusalReason(StrEnum):
     APPROVER_NOT_ALLOWED = "APPROVER_NOT_ALLOWED"
     ALREADY_DECIDED = "ALREADY_DECIDED"
     RESERVED_APPROVER = "RESERVED_APPROVER"
+    WRONG_TOOL = "WRONG_TOOL"
+    UNSIGNED = "UNSIGNED"
+    UNKNOWN_KEY = "UNKNOWN_KEY"
+    BAD_SIGNATURE = "BAD_SIGNATURE"
+    KEY_NOT_VALID = "KEY_NOT_VALID"
+    APPROVER_MISMATCH = "APPROVER_MISMATCH"
+    STALE_STATEMENT = "STALE_STATEMENT"
+    NOT_IN_GROUP = "NOT_IN_GROUP"
+    DUPLICATE_APPROVER = "DUPLICATE_APPROVER"
+    REQUESTER_CANNOT_APPROVE = "REQUESTER_CANNOT_APPROVE"
 
 
 class Refusal(BaseModel):
@@ -198,6 +240,10 @@ class Verdict(BaseModel):
 
     accepted: bool
     refusal: Refusal | None = None
+    approver: str | None = None
+    """The identity the decision is recorded under: the registry's owner of the key for a
+    signed decision, the declared name otherwise."""
+    key: EnrolledKey | None = None
 
     @model_validator(mode="after")
     def _one_of(self) -> Self:
@@ -206,8 +252,8 @@ class Verdict(BaseModel):
         return self
 
     @classmethod
-    def accept(cls) -> Verdict:
-        return cls(accepted=True)
+    def accept(cls, approver: str | None = None, key: EnrolledKey | None = None) -> Verdict:
+        return cls(accepted=True, approver=approver, key=key)
 
     @classmethod
     def refuse(cls, reason: RefusalReason, detail: str) -> Verdict:
@@ -215,8 +261,9 @@ class Verdict(BaseModel):
 
 
 _DECISION_SHAPE = (
-    "send a JSON object with step (int), payload_sha256 (64 lowercase hex), approver "
-    "(non-empty string), optional saga_id and reason"
+    "send a JSON object with saga_id, step (int), payload_sha256 (64 lowercase hex), "
+    "approver (non-empty string), optional tool and reason, and for a signed decision "
+    "issued_at, key_id and signature"
 )
 
 
@@ -260,23 +307,80 @@ def parse_decision(raw: object, *, approve: bool | None) -> ApprovalDecision | R
         )
 
 
+CLOCK_SKEW = timedelta(minutes=5)
+"""How far a statement's `issued_at` may be ahead of the saga's clock, or before the
+request it answers, and still count (machines' clocks differ)."""
+
+
+@dataclass(frozen=True)
+class JudgeContext:
+    """What the judge needs beyond the request and the decision, for sagas that bind
+    decisions fully (every saga started since signed decisions exist).
+
+    `lookup` is the worker's answer about the key the decision names (None only for
+    tests of the unsigned path); `counted` the identities whose approvals already count
+    towards the quorum."""
+
+    now: datetime
+    lookup: KeyLookup | None = None
+    requirement: ApprovalRequirement = field(default_factory=ApprovalRequirement)
+    requester: str | None = None
+    counted: frozenset[str] = frozenset()
+
+
 def judge(
     pending: ApprovalRequest | None,
     decision: ApprovalDecision,
     *,
     allowed_approvers: frozenset[str] | None = None,
     already_decided: bool = False,
+    context: JudgeContext | None = None,
 ) -> Verdict:
     """Accept `decision` only if it names the pending request exactly. Fail closed.
 
-    Checks, in order: not already decided; a request is pending; the saga (when named) and
-    the step match; a hash is given and equals the request's byte for byte; the approver
-    is non-empty and, when `allowed_approvers` is set, in it (an empty set allows nobody).
-    Rejections go through the same checks as approvals: a rejection of a request the
-    sender has not seen (wrong step, stale hash) is refused too, so that nobody can cancel
-    a saga's step with a decision about something else. A refused decision leaves the
-    request pending; the caller journals the refusal.
+    Checks, in order: not already decided; a request is pending; the saga and the step
+    match (with a `context`, the saga id is required and a given tool must match too); a
+    hash is given and equals the request's byte for byte; the approver is non-empty and
+    not one of the saga's own actors; with a `context`, the signature (required when a
+    registry is configured), the key's owner and validity, and the requirement (who,
+    groups, the requester, a second approval by the same person); when
+    `allowed_approvers` is set, the approver is in it (an empty set allows nobody).
+    Rejections go through the same checks as approvals (a rejection of a request the
+    sender has not seen is refused too, so nobody can cancel a step with a decision about
+    something else), except the two that only concern approvals: the requester may reject
+    their own step, and one rejection rejects. A refused decision leaves the request
+    pending; the caller journals the refusal.
     """
+    refusal = _check_request(pending, decision, already_decided, bound=context is not None)
+    if refusal is not None:
+        return refusal
+    assert pending is not None
+    approver, key = decision.approver, None
+    if context is not None:
+        signed = _check_signature(pending, decision, context)
+        if isinstance(signed, Verdict):
+            return signed
+        if signed is not None:
+            approver, key = signed.approver, signed
+        refusal = _check_requirement(decision, approver, key, context)
+        if refusal is not None:
+            return refusal
+    if allowed_approvers is not None and approver not in allowed_approvers:
+        return Verdict.refuse(
+            RefusalReason.APPROVER_NOT_ALLOWED,
+            f"approver {approver!r} is not on this saga's list of allowed "
+            "approvers; ask an allowed approver to decide",
+        )
+    return Verdict.accept(approver, key)
+
+
+def _check_request(
+    pending: ApprovalRequest | None,
+    decision: ApprovalDecision,
+    already_decided: bool,
+    *,
+    bound: bool,
+) -> Verdict | None:
     if already_decided:
         return Verdict.refuse(
             RefusalReason.ALREADY_DECIDED,
@@ -299,6 +403,12 @@ def judge(
             RefusalReason.WRONG_STEP,
             f"the decision is for step {decision.step} but step {pending.step} "
             f"({pending.tool}) is pending; review that step's payload and decide on it",
+        )
+    if bound and decision.tool is not None and decision.tool != pending.tool:
+        return Verdict.refuse(
+            RefusalReason.WRONG_TOOL,
+            f"the decision is about tool {decision.tool[:80]!r} but step {pending.step} "
+            f"calls {pending.tool!r}; review the pending step and decide on it",
         )
     if not decision.payload_sha256.strip():
         return Verdict.refuse(
@@ -329,13 +439,134 @@ def judge(
             "used to write it) belong to the saga itself (timeouts, cancellations); send the "
             "decision with your own identity",
         )
-    if allowed_approvers is not None and decision.approver not in allowed_approvers:
+    if bound and decision.saga_id is None:
+        return Verdict.refuse(
+            RefusalReason.WRONG_SAGA,
+            "the decision names no saga; send it with the saga_id of the pending approval "
+            "(a decision that names no saga could be replayed to another one)",
+        )
+    return None
+
+
+def _check_signature(
+    pending: ApprovalRequest, decision: ApprovalDecision, context: JudgeContext
+) -> EnrolledKey | Verdict | None:
+    """The enrolled key that signed `decision`, a refusal, or None for an unsigned
+    decision where no registry is configured."""
+    lookup = context.lookup
+    configured = lookup is not None and lookup.configured
+    if not decision.signed:
+        if not configured:
+            return None
+        return Verdict.refuse(
+            RefusalReason.UNSIGNED,
+            "this saga's worker has an approver registry, so only signed decisions count; "
+            "decide with `sagacity approve --key YOUR_KEY_FILE` or SagaClient(signer=...)",
+        )
+    if decision.signature is None or decision.key_id is None or decision.issued_at is None:
+        return Verdict.refuse(
+            RefusalReason.BAD_SIGNATURE,
+            "a signed decision carries issued_at, key_id and signature together; "
+            "sign it with sagacity.decision_statement.signed_decision",
+        )
+    if decision.tool is None:
+        return Verdict.refuse(
+            RefusalReason.WRONG_TOOL,
+            "a signed decision names the tool it approves; sign the statement with its tool",
+        )
+    if lookup is None or not lookup.configured:
+        return Verdict.refuse(
+            RefusalReason.UNKNOWN_KEY,
+            f"the decision is signed by key {decision.key_id}, but this saga's worker has no "
+            "approver registry to check it against; configure one (SAGACITY_APPROVERS) or "
+            "send the decision unsigned",
+        )
+    key = lookup.key
+    if key is None or key.key_id != decision.key_id:
+        return Verdict.refuse(
+            RefusalReason.UNKNOWN_KEY,
+            f"key {decision.key_id} is not in the approver registry (version "
+            f"{lookup.version}); enroll it with `sagacity keys enroll` before deciding",
+        )
+    if not verify_signature(
+        key.public_key, statement_bytes(decision.statement()), decision.signature
+    ):
+        return Verdict.refuse(
+            RefusalReason.BAD_SIGNATURE,
+            f"the signature does not verify with key {key.key_id} over this decision's "
+            "statement (saga, step, tool, hash, decision, approver, reason, issued_at, key); "
+            "sign the decision you send, unchanged",
+        )
+    problem = key.invalid_at(context.now)
+    if problem is not None:
+        return Verdict.refuse(RefusalReason.KEY_NOT_VALID, f"{problem}; decide with a valid key")
+    if key.approver != decision.approver:
+        return Verdict.refuse(
+            RefusalReason.APPROVER_MISMATCH,
+            f"the decision says approver {decision.approver!r} but key {key.key_id} is "
+            f"enrolled to {key.approver!r}; a key decides only for its owner",
+        )
+    try:
+        issued = parse_timestamp(decision.issued_at)
+    except ValueError as exc:
+        return Verdict.refuse(RefusalReason.STALE_STATEMENT, f"issued_at: {exc}")
+    if issued > context.now + CLOCK_SKEW:
+        return Verdict.refuse(
+            RefusalReason.STALE_STATEMENT,
+            f"the statement is issued at {decision.issued_at}, in the future of the saga's "
+            "clock; check your machine's clock and sign again",
+        )
+    if issued < pending.requested_at - CLOCK_SKEW:
+        return Verdict.refuse(
+            RefusalReason.STALE_STATEMENT,
+            f"the statement is issued at {decision.issued_at}, before step {pending.step} "
+            "asked for approval; review the pending request and sign a new decision",
+        )
+    expiry = context.requirement.expires_after_seconds
+    if expiry is not None and issued < context.now - timedelta(seconds=expiry):
+        return Verdict.refuse(
+            RefusalReason.STALE_STATEMENT,
+            f"the statement is older than the {expiry:g}s this approval stays valid; "
+            "sign a new decision",
+        )
+    return key
+
+
+def _check_requirement(
+    decision: ApprovalDecision, approver: str, key: EnrolledKey | None, context: JudgeContext
+) -> Verdict | None:
+    req = context.requirement
+    if req.approvers is not None and approver not in req.approvers:
         return Verdict.refuse(
             RefusalReason.APPROVER_NOT_ALLOWED,
-            f"approver {decision.approver!r} is not on this saga's list of allowed "
-            "approvers; ask an allowed approver to decide",
+            f"approver {approver!r} may not decide this step (the policy allows "
+            f"{req.who()}); ask an allowed approver",
         )
-    return Verdict.accept()
+    if req.groups is not None:
+        groups = set(key.groups) if key is not None else set()
+        if not groups & set(req.groups):
+            where = "" if key is not None else " (an unsigned decision has no registry groups)"
+            return Verdict.refuse(
+                RefusalReason.NOT_IN_GROUP,
+                f"approver {approver!r} is not in {' or '.join(req.groups) or 'any allowed group'}"
+                f"{where}; this step needs {req.needs(len(context.counted))}",
+            )
+    if not decision.approve:
+        return None
+    requester = context.requester
+    if req.separate_from_requester and requester is not None and approver == requester:
+        return Verdict.refuse(
+            RefusalReason.REQUESTER_CANNOT_APPROVE,
+            f"{approver!r} requested this saga and cannot approve its steps (separation of "
+            "duties); ask another approver",
+        )
+    if approver in context.counted:
+        return Verdict.refuse(
+            RefusalReason.DUPLICATE_APPROVER,
+            f"{approver!r} has already approved this step; it still needs "
+            f"{req.needs(len(context.counted))} (distinct people, whatever key they use)",
+        )
+    return None
 
 
 __all__ = [
@@ -344,6 +575,7 @@ __all__ = [
     "RESERVED_ACTOR_PREFIX",
     "ApprovalDecision",
     "ApprovalRequest",
+    "JudgeContext",
     "Refusal",
     "RefusalReason",
     "Verdict",

@@ -9,7 +9,7 @@ configuration, constant memory in the number of entries. The format and the rule
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any, TextIO
 
@@ -67,12 +67,17 @@ def export_jsonl(store: JournalStore, out: TextIO, saga_ids: Iterable[str] | Non
     return written
 
 
-def verify_store(store: JournalStore, saga_id: str) -> VerifyReport:
+def verify_store(
+    store: JournalStore, saga_id: str, observe: Callable[[JournalEntry], None] | None = None
+) -> VerifyReport:
     """Walk one saga's chain as stored. An unknown saga verifies with 0 entries; a row
-    that cannot be read as an entry is reported as an UNREADABLE break, not raised."""
+    that cannot be read as an entry is reported as an UNREADABLE break, not raised.
+    `observe` sees every entry read (the decision audit checks signatures with it)."""
     verifier = ChainVerifier(saga_id)
     try:
         for entry in store.entries(saga_id):
+            if observe is not None:
+                observe(entry)
             if not verifier.feed(entry):
                 break
     except UnreadableEntryError as exc:
@@ -203,7 +208,9 @@ def _resumed(earlier: VerifyReport, number: int, entry: JournalEntry) -> VerifyR
     )
 
 
-def verify_jsonl(lines: Iterable[str]) -> list[VerifyReport]:
+def verify_jsonl(
+    lines: Iterable[str], observe: Callable[[JournalEntry], None] | None = None
+) -> list[VerifyReport]:
     """Verify an export from its lines alone: one report per saga, in order of appearance.
 
     Pass an open file (or any iterable of lines): the file is read once, line by line, and
@@ -214,6 +221,8 @@ def verify_jsonl(lines: Iterable[str]) -> list[VerifyReport]:
     current: str | None = None
     block: _Block | None = None  # None while skipping the lines of a resumed saga
     for number, entry in read_entries(lines):
+        if observe is not None:
+            observe(entry)
         if entry.saga_id != current:
             if block is not None and current is not None:
                 reports[current] = block.report()

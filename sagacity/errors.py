@@ -89,3 +89,7 @@ class ForgedStateError(SagacityError):
 class PayloadMismatchError(ToolInputError):
     """A call's arguments no longer validate to the payload that was approved and
     journaled (a validator that is not deterministic): the tool is not run."""
+
+
+class ApprovalPolicyError(SagacityError, ValueError):
+    """A tool's approval policy that could not be applied to a call (its rule failed)."""

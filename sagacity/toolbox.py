@@ -32,6 +32,7 @@ from typing import Annotated, Any, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, ValidationError, create_model
 from pydantic.types import _SecretBase
 
+from sagacity.approval_policy import ApprovalPolicy
 from sagacity.canonical import JsonValue, canonical_bytes
 from sagacity.errors import (
     NotCanonicalError,
@@ -140,6 +141,8 @@ class ToolSpec:
     parameters: dict[str, Any] = field(repr=False)
     model: type[BaseModel] = field(repr=False)
     params: tuple[_Param, ...] = field(repr=False)
+    policy: ApprovalPolicy | None = field(default=None, repr=False)
+    """Who may approve a call of an irreversible tool (None: the default policy)."""
 
     @property
     def requires_approval(self) -> bool:
@@ -341,7 +344,9 @@ def _tool_spec(
     schema.setdefault("required", [])
     schema["additionalProperties"] = False
     description = mark.description or _first_paragraph(inspect.getdoc(fn))
-    return ToolSpec(name, mark.kind, description, compensation, fn, schema, model, tuple(params))
+    return ToolSpec(
+        name, mark.kind, description, compensation, fn, schema, model, tuple(params), mark.policy
+    )
 
 
 def _members(source: object) -> list[Callable[..., Any]]:

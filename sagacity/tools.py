@@ -22,6 +22,7 @@ from typing import Annotated, Any, TypeVar, overload
 
 import pydantic_core
 
+from sagacity.approval_policy import ApprovalPolicy
 from sagacity.canonical import JsonValue, canonical_bytes
 from sagacity.errors import NotCanonicalError, SagacityError, ToolboxError
 
@@ -54,6 +55,7 @@ class ToolMark:
     name: str | None = None
     description: str | None = None
     compensation: str | None = None
+    policy: ApprovalPolicy | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,16 +111,28 @@ def tool(
 def irreversible(fn: F, /) -> F: ...
 @overload
 def irreversible(
-    *, name: str | None = None, description: str | None = None
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    policy: ApprovalPolicy | None = None,
 ) -> Callable[[F], F]: ...
 def irreversible(
-    fn: F | None = None, /, *, name: str | None = None, description: str | None = None
+    fn: F | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    policy: ApprovalPolicy | None = None,
 ) -> F | Callable[[F], F]:
     """Declare a tool whose effect cannot be undone (a wire, an email). It never runs until
-    a human approves the SHA-256 of its exact validated arguments."""
+    a human approves the SHA-256 of its exact validated arguments; `policy` says who may
+    approve and how many people must (sagacity.approval_policy; default: one approver,
+    not the saga's requester)."""
     _check_text(name, "name", "irreversible")
     _check_text(description, "description", "irreversible")
-    mark = ToolMark(ToolKind.IRREVERSIBLE, name=name, description=description)
+    if policy is not None and not isinstance(policy, ApprovalPolicy):
+        raise ToolboxError(f"@irreversible(policy=...) takes an ApprovalPolicy, got {policy!r}")
+    mark = ToolMark(ToolKind.IRREVERSIBLE, name=name, description=description, policy=policy)
     if fn is not None:
         return _attach(fn, TOOL_ATTR, mark, "irreversible")
     return lambda f: _attach(f, TOOL_ATTR, mark, "irreversible")

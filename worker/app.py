@@ -15,6 +15,8 @@ from temporalio.worker import Worker
 
 from sagacity.activities import activity_queue
 from sagacity.activities.model_clients import ModelClient
+from pathlib import Path
+from sagacity.registry import RegistryFile
 from sagacity.errors import SagacityError
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
@@ -125,12 +127,17 @@ def new_worker(
     graceful_shutdown: timedelta = timedelta(0),
     register_attributes: bool = False,
     workflows: Sequence[type] = (),
+    approvers: RegistryFile | Path | str | None = None,
 ) -> SagaWorker:
     """The saga worker: AgentSaga, the user's `workflows` on the saga API and the saga
     activities, through SagacityPlugin. The client must use the pydantic data converter
     (see `connect`)."""
     plugin = SagacityPlugin(
-        store=store, toolbox=toolbox, models=models, register_attributes=register_attributes
+        store=store,
+        toolbox=toolbox,
+        models=models,
+        register_attributes=register_attributes,
+        approvers=approvers,
     )
     worker = Worker(
         client,

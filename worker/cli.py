@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from sagacity.worker import cli_approvals, cli_journal, cli_sagas, cli_server
+from sagacity.worker import cli_approvals, cli_journal, cli_keys, cli_sagas, cli_server
 from sagacity.worker.cli_common import CliState, err, fail
 
 __all__ = ["app", "err", "fail", "main"]
@@ -82,6 +82,7 @@ app.command()(cli_journal.verify)
 app.command()(cli_journal.export)
 app.command("verify-file")(cli_journal.verify_file)
 app.command()(cli_server.demo)
+app.add_typer(cli_keys.keys, name="keys")
 
 
 def main() -> None:

@@ -17,6 +17,9 @@ import typer
 
 from sagacity.worker.cli_common import console, fail, note, run, say, settings_of
 from sagacity.worker.client import connect
+from pathlib import Path
+from sagacity.errors import SagacityError
+from sagacity.signing import SigningKey
 from sagacity.worker.confusables import payload_warnings
 from sagacity.worker.render import pending_panel, text_warning_lines
 from sagacity.worker.saga_client import SagaClient
@@ -29,6 +32,16 @@ Approver = Annotated[
         "--approver",
         envvar="SAGACITY_APPROVER",
         help="your identity, journaled with the decision \\[env: SAGACITY_APPROVER]",
+        show_envvar=False,
+    ),
+]
+KeyFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--key",
+        envvar="SAGACITY_KEY",
+        help="your signing key file (sagacity keys new): the decision is signed and your "
+        "identity is the key's owner \\[env: SAGACITY_KEY]",
         show_envvar=False,
     ),
 ]
@@ -67,11 +80,27 @@ def _decide(
     yes: bool,
     given_hash: str | None,
     reason: str,
+    key: Path | None = None,
 ) -> DecisionResult:
     settings = settings_of(ctx)
     verb = "approve" if approve else "reject"
+    signer = None
+    if key is not None:
+        try:
+            signer = SigningKey.from_file(key)
+        except SagacityError as exc:
+            raise fail(str(exc)) from None
+        if approver is not None and approver != signer.approver:
+            raise fail(
+                f"--approver {approver!r} is not the owner of key {signer.key_id} "
+                f"({signer.approver!r}); a key decides only for its owner"
+            )
+        approver = signer.approver
     if not approver or not approver.strip():
-        raise fail(f"{verb} needs --approver NAME (or $SAGACITY_APPROVER): it is journaled")
+        raise fail(
+            f"{verb} needs --key KEY_FILE (signed) or --approver NAME (or $SAGACITY_KEY, "
+            "$SAGACITY_APPROVER): it is journaled"
+        )
 
     def confirm(pending: PendingApproval, local: str) -> bool:
         """Show what is decided on, warn about look-alike text, then ask (unless --yes)."""
@@ -94,7 +123,9 @@ def _decide(
         return confirmed
 
     async def main() -> DecisionResult:
-        client = SagaClient(await connect(settings), task_queue=settings.task_queue)
+        client = SagaClient(
+            await connect(settings), task_queue=settings.task_queue, signer=signer
+        )
         return await client.decide(
             saga_id,
             approve=approve,
@@ -111,6 +142,7 @@ def approve(
     ctx: typer.Context,
     saga_id: SagaId,
     approver: Approver = None,
+    key: KeyFile = None,
     yes: Yes = False,
     given_hash: GivenHash = None,
     reason: Annotated[str, typer.Option(help="a note journaled with the approval")] = "",
@@ -124,10 +156,12 @@ def approve(
         yes=yes,
         given_hash=given_hash,
         reason=reason,
+        key=key,
     )
     say(
-        f"approved step {result.step} of saga {saga_id} as {approver}: journaled APPROVED at "
+        f"approved step {result.step} of saga {saga_id} as {result.approver or approver}: journaled APPROVED at "
         f"seq {result.seq}, hash {result.hash}"
+        + (f"; still needed: {result.needs}" if result.needs else "")
     )
 
 
@@ -136,6 +170,7 @@ def reject(
     saga_id: SagaId,
     reason: Annotated[str, typer.Option(help="why: journaled with the rejection")],
     approver: Approver = None,
+    key: KeyFile = None,
     yes: Yes = False,
     given_hash: GivenHash = None,
 ) -> None:
@@ -150,8 +185,9 @@ def reject(
         yes=yes,
         given_hash=given_hash,
         reason=reason,
+        key=key,
     )
     say(
-        f"rejected step {result.step} of saga {saga_id} as {approver}: journaled REJECTED at "
+        f"rejected step {result.step} of saga {saga_id} as {result.approver or approver}: journaled REJECTED at "
         f"seq {result.seq}, hash {result.hash}; the saga compensates its executed steps"
     )

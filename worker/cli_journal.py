@@ -24,6 +24,8 @@ from typing import Annotated, TextIO
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from sagacity.decision_audit import DecisionAudit
+from sagacity.registry import ApproverRegistry
 from sagacity.audit import export_jsonl, verify_jsonl, verify_store
 from sagacity.chain import VerifyReport
 from sagacity.errors import JournalError
@@ -158,12 +160,38 @@ def journal(
         console.print(journal_table(saga_id, store.entries(saga_id)))
 
 
+ApproversOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--approvers",
+        help="the approver registry file: check each signed decision's key was enrolled "
+        "and valid when it counted (default: $SAGACITY_APPROVERS for verify)",
+    ),
+]
+
+
+def _decision_audit(registry: str | None) -> DecisionAudit:
+    with user_errors():
+        return DecisionAudit(ApproverRegistry.load(Path(registry)) if registry else None)
+
+
+def _conclude_decisions(audit: DecisionAudit) -> None:
+    """Print the signature check; exit 1 naming each decision whose signature fails."""
+    for saga_id, seq, problem in audit.problems[:20]:
+        console.print(f"[red]✗[/] {saga_id} seq {seq}: {problem}", soft_wrap=True)
+    console.print(("  " if audit.ok else "[red]✗[/] ") + audit.summary(), soft_wrap=True)
+    if not audit.ok:
+        first = audit.problems[0]
+        raise fail(f"decision signature check failed at saga {first[0]} seq {first[1]}")
+
+
 def verify(
     ctx: typer.Context,
     saga_id: SagaArg = None,
     every: AllOpt = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="a line per saga")] = False,
     require_closed: RequireClosedOpt = False,
+    approvers: ApproversOpt = None,
 ) -> None:
     """Walk hash chains in the journal; exit 1 naming the first broken seq and why.
 
@@ -173,13 +201,15 @@ def verify(
     _one_or_all(saga_id, every)
     settings = settings_of(ctx)
     tally = Tally()
+    decisions = _decision_audit(approvers or settings.approvers)
     with user_errors(), open_journal(settings) as store:
         if saga_id is not None:
             _known(store, saga_id)
-            report = verify_store(store, saga_id)
+            report = verify_store(store, saga_id, decisions.observe)
             console.print(verify_line(report), soft_wrap=True)
             if not report.ok:
                 raise fail(f"journal of saga {saga_id} is broken at {_broken(report)}")
+            _conclude_decisions(decisions)
             if not report.closed:
                 note(OPEN_CHAIN_NOTE)
                 if require_closed:
@@ -193,11 +223,12 @@ def verify(
         with _progress() as progress:
             task = progress.add_task("verifying", total=len(ids))
             for sid in ids:
-                report = verify_store(store, sid)
+                report = verify_store(store, sid, decisions.observe)
                 tally.add(report)
                 if verbose or not report.ok:
                     console.print(verify_line(report), soft_wrap=True)
                 progress.advance(task)
+    _conclude_decisions(decisions)
     tally.conclude(store.url, require_closed=require_closed)
 
 
@@ -260,22 +291,27 @@ def verify_file(
         Path, typer.Argument(help='a JSON Lines export ("-" for stdin)', show_default=False)
     ],
     require_closed: RequireClosedOpt = False,
+    approvers: ApproversOpt = None,
 ) -> None:
     """Verify an export offline, from the file alone; exit 1 naming the first broken seq.
+    Every signed decision's signature is re-checked too; with --approvers (the registry
+    file), also that its key was enrolled to that person and valid at that time.
 
     The summary counts closed and open chains and lists the open ones (a saga exported
     while running, or whose last lines were cut).
     """
+    decisions = _decision_audit(approvers)
     with user_errors():
         if str(file) == "-":
-            reports = verify_jsonl(sys.stdin)
+            reports = verify_jsonl(sys.stdin, decisions.observe)
         else:
             with file.open(encoding="utf-8") as fh:
-                reports = verify_jsonl(fh)
+                reports = verify_jsonl(fh, decisions.observe)
     if not reports:
         raise fail(f"{file} holds no journal entries")
     tally = Tally()
     for report in reports:
         tally.add(report)
         console.print(verify_line(report), soft_wrap=True)
+    _conclude_decisions(decisions)
     tally.conclude(str(file), require_closed=require_closed, prefix=f"{file}: ")

@@ -137,6 +137,13 @@ def worker(
         list[str] | None,
         typer.Option(help="module:Class of a workflow on the saga API to run too (repeatable)"),
     ] = None,
+    approvers: Annotated[
+        str | None,
+        typer.Option(
+            help="approver registry file: only decisions signed by its keys count "
+            "(overrides SAGACITY_APPROVERS)"
+        ),
+    ] = None,
 ) -> None:
     """Run a saga worker until interrupted."""
     from sagacity.worker.run import run_worker
@@ -144,6 +151,8 @@ def worker(
     settings = settings_of(ctx, tools=tools, journal_url=journal, task_queue=task_queue)
     if workflow:
         settings = settings.model_copy(update={"workflows": [*settings.workflows, *workflow]})
+    if approvers:
+        settings = settings.model_copy(update={"approvers": approvers})
 
     async def main() -> None:
         try:

@@ -37,6 +37,8 @@ from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from sagacity.approvals import approval_hash
+from sagacity.decision_statement import signed_decision
+from sagacity.signing import SigningKey
 from sagacity.errors import SagacityError
 from sagacity.phases import SagaStatus
 from sagacity.worker.app import connect as _connect
@@ -439,8 +441,12 @@ async def decide(
     approver: str,
     approve: bool,
     reason: str = "",
+    tool: str | None = None,
+    signer: SigningKey | None = None,
 ) -> DecisionResult:
     """Approve or reject the pending step and return where the decision was journaled.
+    With `signer`, the decision is a statement signed by that key (its owner is the
+    approver; `approver` must then name the same person); `tool` is the pending step's.
 
     Raises ApprovalRefusedError when the saga refuses the decision (wrong hash or step,
     approver not allowed, already decided...). The saga journals every refusal itself,
@@ -455,6 +461,25 @@ async def decide(
         "approve": approve,
         "reason": reason,
     }
+    if tool is not None:
+        body["tool"] = tool
+    if signer is not None:
+        if approver != signer.approver:
+            raise SagaClientError(
+                f"the key {signer.key_id} belongs to {signer.approver!r}, not {approver!r}: "
+                "a key decides only for its owner"
+            )
+        if tool is None:
+            raise SagaClientError("a signed decision names the tool of the pending step")
+        body = signed_decision(
+            signer,
+            saga_id=handle.id,
+            step=step,
+            tool=tool,
+            payload_sha256=payload_sha256,
+            approve=approve,
+            reason=reason,
+        )
     client = _client_of(handle)
     with _rpc(client, handle.id, call="the decide update", worker_timeout=DECISION_TIMEOUT):
         try:

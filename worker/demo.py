@@ -7,27 +7,24 @@ import asyncio
 import contextlib
 import socket
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.console import Console
-from temporalio.client import Client
 
 from sagacity.audit import verify_store
 from sagacity.examples.orders import Shop
 from sagacity.phases import SagaStatus
+from sagacity.registry import ApproverRegistry
+from sagacity.signing import SigningKey
 from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox
 from sagacity.worker.app import new_worker
 from sagacity.worker.devserver import start_dev_server
+from sagacity.worker.saga_client import SagaClient
 from sagacity.worker.render import journal_table, verify_line
 from sagacity.worker.settings import Settings
-from sagacity.workflows.models import (
-    DecisionResult,
-    PendingApproval,
-    SagaInput,
-    SagaResult,
-    ToolCall,
-)
+from sagacity.workflows.models import SagaInput, ToolCall
 
 RESERVE = ToolCall(tool="reserve_inventory", args={"sku": "widget", "qty": 2})
 CHARGE = ToolCall(tool="charge_card", args={"amount": 4_999, "currency": "EUR"})
@@ -50,45 +47,51 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def _approve_when_pending(client: Client, saga_id: str, console: Console) -> None:
-    handle = client.get_workflow_handle(saga_id)
-    while True:
-        pending = await handle.query("pending_approval", result_type=PendingApproval | None)  # type: ignore[arg-type]
-        if pending is not None:
-            break
-        await asyncio.sleep(0.1)
+def enroll_demo_keys(folder: Path) -> tuple[Path, SigningKey, SigningKey]:
+    """A fresh registry with two demo people: the requester who starts the sagas and the
+    approver who approves the wire (separation of duties: not the same person)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    registry_file = folder / "approvers.json"
+    registry = ApproverRegistry(version=1, keys=[])
+    people = []
+    now = datetime.now(UTC)
+    for name in ("demo-requester", "demo-approver"):
+        key_file = folder / f"{name}.key"
+        key_file.unlink(missing_ok=True)
+        key = SigningKey.generate(name)
+        key.to_file(key_file)
+        registry = registry.enroll(name, key.public_key, valid_from=now, groups=["demo"])
+        people.append(key)
+    ApproverRegistry(version=1, keys=registry.keys).save(registry_file)
+    return registry_file, people[0], people[1]
+
+
+async def _approve_when_pending(approver: SagaClient, saga_id: str, console: Console) -> None:
+    review = await approver.wait_pending(saga_id)
+    pending = review.pending
     console.print(
         f"  awaiting approval: step {pending.step} {pending.tool}\n"
         f"  payload {pending.canonical_payload}\n  sha256  {pending.payload_sha256}"
+        + (f"\n  needs   {pending.needs}" if pending.needs else "")
     )
-    decided = await handle.execute_update(
-        "decide",
-        {
-            "step": pending.step,
-            "payload_sha256": pending.payload_sha256,
-            "approver": "demo-approver",
-            "approve": True,
-        },
-        result_type=DecisionResult,
+    decided = await approver.approve(saga_id)
+    console.print(
+        f"  approved by {decided.approver} (signed with key {approver.signer and approver.signer.key_id}), "
+        f"journaled at seq {decided.seq}"
     )
-    console.print(f"  approved by demo-approver, journaled at seq {decided.seq}")
 
 
-async def _run_sagas(client: Client, store: JournalStore, console: Console, run_id: str) -> bool:
+async def _run_sagas(
+    requester: SagaClient, approver: SagaClient, store: JournalStore, console: Console, run_id: str
+) -> bool:
     all_good = True
     for index, (title, plan, expected) in enumerate(SAGAS, start=1):
         saga_id = f"demo-{run_id}-{index}"
         console.rule(f"saga {index}: {title}")
-        handle = await client.start_workflow(
-            "AgentSaga",
-            SagaInput(plan=plan),
-            id=saga_id,
-            task_queue="sagacity-demo",
-            result_type=SagaResult,
-        )
+        handle = await requester.start(SagaInput(plan=plan), saga_id=saga_id)
         if any(call.tool == "send_wire_transfer" for call in plan):
-            await _approve_when_pending(client, saga_id, console)
-        result = await handle.result()
+            await _approve_when_pending(approver, saga_id, console)
+        result = await requester.result(handle.id)
         console.print(journal_table(saga_id, store.entries(saga_id)))
         report = verify_store(store, saga_id)
         console.print(f"  final status: [bold]{result.status.value}[/]")
@@ -108,11 +111,22 @@ async def run_demo(*, keep_server: bool, console: Console) -> int:
     env = await start_dev_server(ui=True, port=_free_port(), ui_port=ui_port)
     store = open_store(settings.journal_url)
     try:
-        worker = new_worker(
-            env.client, store=store, toolbox=Toolbox.build(shop), task_queue="sagacity-demo"
+        registry, requester_key, approver_key = enroll_demo_keys(workdir / "demo-keys")
+        console.print(
+            f"approver registry {registry}: demo-requester starts the sagas, demo-approver "
+            "approves (decisions are signed with Ed25519 keys)"
         )
+        worker = new_worker(
+            env.client,
+            store=store,
+            toolbox=Toolbox.build(shop),
+            task_queue="sagacity-demo",
+            approvers=registry,
+        )
+        requester = SagaClient(env.client, task_queue="sagacity-demo", signer=requester_key)
+        approver = SagaClient(env.client, task_queue="sagacity-demo", signer=approver_key)
         async with worker:
-            ok = await _run_sagas(env.client, store, console, uuid.uuid4().hex[:6])
+            ok = await _run_sagas(requester, approver, store, console, uuid.uuid4().hex[:6])
         console.rule()
         console.print(f"journal: {store.url}   Temporal UI: http://127.0.0.1:{ui_port}")
         console.print(

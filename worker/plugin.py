@@ -26,6 +26,7 @@ The user's own workflows and activities stay on the worker, on its own task queu
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -38,6 +39,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from sagacity.activities import SagaActivities, activity_queue
 from sagacity.activities.model_clients import ModelClient
+from sagacity.registry import RegistryFile
 from sagacity.errors import SagacityError
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
@@ -45,7 +47,7 @@ from sagacity.worker.search_attributes import register_search_attributes
 from sagacity.workflows.agent_saga import AgentSagaWorkflow
 
 PLUGIN_NAME = "sagacity.SagacityPlugin"
-PASSTHROUGH = ("sagacity", "pydantic", "pydantic_core", "rfc8785")
+PASSTHROUGH = ("sagacity", "pydantic", "pydantic_core", "rfc8785", "cryptography")
 """Our modules and their libraries are passed through the sandbox instead of re-imported
 for every workflow run. Measured (docs/benchmarks.md): re-importing the workflow modules
 per run cost 10-30 ms of CPU per saga and ~170 KiB per cached saga. The guard against
@@ -75,6 +77,14 @@ def saga_runner(existing: WorkflowRunner | None) -> WorkflowRunner:
     return existing
 
 
+def _registry(approvers: RegistryFile | Path | str | None) -> RegistryFile | None:
+    """The approver registry to judge decisions with (a path is loaded now: a bad file
+    fails the worker's start, not a decision)."""
+    if approvers is None or isinstance(approvers, RegistryFile):
+        return approvers
+    return RegistryFile(Path(approvers))
+
+
 class SagacityPlugin(SimplePlugin):
     """Sagacity's activities, converter, sandbox settings and search attributes, for a
     client (and the workers built from it) or for one worker."""
@@ -85,12 +95,13 @@ class SagacityPlugin(SimplePlugin):
         store: JournalStore | None = None,
         toolbox: Toolbox | None = None,
         models: Mapping[str, ModelClient] | None = None,
+        approvers: RegistryFile | Path | str | None = None,
         agent_saga: bool = True,
         identity_queue: bool = True,
         register_attributes: bool = True,
     ) -> None:
         self.saga_activities = (
-            SagaActivities(store, toolbox, models)
+            SagaActivities(store, toolbox, models, registry=_registry(approvers))
             if store is not None and toolbox is not None
             else None
         )

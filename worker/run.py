@@ -6,6 +6,8 @@ import asyncio
 import signal
 from datetime import timedelta
 
+from pathlib import Path
+from sagacity.registry import RegistryFile
 from sagacity.activities.openai_model import OpenAIChatModel
 from sagacity.stores import open_store
 from sagacity.worker.app import connect, load_toolbox, load_workflow, new_worker
@@ -44,10 +46,12 @@ async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) 
         workflows = [load_workflow(spec) for spec in settings.workflows]
         client = await connect(settings)
         await register_search_attributes(client)
+        registry = RegistryFile(Path(settings.approvers)) if settings.approvers else None
         worker = new_worker(
             client,
             store=store,
             toolbox=toolbox,
+            approvers=registry,
             workflows=workflows,
             task_queue=settings.task_queue,
             models={"openai": model} if model is not None else None,
@@ -64,7 +68,13 @@ async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) 
                 f"sagacity worker: task queue {settings.task_queue!r} on "
                 f"{settings.temporal_address}, journal {store.url}, tools {toolbox.names()}, "
                 f"workflows {['AgentSaga', *(w.__name__ for w in workflows)]}, "
-                f"openai model provider: {model.base_url if model else 'not configured'}",
+                f"openai model provider: {model.base_url if model else 'not configured'}, "
+                + (
+                    f"approver registry {registry.path} (version {registry.current().version}): "
+                    "only signed decisions count"
+                    if registry
+                    else "no approver registry: decisions are not signed (see `sagacity keys`)"
+                ),
                 flush=True,
             )
             if ready is not None:

@@ -32,9 +32,12 @@ from sagacity.entry import JournalEntry
 from sagacity.stores import JournalStore
 from sagacity.worker import client as api
 from sagacity.worker.plugin import saga_converter
+from sagacity.decision_statement import signed_request
+from sagacity.signing import SigningKey
 from sagacity.workflows.models import (
     DecisionResult,
     PendingApproval,
+    RequesterClaim,
     SagaInput,
     SagaResult,
     SagaView,
@@ -63,7 +66,12 @@ class SagaClient:
     new sagas start on."""
 
     def __init__(
-        self, client: Client, *, task_queue: str = "sagacity", store: JournalStore | None = None
+        self,
+        client: Client,
+        *,
+        task_queue: str = "sagacity",
+        store: JournalStore | None = None,
+        signer: SigningKey | None = None,
     ) -> None:
         if not issubclass(client.data_converter.payload_converter_class, PydanticPayloadConverter):
             raise api.SagaClientError(
@@ -74,6 +82,9 @@ class SagaClient:
         self.task_queue = task_queue
         self.store = store
         """The journal, for `journal` and `verify` (None: those raise)."""
+        self.signer = signer
+        """The person's key (sagacity keys new): decisions are signed with it and sagas
+        started through this client name its owner as their signed requester."""
 
     @classmethod
     async def connect(
@@ -85,6 +96,7 @@ class SagaClient:
         task_queue: str = "sagacity",
         plugins: Sequence[Plugin] = (),
         store: JournalStore | None = None,
+        signer: SigningKey | None = None,
         **connect_options: Any,
     ) -> SagaClient:
         """Connect as Temporal's own tools do: the profile of Temporal's environment
@@ -106,13 +118,23 @@ class SagaClient:
                 f"cannot reach Temporal at {target} ({api.connect_reason(exc)}); start one "
                 "with `sagacity dev`, or set TEMPORAL_ADDRESS"
             ) from exc
-        return cls(temporal, task_queue=task_queue, store=store)
+        return cls(temporal, task_queue=task_queue, store=store, signer=signer)
 
     # ---- starting -----------------------------------------------------------------------------
 
     async def start(self, inp: SagaInput, *, saga_id: str) -> api.SagaHandle:
-        """Start an AgentSaga (its id is the workflow id, never reused)."""
+        """Start an AgentSaga (its id is the workflow id, never reused). With a signer,
+        its owner is the saga's signed requester (unless `inp` names one already)."""
+        if self.signer is not None and inp.requester is None:
+            inp = inp.model_copy(update={"requester": self.requester_claim(saga_id)})
         return await api.start_saga(self.temporal, inp, saga_id=saga_id, task_queue=self.task_queue)
+
+    def requester_claim(self, saga_id: str) -> RequesterClaim:
+        """The signed requester claim for starting `saga_id` (for a workflow of your own:
+        put it in the SagaOptions your workflow opens its saga with)."""
+        if self.signer is None:
+            raise api.SagaClientError("this SagaClient has no signer (SagaClient(signer=...))")
+        return RequesterClaim.model_validate(signed_request(self.signer, saga_id))
 
     async def start_workflow(
         self,
@@ -215,14 +237,17 @@ class SagaClient:
         saga_id: str,
         *,
         approve: bool,
-        approver: str,
+        approver: str | None = None,
         reason: str = "",
         payload_sha256: str | None = None,
         confirm: Confirm | None = None,
     ) -> DecisionResult:
         """Review, confirm, decide. `payload_sha256` is the hash the approver reviewed
         earlier: sent as given, so a payload that changed since is refused (and the
-        refusal journaled); None binds the decision to the payload reviewed now."""
+        refusal journaled); None binds the decision to the payload reviewed now. With a
+        signer the decision is signed and `approver` defaults to the key's owner."""
+        if approver is None and self.signer is not None:
+            approver = self.signer.approver
         if not approver or not approver.strip():
             raise api.SagaClientError("a decision needs an approver: it is journaled")
         review = await self.review(saga_id, verb="approve" if approve else "reject")
@@ -242,13 +267,15 @@ class SagaClient:
             approver=approver,
             approve=approve,
             reason=reason,
+            tool=review.pending.tool,
+            signer=self.signer,
         )
 
     async def approve(
         self,
         saga_id: str,
         *,
-        approver: str,
+        approver: str | None = None,
         reason: str = "",
         payload_sha256: str | None = None,
         confirm: Confirm | None = None,
@@ -267,8 +294,8 @@ class SagaClient:
         self,
         saga_id: str,
         *,
-        approver: str,
         reason: str,
+        approver: str | None = None,
         payload_sha256: str | None = None,
         confirm: Confirm | None = None,
     ) -> DecisionResult:

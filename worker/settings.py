@@ -31,6 +31,13 @@ class Settings(BaseSettings):
         description="module:Class of workflows on the saga API this worker runs too",
     )
     approver: str | None = Field(default=None, description="identity the CLI approves as")
+    approvers: str | None = Field(
+        default=None,
+        description="approver registry file (JSON); with one, only signed decisions count",
+    )
+    key: str | None = Field(
+        default=None, description="the CLI's signing key file (sagacity keys new)"
+    )
     graceful_shutdown_seconds: float = Field(
         default=60, ge=0, description="how long running tool calls may finish on shutdown"
     )

@@ -107,6 +107,7 @@ class AgentSagaWorkflow:
         pin_worker = workflow.patched("pin-worker-identity")  # where it always was
         self._check_whole_plan = workflow.patched("check-whole-plan-at-start")
         saga.journal_abandoned_at_start = workflow.patched("journal-abandoned-approval-at-start")
+        saga.gate.ask_bound()
         if inp.carry is None:
             opened = inp.model_dump(mode="json", exclude={"model": {"script"}, "carry": True})
             await saga.start(opened, pin_worker=pin_worker)
@@ -132,6 +133,8 @@ class AgentSagaWorkflow:
         return result
 
     async def _drive(self) -> None:
+        if self._saga.failure is not None:
+            return  # refused at its start (its requester): nothing runs
         first_run = self._inp.carry is None
         if (
             self._inp.plan is not None

@@ -20,6 +20,14 @@ Refusals are bounded: up to REFUSALS_JOURNALED_PER_STEP for the step that is pen
 and REFUSALS_JOURNALED_ELSEWHERE shared by every decision about anything else (junk that
 names a thousand made-up steps fills one small bucket, not a thousand). Beyond the caps
 refusals are counted in the close entry, not journaled one by one.
+
+Bound decisions (every saga started since signed decisions; older histories replay with
+the rules they were recorded under): each decision is judged with the worker's answer
+about the key it names (a local activity, asked when the decision arrives, so a key
+revoked a second ago no longer counts) and with the step's approval requirement (the
+tool's policy, tightened by the saga). Each accepted approval is journaled APPROVED with
+its statement and signature; the step runs once the quorum of distinct people is met. One
+accepted rejection rejects.
 """
 
 from __future__ import annotations
@@ -35,22 +43,31 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 
 with workflow.unsafe.imports_passed_through():
     from sagacity.activities.io_models import EntryRef, JournalEventInput, ToolOutcome
+    from sagacity.approval_policy import ApprovalRequirement
     from sagacity.approvals import (
         ApprovalDecision,
         ApprovalRequest,
+        JudgeContext,
         Refusal,
+        Verdict,
         approval_payload,
         judge,
         parse_decision,
     )
-    from sagacity.bounds import check_value, utf8_len
-    from sagacity.canonical import canonical_text, sha256_hex
+    from sagacity.canonical import canonical_text
     from sagacity.entry import check_name
     from sagacity.errors import SagacityError
     from sagacity.phases import Phase
+    from sagacity.registry import KeyLookup
     from sagacity.workflows.models import DecisionResult, PendingApproval
 
+from sagacity.workflows.approval_evidence import bounded, field, message
+
 Journal = Callable[[JournalEventInput], Awaitable[EntryRef]]
+Lookup = Callable[[str | None], Awaitable[KeyLookup]]
+BOUND_DECISIONS = "signed-decisions"
+"""Patch id: sagas that judge decisions bound to saga and tool, signed where a registry
+is configured, against an approval requirement (quorum, groups, requester)."""
 TIMEOUT_ACTOR = "sagacity:timeout"
 CANCELLED_ACTOR = "sagacity:cancelled"
 FAILED_ACTOR = "sagacity:failed"
@@ -66,11 +83,6 @@ ELSEWHERE = 0
 DEFERRED_LIMIT = 32
 """Decisions about a step not reached yet that may wait for it at once (each waiting
 decision is a coroutine the workflow keeps; junk naming future steps cannot pile up)."""
-MESSAGE_LIMIT = 2_000
-"""Characters of a refusal's sentence (journaled as its error, returned to the sender)."""
-EVIDENCE_LIMIT = 4_096
-"""Bytes (UTF-8) of a refused decision kept whole as evidence; larger ones are kept as a
-prefix, their size and their hash."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +93,21 @@ class GateDecision:
     entry: EntryRef
 
 
+Accepted = tuple[ApprovalDecision, Verdict, KeyLookup | None]
+
+
+@dataclass(frozen=True)
+class Vote:
+    """An accepted decision of a bound saga, waiting to be journaled by the saga."""
+
+    number: int
+    decision: ApprovalDecision
+    approver: str
+    lookup: KeyLookup | None
+    final: bool
+    """Whether journaling it decides the request (a rejection, or the last approval)."""
+
+
 class ApprovalGate:
     def __init__(
         self,
@@ -88,8 +115,23 @@ class ApprovalGate:
         allowed: frozenset[str] | None,
         journal: Journal,
         reached: Callable[[], int],
+        lookup: Lookup | None = None,
+        tightening: ApprovalRequirement | None = None,
     ) -> None:
         self._saga_id = saga_id
+        self._lookup = lookup
+        self._tightening = tightening
+        self.requester: str | None = None
+        """The saga's requester (verified where a registry is configured), set at start."""
+        self._bound: bool | None = None
+        self._judging = 0
+        self._votes: list[Vote] = []
+        self._vote_refs: dict[int, EntryRef] = {}
+        self._vote_count = 0
+        self._counted: list[tuple[str, datetime]] = []
+        self._approvals_journaled = 0
+        self._requirement = ApprovalRequirement()
+        self._registry: KeyLookup | None = None
         self._reached = reached  # the step the saga is at (the last one it started)
         self._deferred = 0
         self._released = False
@@ -122,6 +164,17 @@ class ApprovalGate:
                 type="PayloadHashDisagreement",
                 non_retryable=True,
             )
+        result: dict[str, Any] = {
+            "payload_sha256": request.payload_sha256,
+            "deadline": request.deadline.isoformat() if request.deadline else None,
+        }
+        bound = self.bound()
+        if bound:
+            self._requirement = self.requirement(outcome.approval)
+            self._counted, self._votes, self._approvals_journaled = [], [], 0
+            self._registry = await self._ask(None)
+            result["approval"] = self._requirement.model_dump(mode="json")
+            result["registry"] = self._registry.registry_ref
         await self._journal(
             JournalEventInput(
                 saga_id=self._saga_id,
@@ -129,14 +182,13 @@ class ApprovalGate:
                 step=outcome.step,
                 tool=outcome.tool,
                 input=approval_payload(outcome.tool, args),
-                result={
-                    "payload_sha256": request.payload_sha256,
-                    "deadline": request.deadline.isoformat() if request.deadline else None,
-                },
+                result=result,
             )
         )
         self._pending = request
         try:
+            if bound:
+                return await self._gather(request, timeout)
             step = outcome.step
             with contextlib.suppress(TimeoutError):
                 await workflow.wait_condition(
@@ -149,12 +201,108 @@ class ApprovalGate:
         except BaseException as exc:
             # Cancelled (or the journal failed) while waiting or journaling the decision:
             # nothing stays pending, late decisions are refused, a waiting update returns.
-            self._pending, self._decision = None, None
+            self._pending, self._decision, self._votes = None, None, []
             self._decided_steps.add(outcome.step)
             if outcome.step not in self._decision_refs:
                 failure = None if is_cancelled_exception(exc) else f"{type(exc).__name__}"
                 self._abandoned[outcome.step] = (request, failure)
             raise
+
+    def ask_bound(self) -> bool:
+        """Ask, once, whether this saga binds decisions (see BOUND_DECISIONS). Asked in a
+        run's first activation, before any await (a patch asked after a local activity
+        can read otherwise on replay); never from a validator (asking is a command)."""
+        if self._bound is None:
+            self._bound = self._lookup is not None and workflow.patched(BOUND_DECISIONS)
+        return self._bound
+
+    def bound(self) -> bool:
+        return self.ask_bound()
+
+    def requirement(self, declared: ApprovalRequirement | None) -> ApprovalRequirement:
+        """The tool's requirement for this call, tightened by the saga's options."""
+        return (declared or ApprovalRequirement()).tightened(self._tightening)
+
+    async def _ask(self, key_id: str | None) -> KeyLookup:
+        assert self._lookup is not None
+        return await self._lookup(key_id)
+
+    def _live_counted(self, now: datetime) -> list[tuple[str, datetime]]:
+        expiry = self._requirement.expires_after_seconds
+        if expiry is None:
+            return self._counted
+        return [(who, at) for who, at in self._counted if now < at + timedelta(seconds=expiry)]
+
+    async def _gather(self, request: ApprovalRequest, timeout: timedelta) -> GateDecision:
+        """Journal accepted votes one by one until a rejection or the quorum, or time out."""
+        assert request.deadline is not None
+        first = True
+        while True:
+            # The first wait is the request's whole timeout; later ones what is left of it.
+            left = timeout if first else request.deadline - workflow.now()
+            first = False
+            try:
+                if left <= timedelta(0):
+                    raise TimeoutError
+                await workflow.wait_condition(lambda: bool(self._votes), timeout=left)
+            except TimeoutError:
+                self._pending, self._votes = None, []
+                self._decided_steps.add(request.step)
+                reason = f"approval timed out after {timeout.total_seconds():g}s"
+                if self._counted:
+                    reason += f" with {self._requirement.needs(len(self._live_counted(workflow.now())))} still missing"
+                ref = await self._journal_rejection(request, TIMEOUT_ACTOR, reason)
+                return GateDecision(False, TIMEOUT_ACTOR, reason, ref)
+            vote = self._votes.pop(0)
+            if vote.final:
+                self._pending, self._votes = None, []
+                self._decided_steps.add(request.step)
+            now = workflow.now()
+            if vote.decision.approve:
+                self._counted = [*self._live_counted(now), (vote.approver, now)]
+                self._approvals_journaled += 1
+            ref = await self._journal_vote(request, vote)
+            self._vote_refs[vote.number] = ref
+            if vote.final:
+                self._decision_refs[request.step] = ref
+                approvers = ", ".join(who for who, _ in self._counted)
+                actor = vote.approver if not vote.decision.approve else approvers
+                return GateDecision(
+                    vote.decision.approve, actor, vote.decision.reason or "rejected", ref
+                )
+
+    async def _journal_vote(self, request: ApprovalRequest, vote: Vote) -> EntryRef:
+        decision, lookup = vote.decision, vote.lookup
+        key = lookup.key if lookup is not None and decision.signed else None
+        result: dict[str, Any] = {
+            "payload_sha256": request.payload_sha256,
+            "reason": decision.reason,
+            "registry": lookup.registry_ref if lookup is not None else None,
+            "key": (
+                {"key_id": key.key_id, "public_key": key.public_key, "approver": key.approver}
+                if key is not None
+                else None
+            ),
+        }
+        if decision.approve:
+            result.update(
+                approvals=[who for who, _ in self._counted],
+                quorum=self._requirement.quorum,
+                quorum_met=vote.final,
+            )
+        return await self._journal(
+            JournalEventInput(
+                saga_id=self._saga_id,
+                phase=Phase.APPROVED if decision.approve else Phase.REJECTED,
+                step=request.step,
+                # One APPROVED per person counted: the nth approval is attempt n.
+                attempt=self._approvals_journaled if decision.approve else 1,
+                tool=request.tool,
+                actor=vote.approver,
+                input={"statement": decision.statement(), "signature": decision.signature},
+                result=result,
+            )
+        )
 
     async def _journal_decision(
         self, request: ApprovalRequest, decision: ApprovalDecision | None, timeout: timedelta
@@ -223,7 +371,7 @@ class ApprovalGate:
     @property
     def settled(self) -> bool:
         """No decision is waiting for a step or journaling its judgement after waiting."""
-        return self._deferred == 0
+        return self._deferred == 0 and self._judging == 0
 
     def close(self) -> None:
         self._closed = True
@@ -244,24 +392,79 @@ class ApprovalGate:
 
     # ---- decisions ---------------------------------------------------------------------------
 
-    def _judge(self, raw: Any, approve: bool | None) -> ApprovalDecision | Refusal:
+    def _judge(
+        self, raw: Any, approve: bool | None, lookup: KeyLookup | None = None
+    ) -> ApprovalDecision | Refusal:
         """Pure: reads state, never changes it (the update validator calls it too)."""
+        judged = self._verdict(raw, approve, lookup)
+        return judged[0] if isinstance(judged, tuple) else judged
+
+    def _verdict(
+        self,
+        raw: Any,
+        approve: bool | None,
+        lookup: KeyLookup | None,
+        arrived: ApprovalRequest | None = None,
+    ) -> tuple[ApprovalDecision, Verdict] | Refusal:
         parsed = parse_decision(raw, approve=approve)
         if isinstance(parsed, Refusal):
             return parsed
         already = parsed.step in self._decided_steps or (
             self._decision is not None and self._decision.step == parsed.step
         )
+        context = None
+        if self._bound:
+            already = already or any(
+                v.final and v.decision.step == parsed.step for v in self._votes
+            )
+            now = workflow.now()
+            counted = [who for who, _ in self._live_counted(now)]
+            counted += [v.approver for v in self._votes if v.decision.approve]
+            context = JudgeContext(
+                now=now,
+                lookup=lookup,
+                requirement=self._requirement,
+                requester=self.requester,
+                counted=frozenset(counted),
+            )
         verdict = judge(
-            None if self._closed else self._pending,
+            None if self._closed else (self._pending or arrived),
             parsed,
-            allowed_approvers=self._allowed,
+            allowed_approvers=None if self._bound else self._allowed,
             already_decided=already,
+            context=context,
         )
         if verdict.accepted:
-            return parsed
+            return parsed, verdict
         assert verdict.refusal is not None
         return verdict.refusal
+
+    async def _judged(self, raw: Any, approve: bool | None) -> Accepted | Refusal:
+        """The verdict on `raw`, asking the worker about its key first in a bound saga."""
+        lookup = None
+        arrived = self._pending
+        if self.bound() and isinstance(raw, dict):
+            key_id = field(raw, "key_id", str)
+            lookup = await self._ask(key_id if key_id and len(key_id) <= 64 else None)
+        # A request decided while the key was looked up is still the one this decision
+        # arrived at: it is judged against it (refused as about another step, or as
+        # already decided), not against "nothing pending".
+        judged = self._verdict(raw, approve, lookup, arrived)
+        return judged if isinstance(judged, Refusal) else (*judged, lookup)
+
+    def _accept(self, decision: ApprovalDecision, verdict: Verdict, lookup: KeyLookup | None) -> int:
+        """Count an accepted decision: returns its vote number (bound sagas)."""
+        if not self._bound:
+            self._decision = decision
+            return 0
+        self._vote_count += 1
+        approvals = len(self._live_counted(workflow.now())) + sum(
+            1 for v in self._votes if v.decision.approve
+        )
+        final = not decision.approve or approvals + 1 >= self._requirement.quorum
+        approver = verdict.approver or decision.approver
+        self._votes.append(Vote(self._vote_count, decision, approver, lookup, final))
+        return self._vote_count
 
     def _caught_up(self, step: int) -> bool:
         pending = self._pending
@@ -277,30 +480,34 @@ class ApprovalGate:
     async def _in_turn(self, raw: Any) -> AsyncIterator[None]:
         """Wait (bounded) until the saga has reached the step the decision names, then
         let the caller judge and journal it; `settled` stays False until it has."""
-        step = _field(raw, "step", int)
-        if step is None or self._caught_up(step) or self._deferred >= DEFERRED_LIMIT:
-            yield
-            return
-        self._deferred += 1
+        step = field(raw, "step", int)
+        self._judging += 1
         try:
-            await workflow.wait_condition(lambda: self._caught_up(step))
+            if step is None or self._caught_up(step) or self._deferred >= DEFERRED_LIMIT:
+                yield
+                return
+            self._deferred += 1
+            try:
+                await workflow.wait_condition(lambda: self._caught_up(step))
+            finally:
+                self._deferred -= 1
             yield
         finally:
-            self._deferred -= 1
+            self._judging -= 1
 
     async def on_signal(self, raw: Any, *, approve: bool) -> None:
         async with self._in_turn(raw):
-            judged = self._judge(raw, approve)
+            judged = await self._judged(raw, approve)
             if isinstance(judged, Refusal):
                 await self._journal_refusal(raw, judged)
             else:
-                self._decision = judged
+                self._accept(*judged)
 
     async def on_refusal_record(self, raw: Any) -> None:
         """A decision the update validator refused, re-sent so it is journaled as evidence.
         It never decides: if it would be accepted now, it is ignored."""
         async with self._in_turn(raw):
-            judged = self._judge(raw, None)
+            judged = await self._judged(raw, None)
             if isinstance(judged, Refusal):
                 await self._journal_refusal(raw, judged)
 
@@ -310,22 +517,29 @@ class ApprovalGate:
         if self._closed:
             judged = self._judge(raw, None)
             assert isinstance(judged, Refusal)  # nothing is pending once closed
-            raise ApplicationError(_message(judged), judged.reason.value, type="ApprovalRefused")
+            raise ApplicationError(message(judged), judged.reason.value, type="ApprovalRefused")
 
     async def on_update(self, raw: Any) -> DecisionResult:
         async with self._in_turn(raw):
-            judged = self._judge(raw, None)
+            judged = await self._judged(raw, None)
             if isinstance(judged, Refusal):  # state changed since the validator ran
                 await self._journal_refusal(raw, judged)
                 raise ApplicationError(
-                    _message(judged), judged.reason.value, "journaled", type="ApprovalRefused"
+                    message(judged), judged.reason.value, "journaled", type="ApprovalRefused"
                 )
-            self._decision = judged
-        step = judged.step
-        await workflow.wait_condition(
-            lambda: step in self._decision_refs or step in self._abandoned or self._closed
-        )
-        ref = self._decision_refs.get(step)
+            decision, verdict, lookup = judged
+            number = self._accept(decision, verdict, lookup)
+        step = decision.step
+        if number:
+            await workflow.wait_condition(
+                lambda: number in self._vote_refs or step in self._abandoned or self._closed
+            )
+            ref = self._vote_refs.get(number)
+        else:
+            await workflow.wait_condition(
+                lambda: step in self._decision_refs or step in self._abandoned or self._closed
+            )
+            ref = self._decision_refs.get(step)
         if ref is None:
             raise ApplicationError(
                 "the saga stopped waiting for this approval (cancelled) before the decision "
@@ -333,15 +547,23 @@ class ApprovalGate:
                 "ABANDONED",
                 type="ApprovalRefused",
             )
+        extra: dict[str, Any] = {}
+        if number:
+            extra = {
+                "approver": verdict.approver,
+                "approvals": len(self._counted) if decision.approve else None,
+                "quorum": self._requirement.quorum,
+                "needs": None if step in self._decided_steps else self._requirement.needs(len(self._counted)),
+            }
         return DecisionResult(
-            accepted=True, step=step, approve=judged.approve, seq=ref.seq, hash=ref.hash
+            accepted=True, step=step, approve=decision.approve, seq=ref.seq, hash=ref.hash, **extra
         )
 
     async def _journal_refusal(self, raw: Any, refusal: Refusal) -> None:
         if self._closed:
             workflow.logger.warning("decision after close refused, not journaled: %s", refusal)
             return
-        claimed = _field(raw, "step", int)
+        claimed = field(raw, "step", int)
         pending = self._pending
         if pending is not None and claimed == pending.step:
             step, cap = pending.step, REFUSALS_JOURNALED_PER_STEP
@@ -356,7 +578,7 @@ class ApprovalGate:
             if count == cap
             else ""
         )
-        actor = _field(raw, "approver", str)
+        actor = field(raw, "approver", str)
         try:
             if actor is not None:
                 check_name(actor, "approver")
@@ -370,9 +592,9 @@ class ApprovalGate:
                     step=step,
                     attempt=count,
                     tool=pending.tool if pending is not None and step == pending.step else "",
-                    input=_bounded(raw),
+                    input=bounded(raw),
                     actor=actor,
-                    error=_message(refusal) + note,
+                    error=message(refusal) + note,
                 )
             )
         except (ActivityError, ApplicationError) as exc:  # a local activity raises either
@@ -391,35 +613,16 @@ class ApprovalGate:
             payload_sha256=req.payload_sha256,
             requested_at=req.requested_at,
             deadline=req.deadline,
+            **self._policy_view(),
         )
 
-
-def _message(refusal: Refusal) -> str:
-    """The refusal as a sentence, cut to a bound: its detail can quote the sender's
-    values (a 200 KB `approve` field), and the raw body is already kept, bounded."""
-    text = f"{refusal.reason.value}: {refusal.detail}"
-    return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…"
-
-
-def _field(raw: Any, name: str, kind: type) -> Any:
-    value = raw.get(name) if isinstance(raw, dict) else None
-    return value if isinstance(value, kind) and not isinstance(value, bool) else None
-
-
-def _bounded(raw: Any) -> Any:
-    """The decision as evidence, bounded: huge bodies are kept as a prefix and a hash."""
-    try:
-        check_value(raw, "the decision")
-        text = canonical_text(raw)
-    except SagacityError:
-        text = repr(raw)[: EVIDENCE_LIMIT * 4]
-        return {"unrepresentable": _prefix(text), "bytes": utf8_len(text)}
-    data = text.encode("utf-8")
-    if len(data) <= EVIDENCE_LIMIT:
-        return raw
-    return {"prefix": _prefix(text), "bytes": len(data), "sha256": sha256_hex(data)}
-
-
-def _prefix(text: str) -> str:
-    """The longest prefix of `text` within EVIDENCE_LIMIT bytes of UTF-8."""
-    return text.encode("utf-8", "surrogatepass")[:EVIDENCE_LIMIT].decode("utf-8", "ignore")
+    def _policy_view(self) -> dict[str, Any]:
+        if not self._bound:
+            return {}
+        counted = [who for who, _ in self._live_counted(workflow.now())]
+        return {
+            "requirement": self._requirement,
+            "approvals": counted,
+            "needs": self._requirement.needs(len(counted)),
+            "signatures_required": self._registry is not None and self._registry.configured,
+        }

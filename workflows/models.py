@@ -26,6 +26,7 @@ from sagacity.activities.io_models import (
     ToolCall,
     ToolOutcome,
 )
+from sagacity.approval_policy import ApprovalRequirement
 from sagacity.phases import SagaStatus, StepStatus
 from sagacity.tools import ToolKind
 
@@ -36,6 +37,7 @@ __all__ = [
     "ModelSettings",
     "ModelTurn",
     "PendingApproval",
+    "RequesterClaim",
     "SagaCarry",
     "SagaInput",
     "SagaOptions",
@@ -66,6 +68,13 @@ class SagaOptions(_Model):
     approval_timeout_seconds: float = Field(default=7 * 24 * 3600, gt=0, le=366 * 24 * 3600)
     approvers: list[str] | None = None
     """Allow-list of approver identities; None allows any non-empty identity."""
+    approval: ApprovalRequirement | None = None
+    """Tightens every irreversible tool's approval policy for this saga (allow-lists
+    intersected, the larger quorum, the shorter expiry); it can never loosen one."""
+    requester: RequesterClaim | None = None
+    """Who asks for this saga (they cannot approve its steps). Where the worker has an
+    approver registry it must be signed by the requester's key (see
+    sagacity.decision_statement.signed_request), or the saga is refused."""
     max_steps: int = Field(default=50, ge=1, le=1_000)
     tool_timeout_seconds: float = Field(default=300, gt=0, le=7 * 24 * 3600)
     tool_heartbeat_timeout_seconds: float = Field(default=30, gt=0, le=24 * 3600)
@@ -76,6 +85,16 @@ class SagaOptions(_Model):
     model_result_limit: int = Field(default=16_000, ge=100, le=200_000)
     continue_as_new_after_steps: int = Field(default=100, ge=1, le=1_000)
     """Steps per workflow run before the saga continues as new with its state."""
+
+
+class RequesterClaim(_Model):
+    """The requester of a saga, and (signed) the proof that they asked for it."""
+
+    requester: str = Field(min_length=1, max_length=256)
+    saga_id: str | None = Field(default=None, max_length=256)
+    issued_at: str | None = Field(default=None, max_length=32)
+    key_id: str | None = Field(default=None, max_length=16)
+    signature: str | None = Field(default=None, max_length=128)
 
 
 class SagaInput(SagaOptions):
@@ -134,6 +153,14 @@ class PendingApproval(_Model):
     payload_sha256: str
     requested_at: datetime
     deadline: datetime | None = None
+    requirement: ApprovalRequirement | None = None
+    """What the step's approval policy needs (None in sagas from before policies)."""
+    approvals: list[str] = Field(default_factory=list)
+    """Who has approved so far (towards the quorum)."""
+    needs: str | None = None
+    """What is still needed, in words: "1 of 2 approvals from finance"."""
+    signatures_required: bool = False
+    """The worker has an approver registry: only signed decisions count."""
 
 
 class SagaView(_Model):
@@ -153,6 +180,12 @@ class DecisionResult(_Model):
     approve: bool
     seq: int | None = None
     hash: str | None = None
+    approver: str | None = None
+    """The identity the decision was recorded under (the key's owner when signed)."""
+    approvals: int | None = None
+    quorum: int | None = None
+    needs: str | None = None
+    """What the step still needs after this approval (None once decided)."""
 
 
 class SagaResult(_Model):
@@ -194,6 +227,8 @@ class SagaState(_Model):
     """The run that handed this state over: the next run takes it only if Temporal says
     that run is the one it continues (a state in a starter's input cannot name a run id
     that did not exist when it was written)."""
+    requester: str | None = None
+    """The requester as checked at the saga's start (kept: later runs do not re-check)."""
 
 
 class SagaCarry(SagaState):

@@ -19,17 +19,26 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import is_cancelled_exception as is_cancelled
 
 with workflow.unsafe.imports_passed_through():
-    from sagacity.activities import CHECK_RESUME, JOURNAL_EVENT, RUN_TOOL, WORKER_IDENTITY
+    from sagacity.activities import (
+        APPROVER_KEY,
+        CHECK_RESUME,
+        JOURNAL_EVENT,
+        RUN_TOOL,
+        WORKER_IDENTITY,
+    )
     from sagacity.activities.io_models import (
         EntryRef,
         JournalEventInput,
+        KeyLookupInput,
         OutcomeKind,
         ResumeCheckInput,
         RunToolInput,
         ToolCall,
         ToolOutcome,
     )
+    from sagacity.approval_policy import ApprovalRequirement
     from sagacity.phases import Phase, SagaStatus, StepStatus
+    from sagacity.registry import KeyLookup
     from sagacity.tools import ToolKind
     from sagacity.workflows.models import (
         CompensationReport,
@@ -49,6 +58,7 @@ from sagacity.workflows.inspection import (
     steps_markdown,
 )
 from sagacity.workflows.pinned import PinnedActivities
+from sagacity.workflows.requester import check_requester
 from sagacity.workflows.reporting import fit_result, step_report
 from sagacity.workflows.saga_handlers import SagaDoors
 
@@ -88,11 +98,17 @@ class SagaCore:
         self._head: EntryRef | None = None
         self._published: tuple[str, bool] | None = None
         approvers = options.approvers
+        tightening = options.approval
+        if approvers is not None:
+            listed = ApprovalRequirement(approvers=approvers, separate_from_requester=False)
+            tightening = listed.tightened(tightening)
         self.gate = ApprovalGate(
             self.saga_id,
             frozenset(approvers) if approvers is not None else None,
             self.journal,
             reached=lambda: self.next_step,
+            lookup=self._lookup_key,
+            tightening=tightening,
         )
         self.doors = SagaDoors(self.gate, self.view, lambda: list(self.steps.values()))
         if state is not None:
@@ -102,6 +118,7 @@ class SagaCore:
             self.gate.restore(state.decided_steps, state.refusals)
             self._head = state.head
             self.pinned.worker = state.worker
+            self.gate.requester = state.requester
         self._resumed = state is not None
         self._run_start_step = self.next_step
         if install:
@@ -117,6 +134,15 @@ class SagaCore:
             )
         if self.pinned.worker is not None:
             opened = {**opened, "worker": self.pinned.worker}
+        if self.gate.bound():
+            refused, evidence = await check_requester(
+                self.saga_id, self.options.requester, self._lookup_key, workflow.now()
+            )
+            opened = {**opened, "requester": evidence}
+            if refused is not None:
+                self.fail(f"saga start refused, nothing ran: {refused}", refused=True)
+            else:
+                self.gate.requester = evidence["requester"] if evidence else None
         await self.journal(
             JournalEventInput(
                 saga_id=self.saga_id,
@@ -124,6 +150,13 @@ class SagaCore:
                 input={"run_id": workflow.info().run_id, **opened},
             )
         )
+
+    async def _lookup_key(self, key_id: str | None) -> KeyLookup:
+        """The pinned worker's registry answer about one key (a local activity)."""
+        lookup: KeyLookup = await self.pinned.run_local(
+            APPROVER_KEY, KeyLookupInput(key_id=key_id, worker=self.pinned.worker), KeyLookup
+        )
+        return lookup
 
     async def check_resume(self) -> None:
         """Check the state this run was handed against the journal (its head, its
@@ -193,6 +226,7 @@ class SagaCore:
             head=self._head,
             worker=self.pinned.worker,
             from_run=workflow.info().run_id,
+            requester=self.gate.requester,
         )
 
     async def finish(self) -> SagaResult:

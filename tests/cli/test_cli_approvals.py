@@ -164,7 +164,7 @@ async def test_approving_a_saga_with_nothing_pending(cli: CliHarness) -> None:
 async def test_approve_needs_an_approver(cli: CliHarness) -> None:
     ran = await cli("approve", "whatever", "--yes")
     assert ran.code == 1
-    assert "approve needs --approver NAME (or $SAGACITY_APPROVER)" in ran.stderr
+    assert "approve needs --key KEY_FILE (signed) or --approver NAME" in ran.stderr
 
 
 async def test_reject_journals_the_reason_and_the_saga_compensates(cli: CliHarness) -> None:

@@ -138,7 +138,12 @@ async def test_status_of_a_saga_awaiting_approval_then_completed(cli: CliHarness
 
     await handle.signal(
         "approve",
-        {"step": pending.step, "payload_sha256": pending.payload_sha256, "approver": "ann"},
+        {
+            "saga_id": handle.id,
+            "step": pending.step,
+            "payload_sha256": pending.payload_sha256,
+            "approver": "ann",
+        },
     )
     await handle.result()
     done = json.loads((await cli("status", handle.id, "--json")).stdout)

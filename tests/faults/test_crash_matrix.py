@@ -332,7 +332,7 @@ async def test_killed_while_awaiting_approval(
 
     good = approval_hash("send_wire_transfer", WIRE_ARGS)
     stale = approval_hash("send_wire_transfer", {**WIRE_ARGS, "amount": 50})
-    body = {"step": 2, "approver": "alice"}
+    body = {"saga_id": handle.id, "step": 2, "approver": "alice"}
     await handle.signal("approve", {**body, "payload_sha256": stale})  # no worker is up
     await handle.signal("approve", {**body, "payload_sha256": good})
     assert shop.wires() == []
@@ -391,8 +391,8 @@ async def test_one_kill_with_sagas_in_every_state(
     shop.set_fault("refund_delay", "0")
     digest = approval_hash("send_wire_transfer", WIRE_ARGS)
     decision = {"step": 2, "payload_sha256": digest, "approver": "alice"}
-    await approve.signal("approve", decision)
-    await reject.signal("reject", {**decision, "reason": "not today"})
+    await approve.signal("approve", {**decision, "saga_id": approve.id})
+    await reject.signal("reject", {**decision, "saga_id": reject.id, "reason": "not today"})
     workers.start()
 
     expected = {

@@ -75,7 +75,13 @@ async def pending(handle: Any) -> PendingApproval:
 
 
 def body(p: PendingApproval, **changes: Any) -> dict[str, Any]:
-    return {"step": p.step, "payload_sha256": p.payload_sha256, "approver": "alice", **changes}
+    return {
+        "saga_id": p.saga_id,
+        "step": p.step,
+        "payload_sha256": p.payload_sha256,
+        "approver": "alice",
+        **changes,
+    }
 
 
 def refusals(store: JournalStore, saga_id: str) -> list[Any]:
@@ -232,7 +238,7 @@ async def test_a_decision_for_a_step_not_reached_yet_waits_for_it(
     handle = await pg_saga(SagaInput(plan=[SHIP, WIRE]))
     await eventually(lambda: _ready([e for e in pg_store.entries(handle.id) if e.step == 1], 1))
     good = approval_hash(WIRE.tool, {**WIRE.args, "currency": "EUR"})
-    early = {"step": 2, "payload_sha256": good, "approver": "alice"}
+    early = {"saga_id": handle.id, "step": 2, "payload_sha256": good, "approver": "alice"}
     await handle.signal("approve", early)
     await handle.signal("approve", {**early, "step": 9})
 

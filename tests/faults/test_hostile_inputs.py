@@ -304,7 +304,12 @@ async def test_the_euros_to_cents_tool_sends_exactly_the_approved_amount(hostile
 
     p = await eventually(pending)
     assert p["payload"] == {"amount": 1250}
-    decision = {"step": p["step"], "payload_sha256": p["payload_sha256"], "approver": "alice"}
+    decision = {
+        "saga_id": p["saga_id"],
+        "step": p["step"],
+        "payload_sha256": p["payload_sha256"],
+        "approver": "alice",
+    }
     await handle.signal("approve", decision)
     result = await handle.result()
 

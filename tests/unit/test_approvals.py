@@ -165,7 +165,7 @@ def test_missing_hash_parses_so_the_judge_can_say_so(body: dict[str, Any]) -> No
 def test_matching_decision_is_accepted() -> None:
     pending = request()
     verdict = judge(pending, decision(pending), allowed_approvers=frozenset({"alice"}))
-    assert verdict == Verdict(accepted=True, refusal=None)
+    assert verdict == Verdict(accepted=True, refusal=None, approver="alice")
     assert judge(pending, decision(pending, saga_id=None)).accepted
 
 

@@ -26,6 +26,7 @@ async def pending(
 
 def decision(p: PendingApproval, **overrides: object) -> dict[str, object]:
     body: dict[str, object] = {
+        "saga_id": p.saga_id,
         "step": p.step,
         "payload_sha256": p.payload_sha256,
         "approver": "alice",

@@ -55,7 +55,11 @@ async def test_an_executed_row_missing_from_the_journal_fails_closed(saga, tmp_p
     assert _delete_entry(tmp_path / "journal.db", handle.id, 2, "EXECUTED") == 1
     assert [e.step for e in entries_of(saga.store, handle.id, "EXECUTED")] == [1]
 
-    decision = {"step": pending.step, "payload_sha256": pending.payload_sha256}
+    decision = {
+        "saga_id": handle.id,
+        "step": pending.step,
+        "payload_sha256": pending.payload_sha256,
+    }
     await handle.signal("reject", {**decision, "approver": "carol", "reason": "no"})
     result = await handle.result()
 
@@ -81,7 +85,11 @@ async def test_the_failure_type_names_the_missing_entry(saga, tmp_path) -> None:
     pending = await _pending(handle)
     assert _delete_entry(tmp_path / "journal.db", handle.id, 1, "EXECUTED") == 1
 
-    decision = {"step": pending.step, "payload_sha256": pending.payload_sha256}
+    decision = {
+        "saga_id": handle.id,
+        "step": pending.step,
+        "payload_sha256": pending.payload_sha256,
+    }
     await handle.signal("reject", {**decision, "approver": "carol", "reason": "no"})
     result = await handle.result()
 

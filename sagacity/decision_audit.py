@@ -1,0 +1,158 @@
+"""Re-checking every signed decision of a journal, offline.
+
+A decision entry (APPROVED or REJECTED by a person) of a saga that binds decisions
+carries its statement, its signature and the public key it was checked with. The
+auditor re-verifies each: the statement says what the entry says (saga, step, tool,
+payload hash, approve or reject, approver), the signature verifies over the statement's
+canonical bytes, and — given the approver registry — the key is enrolled to that person
+and was valid when the entry was recorded (the entry's time is in the hash chain; the
+statement's own `issued_at` is the signer's claim). The requester claim of SAGA_OPENED
+is checked the same way. Problems name the entry's seq.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sagacity.decision_statement import DECISION_TYPE, request_statement, statement_bytes
+from sagacity.entry import JournalEntry
+from sagacity.phases import Phase
+from sagacity.registry import ApproverRegistry
+from sagacity.signing import KeyMaterialError, key_id_of, verify_signature
+
+
+@dataclass
+class DecisionAudit:
+    """Feed it every entry (`observe`), then read the tally and the problems."""
+
+    registry: ApproverRegistry | None = None
+    signed: int = 0
+    unsigned: int = 0
+    problems: list[tuple[str, int, str]] = field(default_factory=list)
+    """(saga id, seq, what is wrong)."""
+
+    def observe(self, entry: JournalEntry) -> None:
+        if entry.phase in (Phase.APPROVED, Phase.REJECTED):
+            self._decision(entry)
+        elif entry.phase is Phase.SAGA_OPENED:
+            self._requester(entry)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def _problem(self, entry: JournalEntry, text: str) -> None:
+        self.problems.append((entry.saga_id, entry.seq, text))
+
+    def _key(self, entry: JournalEntry, key_id: Any, embedded: Any) -> tuple[str, str] | None:
+        """(owner, public key) to check with, or None after recording a problem."""
+        if self.registry is not None:
+            key = self.registry.key(key_id) if isinstance(key_id, str) else None
+            if key is None:
+                self._problem(entry, f"key {key_id} is not in the approver registry")
+                return None
+            problem = key.invalid_at(entry.recorded_at)
+            if problem is not None:
+                self._problem(entry, f"{problem}, but the entry was recorded at "
+                              f"{entry.recorded_at:%Y-%m-%dT%H:%M:%SZ}")  # fmt: skip
+                return None
+            return key.approver, key.public_key
+        if not isinstance(embedded, dict):
+            self._problem(entry, "a signed decision without its key")
+            return None
+        public, owner = embedded.get("public_key"), embedded.get("approver")
+        try:
+            if key_id_of(str(public)) != key_id:
+                raise KeyMaterialError("key id mismatch")
+        except (KeyMaterialError, TypeError):
+            self._problem(entry, f"the key journaled with the decision is not key {key_id}")
+            return None
+        return str(owner), str(public)
+
+    def _decision(self, entry: JournalEntry) -> None:
+        evidence = entry.input
+        if not isinstance(evidence, dict) or "statement" not in evidence:
+            if not (entry.actor or "").startswith("sagacity:"):
+                self.unsigned += 1  # a saga from before decision statements
+            return
+        stmt, signature = evidence.get("statement"), evidence.get("signature")
+        result = entry.result if isinstance(entry.result, dict) else {}
+        if not isinstance(stmt, dict) or stmt.get("type") != DECISION_TYPE:
+            self._problem(entry, "the decision's statement is not a decision statement")
+            return
+        expected = {
+            "saga_id": entry.saga_id,
+            "step": entry.step,
+            "tool": entry.tool,
+            "decision": "approve" if entry.phase is Phase.APPROVED else "reject",
+            "approver": entry.actor,
+            "payload_sha256": result.get("payload_sha256"),
+        }
+        for name, value in expected.items():
+            if stmt.get(name) != value and not (name == "tool" and stmt.get(name) == ""):
+                self._problem(
+                    entry, f"the statement's {name} is {stmt.get(name)!r}, the entry's {value!r}"
+                )
+                return
+        if signature is None:
+            self.unsigned += 1
+            if result.get("registry") is not None:
+                self._problem(
+                    entry, "an unsigned decision accepted where a registry was configured"
+                )
+            return
+        key = self._key(entry, stmt.get("key_id"), result.get("key"))
+        if key is None:
+            return
+        owner, public = key
+        if owner != entry.actor:
+            self._problem(
+                entry, f"key {stmt.get('key_id')} belongs to {owner!r}, not {entry.actor!r}"
+            )
+            return
+        if not verify_signature(public, statement_bytes(stmt), signature):
+            self._problem(
+                entry, f"the signature of {entry.actor!r} does not verify over the statement"
+            )
+            return
+        self.signed += 1
+
+    def _requester(self, entry: JournalEntry) -> None:
+        opened = entry.input if isinstance(entry.input, dict) else {}
+        claim = opened.get("requester")
+        if not isinstance(claim, dict) or not claim.get("verified"):
+            return
+        stmt = claim.get("statement")
+        if not isinstance(stmt, dict) or stmt != request_statement(
+            saga_id=entry.saga_id,
+            requester=str(claim.get("requester")),
+            issued_at=str(stmt.get("issued_at")),
+            key_id=str(stmt.get("key_id")),
+        ):
+            self._problem(entry, "the requester's statement is not a request for this saga")
+            return
+        key = self._key(entry, stmt.get("key_id"), claim.get("key"))
+        if key is None:
+            return
+        owner, public = key
+        if owner != claim.get("requester"):
+            self._problem(entry, f"the requester's key belongs to {owner!r}")
+        elif not verify_signature(public, statement_bytes(stmt), str(claim.get("signature"))):
+            self._problem(entry, "the requester's signature does not verify")
+        else:
+            self.signed += 1
+
+    def summary(self) -> str:
+        checked = (
+            "against the approver registry"
+            if self.registry
+            else "with the keys journaled (no registry given: enrollment not checked)"
+        )
+        return (
+            f"signatures: {self.signed} verified {checked}; {self.unsigned} unsigned "
+            f"decision(s); {len(self.problems)} problem(s)"
+        )
+
+
+__all__ = ["DecisionAudit"]

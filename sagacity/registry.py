@@ -1,0 +1,260 @@
+"""The approver registry: which key belongs to which person, in which groups, and when.
+
+The worker loads it from a JSON file (`SAGACITY_APPROVERS`, `--approvers`), and a saga
+asks for the one key a decision names at the moment the decision arrives, so a
+revocation counts from the next decision on, without restarting anything. The same file
+is what an auditor passes to `verify-file` to re-check every signature offline.
+
+Keys are never removed: a key that should no longer count is revoked (or given an end of
+validity), so every decision ever accepted stays verifiable. Every change bumps the
+registry's `version`, and each judged decision journals the version and SHA-256 of the
+registry it was judged against, so which registry allowed what is itself evidence.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Literal, Self
+
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import ValidationError as PydanticValidationError
+
+from sagacity.canonical import canonical_bytes, sha256_hex
+from sagacity.entry import check_name
+from sagacity.errors import SagacityError
+from sagacity.signing import KeyMaterialError, key_id_of
+
+REGISTRY_TYPE: Literal["sagacity/approver-registry/v1"] = "sagacity/approver-registry/v1"
+MAX_KEYS = 10_000
+MAX_GROUPS = 64
+
+
+class RegistryError(SagacityError, ValueError):
+    """A registry file that is not a valid approver registry, or a change it refuses."""
+
+
+def _person(value: str) -> str:
+    from sagacity.approvals import is_reserved_actor  # the judge's rule, one definition
+
+    check_name(value, "approver")
+    if is_reserved_actor(value):
+        raise ValueError("names that read as 'sagacity:' belong to the saga itself")
+    return value
+
+
+def _group(value: str) -> str:
+    check_name(value, "group")
+    return value
+
+
+_Name = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_person)]
+_Group = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_group)]
+
+
+def _when(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class EnrolledKey(BaseModel):
+    """One person's public key as the registry enrolls it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    approver: _Name
+    key_id: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")]
+    public_key: Annotated[str, Field(min_length=44, max_length=44)]
+    groups: Annotated[list[_Group], Field(max_length=MAX_GROUPS)] = Field(default_factory=list)
+    valid_from: AwareDatetime
+    valid_until: AwareDatetime | None = None
+    revoked_at: AwareDatetime | None = None
+
+    @model_validator(mode="after")
+    def _own_id(self) -> Self:
+        try:
+            actual = key_id_of(self.public_key)
+        except KeyMaterialError as exc:
+            raise ValueError(str(exc)) from None
+        if actual != self.key_id:
+            raise ValueError(f"key_id {self.key_id} is not the id of its public key ({actual})")
+        if self.valid_until is not None and self.valid_until <= self.valid_from:
+            raise ValueError("valid_until is not after valid_from")
+        return self
+
+    def invalid_at(self, moment: datetime) -> str | None:
+        """Why this key does not count at `moment`, or None when it does."""
+        whose = f"key {self.key_id} of {self.approver}"
+        if moment < self.valid_from:
+            return f"{whose} is valid from {_when(self.valid_from)}"
+        if self.revoked_at is not None and moment >= self.revoked_at:
+            return f"{whose} was revoked at {_when(self.revoked_at)}"
+        if self.valid_until is not None and moment >= self.valid_until:
+            return f"{whose} expired at {_when(self.valid_until)}"
+        return None
+
+
+class ApproverRegistry(BaseModel):
+    """Every key ever enrolled, with its validity; see the module docstring."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: Literal["sagacity/approver-registry/v1"] = REGISTRY_TYPE
+    version: Annotated[int, Field(ge=1)] = 1
+    keys: Annotated[list[EnrolledKey], Field(max_length=MAX_KEYS)] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique(self) -> Self:
+        seen: set[str] = set()
+        for key in self.keys:
+            if key.key_id in seen:
+                raise ValueError(f"key {key.key_id} is enrolled twice")
+            seen.add(key.key_id)
+        return self
+
+    @property
+    def sha256(self) -> str:
+        """SHA-256 of the registry's canonical JSON: which registry judged a decision."""
+        return sha256_hex(canonical_bytes(self.model_dump(mode="json"), what="registry"))
+
+    def key(self, key_id: str) -> EnrolledKey | None:
+        return next((k for k in self.keys if k.key_id == key_id), None)
+
+    def enroll(
+        self,
+        approver: str,
+        public_key: str,
+        *,
+        valid_from: datetime,
+        groups: list[str] | None = None,
+        valid_until: datetime | None = None,
+    ) -> ApproverRegistry:
+        """The next version, with one more key."""
+        try:
+            key = EnrolledKey(
+                approver=approver,
+                key_id=key_id_of(public_key),
+                public_key=public_key,
+                groups=sorted(set(groups or [])),
+                valid_from=valid_from,
+                valid_until=valid_until,
+            )
+        except (KeyMaterialError, PydanticValidationError) as exc:
+            raise RegistryError(f"cannot enroll this key: {exc}") from None
+        if self.key(key.key_id) is not None:
+            raise RegistryError(f"key {key.key_id} is already enrolled")
+        return self._next([*self.keys, key])
+
+    def revoke(self, key_id: str, at: datetime) -> ApproverRegistry:
+        """The next version, with `key_id` revoked from `at` on (decisions it signed
+        before then stay valid evidence)."""
+        key = self.key(key_id)
+        if key is None:
+            raise RegistryError(f"no key {key_id} in the registry")
+        if key.revoked_at is not None:
+            raise RegistryError(f"key {key_id} was already revoked at {key.revoked_at}")
+        revoked = key.model_copy(update={"revoked_at": at})
+        return self._next([revoked if k.key_id == key_id else k for k in self.keys])
+
+    def _next(self, keys: list[EnrolledKey]) -> ApproverRegistry:
+        return ApproverRegistry(version=self.version + 1, keys=keys)
+
+    @classmethod
+    def load(cls, path: Path) -> ApproverRegistry:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise RegistryError(f"cannot read approver registry {path}: {exc.strerror}") from None
+        try:
+            return cls.model_validate(json.loads(text))
+        except (ValueError, PydanticValidationError) as exc:
+            raise RegistryError(f"{path} is not a valid approver registry: {exc}") from None
+
+    def save(self, path: Path) -> None:
+        """Write atomically (a reader never sees half a registry)."""
+        text = json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+
+
+class KeyLookup(BaseModel):
+    """What a saga learns from its worker about the key a decision names: whether a
+    registry is configured at all, which version, and the key (None when unknown)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    configured: bool
+    version: int | None = None
+    sha256: str | None = None
+    key: EnrolledKey | None = None
+
+    @property
+    def registry_ref(self) -> dict[str, object] | None:
+        if not self.configured:
+            return None
+        return {"version": self.version, "sha256": self.sha256}
+
+
+class RegistryFile:
+    """The worker's view of a registry file, re-read when the file changes, so enrolling
+    or revoking a key takes effect for the next decision. A file that stops being valid
+    keeps the last good version in force (logged by the caller through `problem`), never
+    an empty registry: failing open would accept nothing new but refuse nothing either."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._stamp: tuple[int, int] | None = None
+        self._registry = ApproverRegistry.load(path)  # a bad file fails the worker's start
+        self._stamp = self._stat()
+        self.problem: str | None = None
+
+    def _stat(self) -> tuple[int, int] | None:
+        try:
+            st = self.path.stat()
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    def current(self) -> ApproverRegistry:
+        with self._lock:
+            stamp = self._stat()
+            if stamp is not None and stamp != self._stamp:
+                try:
+                    fresh = ApproverRegistry.load(self.path)
+                except RegistryError as exc:
+                    self.problem = str(exc)
+                else:
+                    if fresh.version < self._registry.version:
+                        self.problem = (
+                            f"{self.path} has version {fresh.version}, older than the "
+                            f"version {self._registry.version} in force; kept the newer one"
+                        )
+                    else:
+                        self._registry, self.problem = fresh, None
+                self._stamp = stamp
+            return self._registry
+
+    def lookup(self, key_id: str | None) -> KeyLookup:
+        registry = self.current()
+        return KeyLookup(
+            configured=True,
+            version=registry.version,
+            sha256=registry.sha256,
+            key=registry.key(key_id) if key_id else None,
+        )
+
+
+__all__ = [
+    "ApproverRegistry",
+    "EnrolledKey",
+    "KeyLookup",
+    "RegistryError",
+    "RegistryFile",
+]

@@ -1,0 +1,130 @@
+"""`sagacity keys`: make an approver's key pair, enroll it in a registry, revoke it.
+
+`keys new` runs on the approver's own machine: the private key file (mode 0600) never
+leaves it; what it prints is the public half, for whoever keeps the registry. `keys
+enroll` and `keys revoke` edit a registry file, each change a new version.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sagacity.errors import SagacityError
+from sagacity.registry import ApproverRegistry
+from sagacity.signing import SigningKey, key_id_of
+from sagacity.worker.cli_common import fail, say
+
+keys = typer.Typer(help="Approvers' signing keys and the approver registry.", no_args_is_help=True)
+
+Registry = Annotated[
+    Path,
+    typer.Option(
+        "--registry",
+        envvar="SAGACITY_APPROVERS",
+        help="the registry file (created if missing) \\[env: SAGACITY_APPROVERS]",
+        show_envvar=False,
+    ),
+]
+
+
+def _when(text: str | None, what: str) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise fail(f"{what} {text!r} is not an ISO 8601 time (e.g. 2027-01-31T00:00:00Z)") from None
+    if moment.tzinfo is None:
+        raise fail(f"{what} {text!r} has no time zone; add Z or +01:00")
+    return moment.astimezone(UTC)
+
+
+@keys.command("new")
+def new(
+    approver: Annotated[str, typer.Option(help="whose key this is (their registry identity)")],
+    out: Annotated[
+        Path | None, typer.Option(help="key file to write (default: ./APPROVER.key)")
+    ] = None,
+) -> None:
+    """Make a key pair: the private key stays in a 0600 file; the public key is printed."""
+    path = out or Path(f"{approver}.key")
+    key = SigningKey.generate(approver)
+    try:
+        key.to_file(path)
+    except FileExistsError:
+        raise fail(f"{path} exists; a key file is never overwritten (choose --out)") from None
+    except OSError as exc:
+        raise fail(f"cannot write {path}: {exc.strerror}") from None
+    say(f"wrote {path} (mode 0600; keep it on this machine)")
+    say(json.dumps({"approver": approver, "key_id": key.key_id, "public_key": key.public_key}))
+    say(
+        f"enroll it: sagacity keys enroll --registry approvers.json --approver {approver} "
+        f"--public-key {key.public_key} [--group finance]"
+    )
+
+
+@keys.command("enroll")
+def enroll(
+    registry: Registry,
+    approver: Annotated[str, typer.Option(help="the person the key belongs to")],
+    public_key: Annotated[str, typer.Option(help="base64 public key from `keys new`")],
+    group: Annotated[list[str] | None, typer.Option(help="a group (repeatable)")] = None,
+    valid_from: Annotated[str | None, typer.Option(help="ISO time (default: now)")] = None,
+    valid_until: Annotated[str | None, typer.Option(help="ISO time (default: no end)")] = None,
+) -> None:
+    """Enroll a public key in the registry (a new registry version)."""
+    try:
+        current = ApproverRegistry.load(registry) if registry.exists() else None
+        start = _when(valid_from, "--valid-from") or datetime.now(UTC)
+        base = current or ApproverRegistry(version=1, keys=[])
+        updated = base.enroll(
+            approver,
+            public_key,
+            valid_from=start,
+            groups=group,
+            valid_until=_when(valid_until, "--valid-until"),
+        )
+        if current is None:  # a new registry starts at version 1 with its first key
+            updated = ApproverRegistry(version=1, keys=updated.keys)
+        updated.save(registry)
+    except SagacityError as exc:
+        raise fail(str(exc)) from None
+    say(
+        f"enrolled key {key_id_of(public_key)} of {approver} in {registry} "
+        f"(version {updated.version}, sha256 {updated.sha256[:16]}…)"
+    )
+
+
+@keys.command("revoke")
+def revoke(
+    registry: Registry,
+    key_id: Annotated[str, typer.Argument(help="the key id to revoke")],
+    at: Annotated[str | None, typer.Option(help="ISO time (default: now)")] = None,
+) -> None:
+    """Revoke a key from now (or --at) on; its earlier decisions stay verifiable."""
+    try:
+        updated = ApproverRegistry.load(registry).revoke(
+            key_id, _when(at, "--at") or datetime.now(UTC)
+        )
+        updated.save(registry)
+    except SagacityError as exc:
+        raise fail(str(exc)) from None
+    say(f"revoked key {key_id} in {registry} (version {updated.version})")
+
+
+@keys.command("list")
+def list_keys(registry: Registry) -> None:
+    """The registry's keys, with their groups and validity."""
+    try:
+        reg = ApproverRegistry.load(registry)
+    except SagacityError as exc:
+        raise fail(str(exc)) from None
+    say(f"{registry}: version {reg.version}, sha256 {reg.sha256}")
+    for k in reg.keys:
+        state = "revoked " + k.revoked_at.isoformat() if k.revoked_at else "valid"
+        say(f"  {k.key_id}  {k.approver}  groups={','.join(k.groups) or '-'}  {state}")
