@@ -60,8 +60,8 @@ _AFTER_CLOSE_IS_MOOT = {Phase.APPROVAL_REFUSED.value, Phase.SAGA_CLOSED.value}
 """Journal errors that no retry can fix: raised as non-retryable failures."""
 
 __all__ = [
-    "CHECK_PLAN",
     "APPROVER_KEY",
+    "CHECK_PLAN",
     "CHECK_RESUME",
     "COMPENSATE",
     "FENCE_STEP",

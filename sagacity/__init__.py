@@ -4,6 +4,7 @@ Never imports temporalio (a test pins it): the core is engine-agnostic, which is
 makes another engine or framework adapter possible.
 """
 
+from sagacity.approval_policy import ApprovalPolicy, ApprovalRequirement, ArgRule
 from sagacity.approvals import (
     ApprovalDecision,
     ApprovalRequest,
@@ -19,6 +20,8 @@ from sagacity.audit import export_jsonl, verify_all, verify_jsonl, verify_store
 from sagacity.canonical import canonical_bytes, canonical_text, payload_sha256
 from sagacity.chain import GENESIS_HASH, BreakReason, VerifyReport, verify_chain
 from sagacity.compensation import CompensationPlan, plan_compensation
+from sagacity.decision_audit import DecisionAudit
+from sagacity.decision_statement import signed_decision, signed_request
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import (
     AuditFileError,
@@ -37,6 +40,8 @@ from sagacity.errors import (
     UnknownToolError,
 )
 from sagacity.phases import Phase, SagaStatus
+from sagacity.registry import ApproverRegistry
+from sagacity.signing import SigningKey
 from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox, ToolResultError, ToolSpec
 from sagacity.tools import (
@@ -52,11 +57,16 @@ from sagacity.tools import (
 __all__ = [
     "GENESIS_HASH",
     "ApprovalDecision",
+    "ApprovalPolicy",
     "ApprovalRequest",
+    "ApprovalRequirement",
+    "ApproverRegistry",
+    "ArgRule",
     "AuditFileError",
     "BreakReason",
     "CompensationContext",
     "CompensationPlan",
+    "DecisionAudit",
     "EntryDraft",
     "InvalidEntryError",
     "JournalConflictError",
@@ -72,6 +82,7 @@ __all__ = [
     "SagaClosedError",
     "SagaStatus",
     "SagacityError",
+    "SigningKey",
     "StoreUnavailableError",
     "ToolContext",
     "ToolInputError",
@@ -97,6 +108,8 @@ __all__ = [
     "parse_decision",
     "payload_sha256",
     "plan_compensation",
+    "signed_decision",
+    "signed_request",
     "tool",
     "verify_all",
     "verify_chain",

@@ -15,9 +15,8 @@ from temporalio.worker import Worker
 
 from sagacity.activities import activity_queue
 from sagacity.activities.model_clients import ModelClient
-from pathlib import Path
-from sagacity.registry import RegistryFile
 from sagacity.errors import SagacityError
+from sagacity.registry import RegistryFile
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
 from sagacity.worker.plugin import SagacityPlugin

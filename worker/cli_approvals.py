@@ -11,15 +11,15 @@ module's prompt as its `confirm`.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from sagacity.worker.cli_common import console, fail, note, run, say, settings_of
-from sagacity.worker.client import connect
-from pathlib import Path
 from sagacity.errors import SagacityError
 from sagacity.signing import SigningKey
+from sagacity.worker.cli_common import console, fail, note, run, say, settings_of
+from sagacity.worker.client import connect
 from sagacity.worker.confusables import payload_warnings
 from sagacity.worker.render import pending_panel, text_warning_lines
 from sagacity.worker.saga_client import SagaClient
@@ -123,9 +123,7 @@ def _decide(
         return confirmed
 
     async def main() -> DecisionResult:
-        client = SagaClient(
-            await connect(settings), task_queue=settings.task_queue, signer=signer
-        )
+        client = SagaClient(await connect(settings), task_queue=settings.task_queue, signer=signer)
         return await client.decide(
             saga_id,
             approve=approve,
@@ -159,8 +157,8 @@ def approve(
         key=key,
     )
     say(
-        f"approved step {result.step} of saga {saga_id} as {result.approver or approver}: journaled APPROVED at "
-        f"seq {result.seq}, hash {result.hash}"
+        f"approved step {result.step} of saga {saga_id} as {result.approver or approver}: "
+        f"journaled APPROVED at seq {result.seq}, hash {result.hash}"
         + (f"; still needed: {result.needs}" if result.needs else "")
     )
 
@@ -188,6 +186,7 @@ def reject(
         key=key,
     )
     say(
-        f"rejected step {result.step} of saga {saga_id} as {result.approver or approver}: journaled REJECTED at "
-        f"seq {result.seq}, hash {result.hash}; the saga compensates its executed steps"
+        f"rejected step {result.step} of saga {saga_id} as {result.approver or approver}: "
+        f"journaled REJECTED at seq {result.seq}, hash {result.hash}; the saga compensates "
+        "its executed steps"
     )

@@ -24,11 +24,11 @@ from typing import Annotated, TextIO
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from sagacity.decision_audit import DecisionAudit
-from sagacity.registry import ApproverRegistry
 from sagacity.audit import export_jsonl, verify_jsonl, verify_store
 from sagacity.chain import VerifyReport
+from sagacity.decision_audit import DecisionAudit
 from sagacity.errors import JournalError
+from sagacity.registry import ApproverRegistry
 from sagacity.stores import JournalStore
 from sagacity.worker.cli_common import (
     console,

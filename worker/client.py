@@ -38,9 +38,9 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from sagacity.approvals import approval_hash
 from sagacity.decision_statement import signed_decision
-from sagacity.signing import SigningKey
 from sagacity.errors import SagacityError
 from sagacity.phases import SagaStatus
+from sagacity.signing import SigningKey
 from sagacity.worker.app import connect as _connect
 from sagacity.worker.settings import Settings
 from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS

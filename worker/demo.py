@@ -21,8 +21,8 @@ from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox
 from sagacity.worker.app import new_worker
 from sagacity.worker.devserver import start_dev_server
-from sagacity.worker.saga_client import SagaClient
 from sagacity.worker.render import journal_table, verify_line
+from sagacity.worker.saga_client import SagaClient
 from sagacity.worker.settings import Settings
 from sagacity.workflows.models import SagaInput, ToolCall
 
@@ -76,8 +76,8 @@ async def _approve_when_pending(approver: SagaClient, saga_id: str, console: Con
     )
     decided = await approver.approve(saga_id)
     console.print(
-        f"  approved by {decided.approver} (signed with key {approver.signer and approver.signer.key_id}), "
-        f"journaled at seq {decided.seq}"
+        f"  approved by {decided.approver} (signed with key "
+        f"{approver.signer and approver.signer.key_id}), journaled at seq {decided.seq}"
     )
 
 

@@ -26,8 +26,8 @@ The user's own workflows and activities stay on the worker, on its own task queu
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
@@ -39,8 +39,8 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from sagacity.activities import SagaActivities, activity_queue
 from sagacity.activities.model_clients import ModelClient
-from sagacity.registry import RegistryFile
 from sagacity.errors import SagacityError
+from sagacity.registry import RegistryFile
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
 from sagacity.worker.search_attributes import register_search_attributes

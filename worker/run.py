@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import signal
 from datetime import timedelta
-
 from pathlib import Path
-from sagacity.registry import RegistryFile
+
 from sagacity.activities.openai_model import OpenAIChatModel
+from sagacity.registry import RegistryFile
 from sagacity.stores import open_store
 from sagacity.worker.app import connect, load_toolbox, load_workflow, new_worker
 from sagacity.worker.search_attributes import register_search_attributes

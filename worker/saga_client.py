@@ -28,12 +28,12 @@ from temporalio.envconfig import ClientConfig
 
 from sagacity.audit import verify_store
 from sagacity.chain import VerifyReport
+from sagacity.decision_statement import signed_request
 from sagacity.entry import JournalEntry
+from sagacity.signing import SigningKey
 from sagacity.stores import JournalStore
 from sagacity.worker import client as api
 from sagacity.worker.plugin import saga_converter
-from sagacity.decision_statement import signed_request
-from sagacity.signing import SigningKey
 from sagacity.workflows.models import (
     DecisionResult,
     PendingApproval,

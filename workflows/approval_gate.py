@@ -250,7 +250,8 @@ class ApprovalGate:
                 self._decided_steps.add(request.step)
                 reason = f"approval timed out after {timeout.total_seconds():g}s"
                 if self._counted:
-                    reason += f" with {self._requirement.needs(len(self._live_counted(workflow.now())))} still missing"
+                    live = len(self._live_counted(workflow.now()))
+                    reason += f" with {self._requirement.needs(live)} still missing"
                 ref = await self._journal_rejection(request, TIMEOUT_ACTOR, reason)
                 return GateDecision(False, TIMEOUT_ACTOR, reason, ref)
             vote = self._votes.pop(0)
@@ -452,7 +453,9 @@ class ApprovalGate:
         judged = self._verdict(raw, approve, lookup, arrived)
         return judged if isinstance(judged, Refusal) else (*judged, lookup)
 
-    def _accept(self, decision: ApprovalDecision, verdict: Verdict, lookup: KeyLookup | None) -> int:
+    def _accept(
+        self, decision: ApprovalDecision, verdict: Verdict, lookup: KeyLookup | None
+    ) -> int:
         """Count an accepted decision: returns its vote number (bound sagas)."""
         if not self._bound:
             self._decision = decision
@@ -553,7 +556,9 @@ class ApprovalGate:
                 "approver": verdict.approver,
                 "approvals": len(self._counted) if decision.approve else None,
                 "quorum": self._requirement.quorum,
-                "needs": None if step in self._decided_steps else self._requirement.needs(len(self._counted)),
+                "needs": None
+                if step in self._decided_steps
+                else self._requirement.needs(len(self._counted)),
             }
         return DecisionResult(
             accepted=True, step=step, approve=decision.approve, seq=ref.seq, hash=ref.hash, **extra

@@ -58,8 +58,8 @@ from sagacity.workflows.inspection import (
     steps_markdown,
 )
 from sagacity.workflows.pinned import PinnedActivities
-from sagacity.workflows.requester import check_requester
 from sagacity.workflows.reporting import fit_result, step_report
+from sagacity.workflows.requester import check_requester
 from sagacity.workflows.saga_handlers import SagaDoors
 
 T = TypeVar("T")

@@ -121,6 +121,8 @@ def test_public_api_is_pinned() -> None:
             "compensable", "compensation", "export_jsonl", "irreversible", "judge",
             "open_store", "parse_decision", "payload_sha256", "plan_compensation", "tool",
             "verify_all", "verify_chain", "verify_jsonl", "verify_store",
+            "ApprovalPolicy", "ApprovalRequirement", "ApproverRegistry", "ArgRule",
+            "DecisionAudit", "SigningKey", "signed_decision", "signed_request",
         ]
     )  # fmt: skip
     for name in sagacity.__all__:
