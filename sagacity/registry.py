@@ -39,7 +39,7 @@ class RegistryError(SagacityError, ValueError):
 
 
 def _person(value: str) -> str:
-    from sagacity.approvals import is_reserved_actor  # the judge's rule, one definition
+    from sagacity.approval_models import is_reserved_actor  # the judge's rule, one definition
 
     check_name(value, "approver")
     if is_reserved_actor(value):

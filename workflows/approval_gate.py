@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -62,13 +61,19 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.workflows.models import DecisionResult, PendingApproval
 
 from sagacity.workflows.approval_evidence import bounded, field, message
+from sagacity.workflows.approval_votes import (
+    TIMEOUT_ACTOR,
+    Accepted,
+    GateDecision,
+    Journal,
+    Vote,
+    Voting,
+)
 
-Journal = Callable[[JournalEventInput], Awaitable[EntryRef]]
 Lookup = Callable[[str | None], Awaitable[KeyLookup]]
 BOUND_DECISIONS = "signed-decisions"
 """Patch id: sagas that judge decisions bound to saga and tool, signed where a registry
 is configured, against an approval requirement (quorum, groups, requester)."""
-TIMEOUT_ACTOR = "sagacity:timeout"
 CANCELLED_ACTOR = "sagacity:cancelled"
 FAILED_ACTOR = "sagacity:failed"
 """Actor of the REJECTED that closes a request the saga stopped waiting for because of a
@@ -85,30 +90,7 @@ DEFERRED_LIMIT = 32
 decision is a coroutine the workflow keeps; junk naming future steps cannot pile up)."""
 
 
-@dataclass(frozen=True)
-class GateDecision:
-    approve: bool
-    actor: str | None
-    reason: str
-    entry: EntryRef
-
-
-Accepted = tuple[ApprovalDecision, Verdict, KeyLookup | None]
-
-
-@dataclass(frozen=True)
-class Vote:
-    """An accepted decision of a bound saga, waiting to be journaled by the saga."""
-
-    number: int
-    decision: ApprovalDecision
-    approver: str
-    lookup: KeyLookup | None
-    final: bool
-    """Whether journaling it decides the request (a rejection, or the last approval)."""
-
-
-class ApprovalGate:
+class ApprovalGate(Voting):
     def __init__(
         self,
         saga_id: str,
@@ -226,84 +208,6 @@ class ApprovalGate:
     async def _ask(self, key_id: str | None) -> KeyLookup:
         assert self._lookup is not None
         return await self._lookup(key_id)
-
-    def _live_counted(self, now: datetime) -> list[tuple[str, datetime]]:
-        expiry = self._requirement.expires_after_seconds
-        if expiry is None:
-            return self._counted
-        return [(who, at) for who, at in self._counted if now < at + timedelta(seconds=expiry)]
-
-    async def _gather(self, request: ApprovalRequest, timeout: timedelta) -> GateDecision:
-        """Journal accepted votes one by one until a rejection or the quorum, or time out."""
-        assert request.deadline is not None
-        first = True
-        while True:
-            # The first wait is the request's whole timeout; later ones what is left of it.
-            left = timeout if first else request.deadline - workflow.now()
-            first = False
-            try:
-                if left <= timedelta(0):
-                    raise TimeoutError
-                await workflow.wait_condition(lambda: bool(self._votes), timeout=left)
-            except TimeoutError:
-                self._pending, self._votes = None, []
-                self._decided_steps.add(request.step)
-                reason = f"approval timed out after {timeout.total_seconds():g}s"
-                if self._counted:
-                    live = len(self._live_counted(workflow.now()))
-                    reason += f" with {self._requirement.needs(live)} still missing"
-                ref = await self._journal_rejection(request, TIMEOUT_ACTOR, reason)
-                return GateDecision(False, TIMEOUT_ACTOR, reason, ref)
-            vote = self._votes.pop(0)
-            if vote.final:
-                self._pending, self._votes = None, []
-                self._decided_steps.add(request.step)
-            now = workflow.now()
-            if vote.decision.approve:
-                self._counted = [*self._live_counted(now), (vote.approver, now)]
-                self._approvals_journaled += 1
-            ref = await self._journal_vote(request, vote)
-            self._vote_refs[vote.number] = ref
-            if vote.final:
-                self._decision_refs[request.step] = ref
-                approvers = ", ".join(who for who, _ in self._counted)
-                actor = vote.approver if not vote.decision.approve else approvers
-                return GateDecision(
-                    vote.decision.approve, actor, vote.decision.reason or "rejected", ref
-                )
-
-    async def _journal_vote(self, request: ApprovalRequest, vote: Vote) -> EntryRef:
-        decision, lookup = vote.decision, vote.lookup
-        key = lookup.key if lookup is not None and decision.signed else None
-        result: dict[str, Any] = {
-            "payload_sha256": request.payload_sha256,
-            "reason": decision.reason,
-            "registry": lookup.registry_ref if lookup is not None else None,
-            "key": (
-                {"key_id": key.key_id, "public_key": key.public_key, "approver": key.approver}
-                if key is not None
-                else None
-            ),
-        }
-        if decision.approve:
-            result.update(
-                approvals=[who for who, _ in self._counted],
-                quorum=self._requirement.quorum,
-                quorum_met=vote.final,
-            )
-        return await self._journal(
-            JournalEventInput(
-                saga_id=self._saga_id,
-                phase=Phase.APPROVED if decision.approve else Phase.REJECTED,
-                step=request.step,
-                # One APPROVED per person counted: the nth approval is attempt n.
-                attempt=self._approvals_journaled if decision.approve else 1,
-                tool=request.tool,
-                actor=vote.approver,
-                input={"statement": decision.statement(), "signature": decision.signature},
-                result=result,
-            )
-        )
 
     async def _journal_decision(
         self, request: ApprovalRequest, decision: ApprovalDecision | None, timeout: timedelta
@@ -452,22 +356,6 @@ class ApprovalGate:
         # already decided), not against "nothing pending".
         judged = self._verdict(raw, approve, lookup, arrived)
         return judged if isinstance(judged, Refusal) else (*judged, lookup)
-
-    def _accept(
-        self, decision: ApprovalDecision, verdict: Verdict, lookup: KeyLookup | None
-    ) -> int:
-        """Count an accepted decision: returns its vote number (bound sagas)."""
-        if not self._bound:
-            self._decision = decision
-            return 0
-        self._vote_count += 1
-        approvals = len(self._live_counted(workflow.now())) + sum(
-            1 for v in self._votes if v.decision.approve
-        )
-        final = not decision.approve or approvals + 1 >= self._requirement.quorum
-        approver = verdict.approver or decision.approver
-        self._votes.append(Vote(self._vote_count, decision, approver, lookup, final))
-        return self._vote_count
 
     def _caught_up(self, step: int) -> bool:
         pending = self._pending
@@ -620,14 +508,3 @@ class ApprovalGate:
             deadline=req.deadline,
             **self._policy_view(),
         )
-
-    def _policy_view(self) -> dict[str, Any]:
-        if not self._bound:
-            return {}
-        counted = [who for who, _ in self._live_counted(workflow.now())]
-        return {
-            "requirement": self._requirement,
-            "approvals": counted,
-            "needs": self._requirement.needs(len(counted)),
-            "signatures_required": self._registry is not None and self._registry.configured,
-        }

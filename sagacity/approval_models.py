@@ -1,0 +1,236 @@
+"""What approvals are made of: the request, the decision, a refusal, a verdict, and the
+payload hash that binds them. Pure data; the judge is in sagacity.approvals."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, Self
+
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+
+from sagacity.canonical import JsonValue, payload_sha256
+from sagacity.decision_statement import decision_statement
+from sagacity.lookalikes import may_read_as, skeleton
+from sagacity.registry import EnrolledKey
+
+APPROVER_MAX_CHARS = 256
+RESERVED_ACTOR_PREFIX = "sagacity:"
+"""Actors the saga itself uses (`sagacity:timeout`, `sagacity:cancelled`...). No human
+decision may carry one, so the journal never shows a person's decision as the system's."""
+_RESERVED_WORD = RESERVED_ACTOR_PREFIX.rstrip(":")
+
+
+def is_reserved_actor(name: str) -> bool:
+    """Whether `name` reads as one of the saga's own actors: compared by its skeleton, so
+    fullwidth letters, a Cyrillic "a" (U+0430) or a zero-width space does not get through."""
+    if skeleton(name).startswith(RESERVED_ACTOR_PREFIX):
+        return True
+    # Written with anything outside ASCII, a name whose letters could read as "sagacity"
+    # is refused whatever follows them: look-alike colons and letters are too many to
+    # list (U+A4FD, U+0903, a Latin script g...). ASCII names keep the exact rule, so
+    # "sagacity-ops" stays a person's name.
+    return not name.isascii() and may_read_as(name, _RESERVED_WORD)
+
+
+REASON_MAX_CHARS = 2_000
+SAGA_ID_MAX_CHARS = 256
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def approval_payload(tool: str, args: JsonValue) -> dict[str, Any]:
+    """The value an approval hash covers: the tool name and its validated JSON args."""
+    return {"tool": tool, "args": args}
+
+
+def approval_hash(tool: str, args: JsonValue) -> str:
+    """SHA-256 (lowercase hex) of the canonical `approval_payload(tool, args)`; what a CLI
+    recomputes to show an approver the hash of the payload on screen."""
+    return payload_sha256(approval_payload(tool, args))
+
+
+def _hash_or_empty(value: str) -> str:
+    # Empty means "no hash given": it parses, and the judge refuses it as MISSING_HASH,
+    # which tells the approver what they actually forgot.
+    if not value.strip():
+        return ""
+    if not _HEX64.fullmatch(value):
+        raise ValueError("must be 64 lowercase hex characters, as shown by the pending request")
+    return value
+
+
+def _identifier(value: str) -> str:
+    # Approvers and saga ids are journaled as actors/ids, which refuse control characters.
+    if _CONTROL.search(value):
+        raise ValueError("must not contain control characters")
+    return _text(value)
+
+
+def _text(value: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode text (no lone surrogates)") from None
+    return value
+
+
+_SagaId = Annotated[str, Field(max_length=SAGA_ID_MAX_CHARS), AfterValidator(_identifier)]
+_Hash = Annotated[str, Field(max_length=64), AfterValidator(_hash_or_empty)]
+_Approver = Annotated[str, Field(max_length=APPROVER_MAX_CHARS), AfterValidator(_identifier)]
+_Reason = Annotated[str, Field(max_length=REASON_MAX_CHARS), AfterValidator(_text)]
+
+
+class ApprovalRequest(BaseModel):
+    """A pending approval: one irreversible step of one saga, with the payload and the
+    hash a decision must carry. Its hash is checked against its payload on construction,
+    so a request can never show one payload and accept approvals for another."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    saga_id: Annotated[str, Field(min_length=1, max_length=SAGA_ID_MAX_CHARS)]
+    step: Annotated[int, Field(ge=1)]
+    tool: Annotated[str, Field(min_length=1, max_length=256)]
+    payload: dict[str, Any]
+    payload_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    requested_at: AwareDatetime
+    deadline: AwareDatetime | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if self.payload_sha256 != approval_hash(self.tool, self.payload):
+            raise ValueError(
+                "payload_sha256 is not the hash of {tool, args}; build requests with "
+                "ApprovalRequest.for_call"
+            )
+        if self.deadline is not None and self.deadline < self.requested_at:
+            raise ValueError("deadline is before requested_at")
+        return self
+
+    @classmethod
+    def for_call(
+        cls,
+        saga_id: str,
+        step: int,
+        tool: str,
+        payload: dict[str, Any],
+        requested_at: datetime,
+        deadline: datetime | None = None,
+    ) -> ApprovalRequest:
+        """The request for running `tool` with `payload` (its validated JSON args)."""
+        return cls(
+            saga_id=saga_id,
+            step=step,
+            tool=tool,
+            payload=payload,
+            payload_sha256=approval_hash(tool, payload),
+            requested_at=requested_at,
+            deadline=deadline,
+        )
+
+    def expired(self, now: datetime) -> bool:
+        """True when `now` (an aware datetime the caller read) is past the deadline."""
+        return self.deadline is not None and now >= self.deadline
+
+
+class ApprovalDecision(BaseModel):
+    """A human's answer to a pending request. Strict types: a security decision is not
+    coerced ("yes" is not True, "3" is not step 3).
+
+    Signed decisions add `issued_at`, `key_id` and `signature`: the signature covers the
+    statement rebuilt from these fields (sagacity.decision_statement), so every field
+    that names what is decided is signed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    saga_id: _SagaId | None = None
+    step: Annotated[int, Field(ge=1)]
+    tool: Annotated[str, Field(max_length=256)] | None = None
+    payload_sha256: _Hash = ""
+    approver: _Approver = ""
+    approve: bool
+    reason: _Reason = ""
+    issued_at: Annotated[str, Field(max_length=32)] | None = None
+    key_id: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")] | None = None
+    signature: Annotated[str, Field(max_length=128)] | None = None
+
+    @property
+    def signed(self) -> bool:
+        return self.signature is not None or self.key_id is not None
+
+    def statement(self) -> dict[str, Any]:
+        """The statement this decision's signature must cover."""
+        return decision_statement(
+            saga_id=self.saga_id or "",
+            step=self.step,
+            tool=self.tool or "",
+            payload_sha256=self.payload_sha256,
+            approve=self.approve,
+            approver=self.approver,
+            reason=self.reason,
+            issued_at=self.issued_at or "",
+            key_id=self.key_id or "",
+        )
+
+
+class RefusalReason(StrEnum):
+    """Why a decision did not count. Stored in the journal, so the names are stable."""
+
+    MALFORMED = "MALFORMED"
+    NO_PENDING_REQUEST = "NO_PENDING_REQUEST"
+    WRONG_SAGA = "WRONG_SAGA"
+    WRONG_STEP = "WRONG_STEP"
+    MISSING_HASH = "MISSING_HASH"
+    HASH_MISMATCH = "HASH_MISMATCH"
+    EMPTY_APPROVER = "EMPTY_APPROVER"
+    APPROVER_NOT_ALLOWED = "APPROVER_NOT_ALLOWED"
+    ALREADY_DECIDED = "ALREADY_DECIDED"
+    RESERVED_APPROVER = "RESERVED_APPROVER"
+    WRONG_TOOL = "WRONG_TOOL"
+    UNSIGNED = "UNSIGNED"
+    UNKNOWN_KEY = "UNKNOWN_KEY"
+    BAD_SIGNATURE = "BAD_SIGNATURE"
+    KEY_NOT_VALID = "KEY_NOT_VALID"
+    APPROVER_MISMATCH = "APPROVER_MISMATCH"
+    STALE_STATEMENT = "STALE_STATEMENT"
+    NOT_IN_GROUP = "NOT_IN_GROUP"
+    DUPLICATE_APPROVER = "DUPLICATE_APPROVER"
+    REQUESTER_CANNOT_APPROVE = "REQUESTER_CANNOT_APPROVE"
+
+
+class Refusal(BaseModel):
+    """A refused decision: evidence to journal, and a sentence for the person who sent it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    reason: RefusalReason
+    detail: str
+
+
+class Verdict(BaseModel):
+    """The judge's answer: accepted, or refused with a reason. Never both."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    accepted: bool
+    refusal: Refusal | None = None
+    approver: str | None = None
+    """The identity the decision is recorded under: the registry's owner of the key for a
+    signed decision, the declared name otherwise."""
+    key: EnrolledKey | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> Self:
+        if self.accepted == (self.refusal is not None):
+            raise ValueError("a verdict is either accepted or carries a refusal")
+        return self
+
+    @classmethod
+    def accept(cls, approver: str | None = None, key: EnrolledKey | None = None) -> Verdict:
+        return cls(accepted=True, approver=approver, key=key)
+
+    @classmethod
+    def refuse(cls, reason: RefusalReason, detail: str) -> Verdict:
+        return cls(accepted=False, refusal=Refusal(reason=reason, detail=detail))

@@ -1,0 +1,156 @@
+"""The checks of a bound decision beyond its request: its signature and key, and the
+step's approval requirement (who, groups, the requester, a second approval). Pure and
+deterministic, so the workflow runs them in its own code; called by approvals.judge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sagacity.approval_models import ApprovalDecision, ApprovalRequest, RefusalReason, Verdict
+from sagacity.approval_policy import ApprovalRequirement
+from sagacity.decision_statement import statement_bytes
+from sagacity.entry import parse_timestamp
+from sagacity.registry import EnrolledKey, KeyLookup
+from sagacity.signing import verify_signature
+
+CLOCK_SKEW = timedelta(minutes=5)
+"""How far a statement's `issued_at` may be ahead of the saga's clock, or before the
+request it answers, and still count (machines' clocks differ)."""
+
+
+@dataclass(frozen=True)
+class JudgeContext:
+    """What the judge needs beyond the request and the decision, for sagas that bind
+    decisions fully (every saga started since signed decisions exist).
+
+    `lookup` is the worker's answer about the key the decision names (None only for
+    tests of the unsigned path); `counted` the identities whose approvals already count
+    towards the quorum."""
+
+    now: datetime
+    lookup: KeyLookup | None = None
+    requirement: ApprovalRequirement = field(default_factory=ApprovalRequirement)
+    requester: str | None = None
+    counted: frozenset[str] = frozenset()
+
+
+def check_signature(
+    pending: ApprovalRequest, decision: ApprovalDecision, context: JudgeContext
+) -> EnrolledKey | Verdict | None:
+    """The enrolled key that signed `decision`, a refusal, or None for an unsigned
+    decision where no registry is configured."""
+    lookup = context.lookup
+    configured = lookup is not None and lookup.configured
+    if not decision.signed:
+        if not configured:
+            return None
+        return Verdict.refuse(
+            RefusalReason.UNSIGNED,
+            "this saga's worker has an approver registry, so only signed decisions count; "
+            "decide with `sagacity approve --key YOUR_KEY_FILE` or SagaClient(signer=...)",
+        )
+    if decision.signature is None or decision.key_id is None or decision.issued_at is None:
+        return Verdict.refuse(
+            RefusalReason.BAD_SIGNATURE,
+            "a signed decision carries issued_at, key_id and signature together; "
+            "sign it with sagacity.decision_statement.signed_decision",
+        )
+    if decision.tool is None:
+        return Verdict.refuse(
+            RefusalReason.WRONG_TOOL,
+            "a signed decision names the tool it approves; sign the statement with its tool",
+        )
+    if lookup is None or not lookup.configured:
+        return Verdict.refuse(
+            RefusalReason.UNKNOWN_KEY,
+            f"the decision is signed by key {decision.key_id}, but this saga's worker has no "
+            "approver registry to check it against; configure one (SAGACITY_APPROVERS) or "
+            "send the decision unsigned",
+        )
+    key = lookup.key
+    if key is None or key.key_id != decision.key_id:
+        return Verdict.refuse(
+            RefusalReason.UNKNOWN_KEY,
+            f"key {decision.key_id} is not in the approver registry (version "
+            f"{lookup.version}); enroll it with `sagacity keys enroll` before deciding",
+        )
+    if not verify_signature(
+        key.public_key, statement_bytes(decision.statement()), decision.signature
+    ):
+        return Verdict.refuse(
+            RefusalReason.BAD_SIGNATURE,
+            f"the signature does not verify with key {key.key_id} over this decision's "
+            "statement (saga, step, tool, hash, decision, approver, reason, issued_at, key); "
+            "sign the decision you send, unchanged",
+        )
+    problem = key.invalid_at(context.now)
+    if problem is not None:
+        return Verdict.refuse(RefusalReason.KEY_NOT_VALID, f"{problem}; decide with a valid key")
+    if key.approver != decision.approver:
+        return Verdict.refuse(
+            RefusalReason.APPROVER_MISMATCH,
+            f"the decision says approver {decision.approver!r} but key {key.key_id} is "
+            f"enrolled to {key.approver!r}; a key decides only for its owner",
+        )
+    try:
+        issued = parse_timestamp(decision.issued_at)
+    except ValueError as exc:
+        return Verdict.refuse(RefusalReason.STALE_STATEMENT, f"issued_at: {exc}")
+    if issued > context.now + CLOCK_SKEW:
+        return Verdict.refuse(
+            RefusalReason.STALE_STATEMENT,
+            f"the statement is issued at {decision.issued_at}, in the future of the saga's "
+            "clock; check your machine's clock and sign again",
+        )
+    if issued < pending.requested_at - CLOCK_SKEW:
+        return Verdict.refuse(
+            RefusalReason.STALE_STATEMENT,
+            f"the statement is issued at {decision.issued_at}, before step {pending.step} "
+            "asked for approval; review the pending request and sign a new decision",
+        )
+    expiry = context.requirement.expires_after_seconds
+    if expiry is not None and issued < context.now - timedelta(seconds=expiry):
+        return Verdict.refuse(
+            RefusalReason.STALE_STATEMENT,
+            f"the statement is older than the {expiry:g}s this approval stays valid; "
+            "sign a new decision",
+        )
+    return key
+
+
+def check_requirement(
+    decision: ApprovalDecision, approver: str, key: EnrolledKey | None, context: JudgeContext
+) -> Verdict | None:
+    req = context.requirement
+    if req.approvers is not None and approver not in req.approvers:
+        return Verdict.refuse(
+            RefusalReason.APPROVER_NOT_ALLOWED,
+            f"approver {approver!r} may not decide this step (the policy allows "
+            f"{req.who()}); ask an allowed approver",
+        )
+    if req.groups is not None:
+        groups = set(key.groups) if key is not None else set()
+        if not groups & set(req.groups):
+            where = "" if key is not None else " (an unsigned decision has no registry groups)"
+            return Verdict.refuse(
+                RefusalReason.NOT_IN_GROUP,
+                f"approver {approver!r} is not in {' or '.join(req.groups) or 'any allowed group'}"
+                f"{where}; this step needs {req.needs(len(context.counted))}",
+            )
+    if not decision.approve:
+        return None
+    requester = context.requester
+    if req.separate_from_requester and requester is not None and approver == requester:
+        return Verdict.refuse(
+            RefusalReason.REQUESTER_CANNOT_APPROVE,
+            f"{approver!r} requested this saga and cannot approve its steps (separation of "
+            "duties); ask another approver",
+        )
+    if approver in context.counted:
+        return Verdict.refuse(
+            RefusalReason.DUPLICATE_APPROVER,
+            f"{approver!r} has already approved this step; it still needs "
+            f"{req.needs(len(context.counted))} (distinct people, whatever key they use)",
+        )
+    return None
