@@ -172,7 +172,12 @@ class SagaActivities:
         self._check_worker(req)
         if self.registry is None:
             return KeyLookup(configured=False)
-        lookup = self.registry.lookup(req.key_id)
+        try:
+            lookup = self.registry.lookup(req.key_id)
+        except Exception as exc:  # a registry that cannot answer must not stall a saga
+            raise ApplicationError(
+                f"approver registry unusable: {exc}", type="RegistryError", non_retryable=True
+            ) from exc
         if self.registry.problem:
             activity.logger.error("approver registry: %s", self.registry.problem)
         return lookup

@@ -15,8 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sagacity.approval_models import approval_hash
 from sagacity.decision_statement import DECISION_TYPE, request_statement, statement_bytes
-from sagacity.entry import JournalEntry
+from sagacity.entry import JournalEntry, parse_timestamp
+from sagacity.errors import SagacityError
+from sagacity.lookalikes import skeleton
 from sagacity.phases import Phase
 from sagacity.registry import ApproverRegistry
 from sagacity.signing import KeyMaterialError, key_id_of, verify_signature
@@ -32,11 +35,75 @@ class DecisionAudit:
     problems: list[tuple[str, int, str]] = field(default_factory=list)
     """(saga id, seq, what is wrong)."""
 
+    _saga: str | None = None
+    _requester_of: str | None = None
+    _verified_requester: bool = False
+    _requests: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """Per step of the current saga: the request's hash, requirement, registry, and who
+    approved it so far (as skeletons)."""
+
     def observe(self, entry: JournalEntry) -> None:
+        if entry.saga_id != self._saga:
+            self._saga, self._requester_of, self._verified_requester = entry.saga_id, None, False
+            self._requests = {}
         if entry.phase in (Phase.APPROVED, Phase.REJECTED):
             self._decision(entry)
         elif entry.phase is Phase.SAGA_OPENED:
             self._requester(entry)
+        elif entry.phase is Phase.AWAITING_APPROVAL:
+            self._request(entry)
+        elif entry.phase is Phase.INTENT and entry.step in self._requests:
+            self._intent(entry)
+
+    def _request(self, entry: JournalEntry) -> None:
+        """The request a decision must match: its hash is recomputed from its payload."""
+        payload = entry.input if isinstance(entry.input, dict) else {}
+        result = entry.result if isinstance(entry.result, dict) else {}
+        try:
+            digest = approval_hash(str(payload.get("tool")), payload.get("args"))
+        except SagacityError:
+            digest = None
+        if digest != result.get("payload_sha256") or payload.get("tool") != entry.tool:
+            self._problem(entry, "the request's payload_sha256 is not the hash of its payload")
+        approval = result.get("approval") if isinstance(result.get("approval"), dict) else None
+        if result.get("registry") is not None and not self._verified_requester:
+            self._problem(
+                entry, "a registry was configured, but the saga's requester is not verified"
+            )
+        self._requests[entry.step] = {
+            "sha256": result.get("payload_sha256"),
+            "approval": approval,
+            "registry": result.get("registry"),
+            "approved": set(),
+            "decided": False,
+        }
+
+    def _intent(self, entry: JournalEntry) -> None:
+        """The irreversible step runs what was approved, after its quorum, by others than
+        its requester (re-checked from the entries alone)."""
+        request = self._requests.pop(entry.step)
+        try:
+            ran = approval_hash(entry.tool, entry.input)
+        except SagacityError:
+            ran = None
+        if ran != request["sha256"]:
+            self._problem(entry, "the step ran other arguments than the approved payload")
+        approval = request["approval"]
+        if approval is None:
+            return  # a saga from before policies: one approval, checked by its entry
+        if len(request["approved"]) < int(approval.get("quorum") or 1):
+            self._problem(
+                entry,
+                f"the step ran after {len(request['approved'])} approval(s) of a quorum of "
+                f"{approval.get('quorum')}",
+            )
+        requester = self._requester_of
+        if (
+            approval.get("separate_from_requester")
+            and requester is not None
+            and skeleton(requester) in request["approved"]
+        ):
+            self._problem(entry, f"the requester {requester!r} approved their own step")
 
     @property
     def ok(self) -> bool:
@@ -72,12 +139,22 @@ class DecisionAudit:
 
     def _decision(self, entry: JournalEntry) -> None:
         evidence = entry.input
+        result = entry.result if isinstance(entry.result, dict) else {}
+        request = self._requests.get(entry.step)
+        if request is not None and result.get("payload_sha256") != request["sha256"]:
+            self._problem(entry, "the decision's payload_sha256 is not its request's")
+            return
+        if (entry.actor or "").startswith("sagacity:"):
+            return  # the saga's own rejection (timeout, cancel)
         if not isinstance(evidence, dict) or "statement" not in evidence:
-            if not (entry.actor or "").startswith("sagacity:"):
-                self.unsigned += 1  # a saga from before decision statements
+            if result.get("registry") is not None or (request or {}).get("registry") is not None:
+                self._problem(entry, "an unsigned decision where a registry was configured")
+                return
+            self.unsigned += 1  # a saga from before decision statements
+            if request is not None and entry.phase is Phase.APPROVED:
+                request["approved"].add(skeleton(entry.actor or ""))
             return
         stmt, signature = evidence.get("statement"), evidence.get("signature")
-        result = entry.result if isinstance(entry.result, dict) else {}
         if not isinstance(stmt, dict) or stmt.get("type") != DECISION_TYPE:
             self._problem(entry, "the decision's statement is not a decision statement")
             return
@@ -101,6 +178,8 @@ class DecisionAudit:
                 self._problem(
                     entry, "an unsigned decision accepted where a registry was configured"
                 )
+            elif request is not None and entry.phase is Phase.APPROVED:
+                request["approved"].add(skeleton(entry.actor or ""))
             return
         key = self._key(entry, stmt.get("key_id"), result.get("key"))
         if key is None:
@@ -116,12 +195,27 @@ class DecisionAudit:
                 entry, f"the signature of {entry.actor!r} does not verify over the statement"
             )
             return
+        if self.registry is not None:  # valid when signed too, not only when recorded
+            enrolled = self.registry.key(str(stmt.get("key_id")))
+            try:
+                issued = parse_timestamp(str(stmt.get("issued_at")))
+                late = enrolled.invalid_at(issued) if enrolled is not None else None
+            except ValueError:
+                late = "its issued_at is not a timestamp"
+            if late:
+                self._problem(entry, f"at the statement's issued_at: {late}")
+                return
         self.signed += 1
+        if request is not None and entry.phase is Phase.APPROVED:
+            request["approved"].add(skeleton(entry.actor or ""))
 
     def _requester(self, entry: JournalEntry) -> None:
         opened = entry.input if isinstance(entry.input, dict) else {}
         claim = opened.get("requester")
-        if not isinstance(claim, dict) or not claim.get("verified"):
+        if not isinstance(claim, dict):
+            return
+        self._requester_of = str(claim.get("requester"))
+        if not claim.get("verified"):
             return
         stmt = claim.get("statement")
         if not isinstance(stmt, dict) or stmt != request_statement(
@@ -142,6 +236,7 @@ class DecisionAudit:
             self._problem(entry, "the requester's signature does not verify")
         else:
             self.signed += 1
+            self._verified_requester = True
 
     def summary(self) -> str:
         checked = (

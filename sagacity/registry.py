@@ -108,11 +108,23 @@ class ApproverRegistry(BaseModel):
 
     @model_validator(mode="after")
     def _unique(self) -> Self:
+        from sagacity.lookalikes import skeleton
+
         seen: set[str] = set()
+        people: dict[str, str] = {}
         for key in self.keys:
             if key.key_id in seen:
                 raise ValueError(f"key {key.key_id} is enrolled twice")
             seen.add(key.key_id)
+            # One person, one spelling: "Alice", "alice" with a Cyrillic a or "alice" with a
+            # zero-width space would otherwise count as a second person in a quorum, or
+            # approve the saga "alice" requested.
+            other = people.setdefault(skeleton(key.approver), key.approver)
+            if other != key.approver:
+                raise ValueError(
+                    f"approver {key.approver!r} reads as {other!r}, already enrolled; "
+                    "enroll each person under one spelling"
+                )
         return self
 
     @property
@@ -160,7 +172,11 @@ class ApproverRegistry(BaseModel):
         return self._next([revoked if k.key_id == key_id else k for k in self.keys])
 
     def _next(self, keys: list[EnrolledKey]) -> ApproverRegistry:
-        return ApproverRegistry(version=self.version + 1, keys=keys)
+        try:
+            return ApproverRegistry(version=self.version + 1, keys=keys)
+        except PydanticValidationError as exc:
+            problems = "; ".join(e["msg"] for e in exc.errors(include_url=False))
+            raise RegistryError(f"cannot change the registry: {problems}") from None
 
     @classmethod
     def load(cls, path: Path) -> ApproverRegistry:
@@ -168,9 +184,11 @@ class ApproverRegistry(BaseModel):
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise RegistryError(f"cannot read approver registry {path}: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise RegistryError(f"{path} is not UTF-8 text ({exc.reason})") from None
         try:
             return cls.model_validate(json.loads(text))
-        except (ValueError, PydanticValidationError) as exc:
+        except (ValueError, PydanticValidationError, RecursionError) as exc:
             raise RegistryError(f"{path} is not a valid approver registry: {exc}") from None
 
     def save(self, path: Path) -> None:
@@ -231,10 +249,17 @@ class RegistryFile:
                 except RegistryError as exc:
                     self.problem = str(exc)
                 else:
-                    if fresh.version < self._registry.version:
+                    in_force = self._registry
+                    if fresh.version < in_force.version or (
+                        fresh.version == in_force.version and fresh.sha256 != in_force.sha256
+                    ):
+                        # An older file put back (a revocation undone), or a change that
+                        # did not bump the version: neither replaces the one in force.
                         self.problem = (
-                            f"{self.path} has version {fresh.version}, older than the "
-                            f"version {self._registry.version} in force; kept the newer one"
+                            f"{self.path} has version {fresh.version} (sha256 "
+                            f"{fresh.sha256[:12]}…), not newer than version "
+                            f"{in_force.version} in force; kept the one in force. Every "
+                            "change must raise the version"
                         )
                     else:
                         self._registry, self.problem = fresh, None

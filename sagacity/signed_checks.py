@@ -11,6 +11,7 @@ from sagacity.approval_models import ApprovalDecision, ApprovalRequest, RefusalR
 from sagacity.approval_policy import ApprovalRequirement
 from sagacity.decision_statement import statement_bytes
 from sagacity.entry import parse_timestamp
+from sagacity.lookalikes import skeleton
 from sagacity.registry import EnrolledKey, KeyLookup
 from sagacity.signing import verify_signature
 
@@ -141,13 +142,14 @@ def check_requirement(
     if not decision.approve:
         return None
     requester = context.requester
-    if req.separate_from_requester and requester is not None and approver == requester:
+    same = skeleton(approver)  # one person whatever the spelling (case, look-alikes)
+    if req.separate_from_requester and requester is not None and same == skeleton(requester):
         return Verdict.refuse(
             RefusalReason.REQUESTER_CANNOT_APPROVE,
             f"{approver!r} requested this saga and cannot approve its steps (separation of "
             "duties); ask another approver",
         )
-    if approver in context.counted:
+    if same in {skeleton(who) for who in context.counted}:
         return Verdict.refuse(
             RefusalReason.DUPLICATE_APPROVER,
             f"{approver!r} has already approved this step; it still needs "

@@ -48,6 +48,7 @@ with workflow.unsafe.imports_passed_through():
         ApprovalRequest,
         JudgeContext,
         Refusal,
+        RefusalReason,
         Verdict,
         approval_payload,
         judge,
@@ -114,6 +115,7 @@ class ApprovalGate(Voting):
         self._approvals_journaled = 0
         self._requirement = ApprovalRequirement()
         self._registry: KeyLookup | None = None
+        self._registry_seen: tuple[int, str] | None = None
         self._reached = reached  # the step the saga is at (the last one it started)
         self._deferred = 0
         self._released = False
@@ -155,6 +157,7 @@ class ApprovalGate(Voting):
             self._requirement = self.requirement(outcome.approval)
             self._counted, self._votes, self._approvals_journaled = [], [], 0
             self._registry = await self._ask(None)
+            self._rolled_back(self._registry)
             result["approval"] = self._requirement.model_dump(mode="json")
             result["registry"] = self._registry.registry_ref
         await self._journal(
@@ -354,8 +357,28 @@ class ApprovalGate(Voting):
         # A request decided while the key was looked up is still the one this decision
         # arrived at: it is judged against it (refused as about another step, or as
         # already decided), not against "nothing pending".
+        rolled_back = self._rolled_back(lookup)
+        if rolled_back is not None:
+            return rolled_back
         judged = self._verdict(raw, approve, lookup, arrived)
         return judged if isinstance(judged, Refusal) else (*judged, lookup)
+
+    def _rolled_back(self, lookup: KeyLookup | None) -> Refusal | None:
+        """A registry answer older than one this saga has seen is refused: putting an
+        old file back (and restarting the worker) must not undo a revocation."""
+        if lookup is None or not lookup.configured or lookup.version is None:
+            return None
+        seen = self._registry_seen
+        if seen is not None and (
+            lookup.version < seen[0] or (lookup.version == seen[0] and lookup.sha256 != seen[1])
+        ):
+            return Refusal(
+                reason=RefusalReason.REGISTRY_ROLLED_BACK,
+                detail=f"the worker judged with approver registry version {lookup.version}, "
+                f"but this saga has seen version {seen[0]}; restore the newer registry",
+            )
+        self._registry_seen = (lookup.version, lookup.sha256 or "")
+        return None
 
     def _caught_up(self, step: int) -> bool:
         pending = self._pending
@@ -471,7 +494,9 @@ class ApprovalGate(Voting):
             if count == cap
             else ""
         )
-        actor = field(raw, "approver", str)
+        # In a bound saga the name a refused decision claims is kept in its input only: a
+        # refusal proves nobody's identity, so it is no actor.
+        actor = None if self._bound else field(raw, "approver", str)
         try:
             if actor is not None:
                 check_name(actor, "approver")

@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.activities.io_models import EntryRef, JournalEventInput
     from sagacity.approval_policy import ApprovalRequirement
     from sagacity.approvals import ApprovalDecision, ApprovalRequest, Verdict
+    from sagacity.entry import parse_timestamp
     from sagacity.phases import Phase
     from sagacity.registry import KeyLookup
 
@@ -46,6 +47,15 @@ class Vote:
     lookup: KeyLookup | None
     final: bool
     """Whether journaling it decides the request (a rejection, or the last approval)."""
+
+
+def _issued(decision: ApprovalDecision) -> datetime | None:
+    if decision.signature is None or decision.issued_at is None:
+        return None
+    try:
+        return parse_timestamp(decision.issued_at)
+    except ValueError:
+        return None
 
 
 class Voting:
@@ -104,7 +114,10 @@ class Voting:
                 self._decided_steps.add(request.step)
             now = workflow.now()
             if vote.decision.approve:
-                self._counted = [*self._live_counted(now), (vote.approver, now)]
+                # A signed approval counts from when it was signed (never later than
+                # now): its expiry runs from the statement, not from its arrival.
+                since = min(now, _issued(vote.decision) or now)
+                self._counted = [*self._live_counted(now), (vote.approver, since)]
                 self._approvals_journaled += 1
             ref = await self._journal_vote(request, vote)
             self._vote_refs[vote.number] = ref

@@ -128,7 +128,8 @@ async def test_a_wrong_hash_is_refused_journaled_and_leaves_the_request_pending(
     assert "HASH_MISMATCH" in error[0] and "journaled as evidence" in error[0]
     [refused] = await journaled(cli, handle.id, "APPROVAL_REFUSED")
     assert "HASH_MISMATCH" in (refused.error or "")
-    assert refused.actor == "alice"
+    # The name a refused decision claims is evidence in its input, not a proven actor.
+    assert refused.actor is None and refused.input["approver"] == "alice"
     assert (await cli.pending(handle.id)).payload_sha256 == pending.payload_sha256
     assert phases(cli, handle.id, "APPROVED") == []
     assert cli.shop.wires() == []

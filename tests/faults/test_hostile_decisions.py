@@ -156,7 +156,8 @@ async def test_a_raw_update_refusal_is_evidence(pg_saga: Any, pg_store: JournalS
             result_type=DecisionResult,
         )  # fmt: skip
     [refused] = await eventually(lambda: _ready(refusals(pg_store, handle.id), 1))
-    assert refused.error.startswith("HASH_MISMATCH") and refused.actor == "alice"
+    assert refused.error.startswith("HASH_MISMATCH") and refused.input["approver"] == "alice"
+    assert refused.actor is None  # a refusal proves nobody's identity
     await handle.signal("reject", {**body(p), "reason": "no"})
     assert (await handle.result()).status is SagaStatus.COMPENSATED
 

@@ -67,6 +67,9 @@ async def test_killed_while_the_wire_awaits_approval(
     ran_before = sorted(shop.calls())
     await workers.wait_ready(workers.start(*WORKFLOW))
     await eventually(answers(client, handle.id), 40, "a query answered by the new worker")
+    # The new worker redoes the step's local activities (registry answer, journal) before
+    # the request is pending again: a query can answer in between.
+    await client.wait_pending(handle.id, timeout=40)
     decision = await client.approve(handle.id, approver="alice@example.com")
     receipt = await asyncio.wait_for(handle.result(), 40)
 

@@ -292,3 +292,21 @@ async def test_rotation_keeps_old_decisions_valid_and_an_altered_signature_is_na
     bad = runner.invoke(app, ["verify-file", str(export), "--approvers", str(bench.registry_file)])
     assert bad.exit_code == 1
     assert f"seq {entries[index].seq}" in bad.output and "does not verify" in bad.output
+
+    def named(forged: list[JournalEntry]) -> str:
+        assert verify_chain(saga_id, forged).ok  # hashes recomputed: the chain cannot tell
+        export.write_text("".join(entry_line(e) + "\n" for e in forged), encoding="utf-8")
+        ran = runner.invoke(
+            app, ["verify-file", str(export), "--approvers", str(bench.registry_file)]
+        )
+        assert ran.exit_code == 1, ran.output
+        return ran.output
+
+    # The approval made unsigned and given to mallory.
+    out = named(_rehash(entries, index, input_json="null", actor_json='"mallory"'))
+    assert f"seq {entries[index].seq}" in out and "unsigned decision" in out
+    # Another IBAN paid than the one approved (request, intent and outcome all edited).
+    intent = next(i for i, e in enumerate(entries) if e.phase is Phase.INTENT and e.step == 2)
+    args = {**json.loads(entries[intent].input_json), "iban": "GB33BUKB20201555555555"}
+    out = named(_rehash(entries, intent, input_json=canonical_text(args)))
+    assert f"seq {entries[intent].seq}" in out and "other arguments than the approved" in out

@@ -76,7 +76,7 @@ def test_the_worker_keeps_the_newer_registry_when_an_older_one_is_written(tmp_pa
     assert live.current().version == v2.version
     v1.save(path)  # an attacker (or a restore) puts back the version without the revocation
     os.utime(path, ns=(1, 1))
-    assert live.current().version == v2.version and live.problem and "older" in live.problem
+    assert live.current().version == v2.version and live.problem and "not newer" in live.problem
     path.write_text("{not json")
     os.utime(path, ns=(2, 2))
     assert live.current().version == v2.version and "not a valid" in (live.problem or "")
@@ -123,3 +123,44 @@ def test_a_rule_on_the_args_tightens_and_a_saga_can_only_tighten() -> None:
     tight = big.tightened(saga)
     assert tight.groups == ["finance"] and tight.quorum == 2 and tight.separate_from_requester
     assert tight.needs(1) == "1 of 2 approvals from finance"
+
+
+@pytest.mark.parametrize("spelling", ["Alice", "\u0430lice", "alice\u200b", "alice "])
+def test_a_second_spelling_of_an_enrolled_person_is_refused(spelling: str) -> None:
+    reg = ApproverRegistry().enroll("alice", SigningKey.generate("a").public_key, valid_from=NOW)
+    with pytest.raises(RegistryError, match="reads as 'alice'"):
+        reg.enroll(spelling, SigningKey.generate("b").public_key, valid_from=NOW)
+
+
+def test_a_changed_registry_without_a_new_version_or_not_utf8_is_not_taken(tmp_path: Path) -> None:
+    path = tmp_path / "approvers.json"
+    a = SigningKey.generate("alice")
+    v1 = ApproverRegistry().enroll("alice", a.public_key, valid_from=NOW)
+    v2 = v1.revoke(a.key_id, NOW)
+    v2.save(path)
+    live = RegistryFile(path)
+    undone = ApproverRegistry(version=v2.version, keys=v1.keys)  # the revocation taken out
+    undone.save(path)
+    os.utime(path, ns=(3, 3))
+    assert live.current().sha256 == v2.sha256 and "must raise the version" in (live.problem or "")
+    path.write_bytes(b"\xff" + path.read_bytes())
+    os.utime(path, ns=(4, 4))
+    assert live.current().sha256 == v2.sha256 and "UTF-8" in (live.problem or "")
+
+
+def test_separation_of_duties_compares_people_not_spellings() -> None:
+    p = _pending()
+    raw = {"saga_id": "s1", "step": 2, "payload_sha256": p.payload_sha256, "approve": True}
+    for spelling in ("Alice", "\u0430lice", "alice\u200b"):
+        parsed = parse_decision({**raw, "approver": spelling}, approve=None)
+        ctx = JudgeContext(now=NOW, lookup=KeyLookup(configured=False), requester="alice")
+        verdict = judge(p, parsed, context=ctx)  # type: ignore[arg-type]
+        assert verdict.refusal is not None
+        assert verdict.refusal.reason is RefusalReason.REQUESTER_CANNOT_APPROVE
+        counted = JudgeContext(
+            now=NOW, lookup=KeyLookup(configured=False), counted=frozenset({"alice"})
+        )
+        again = judge(p, parsed, context=counted)  # type: ignore[arg-type]
+        assert (
+            again.refusal is not None and again.refusal.reason is RefusalReason.DUPLICATE_APPROVER
+        )

@@ -1,0 +1,106 @@
+"""`python -m bench.signed` — what a signed decision costs, side by side in one run.
+
+1. Judging a decision in the workflow: the judge on an unsigned bound decision, on a
+   signed one (statement rebuilt as RFC 8785 bytes + Ed25519 verify + key checks), and
+   raw `Ed25519PublicKey.verify` over the same statement bytes (the floor).
+2. Re-checking decisions offline: `DecisionAudit` over APPROVED entries against raw
+   verify of the same signatures.
+Rounds alternate; the median of each side is reported with the ratio to its baseline.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from sagacity.approvals import ApprovalRequest, JudgeContext, judge, parse_decision
+from sagacity.canonical import canonical_text
+from sagacity.chain import seal
+from sagacity.decision_audit import DecisionAudit
+from sagacity.decision_statement import signed_decision, statement_bytes
+from sagacity.entry import EntryDraft
+from sagacity.phases import Phase
+from sagacity.registry import ApproverRegistry, KeyLookup
+from sagacity.signing import SigningKey, _unb64
+
+NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
+ROUNDS = 7
+N = 2_000
+
+
+def _rate(fn: Callable[[], None], n: int) -> float:
+    start = time.perf_counter()
+    fn()
+    return n / (time.perf_counter() - start)
+
+
+def main() -> None:
+    key = SigningKey.generate("alice")
+    reg = ApproverRegistry().enroll("alice", key.public_key, valid_from=NOW - timedelta(days=1))
+    lookup = KeyLookup(configured=True, version=1, sha256=reg.sha256, key=reg.key(key.key_id))
+    unsigned_lookup = KeyLookup(configured=False)
+    pending = ApprovalRequest.for_call("s", 2, "pay", {"amount": 5, "iban": "DE89"}, NOW)
+    body = signed_decision(key, saga_id="s", step=2, tool="pay", approve=True,
+                           payload_sha256=pending.payload_sha256, now=NOW)  # fmt: skip
+    plain = {
+        k: body[k] for k in ("saga_id", "step", "tool", "payload_sha256", "approver", "approve")
+    }
+    parsed_signed = parse_decision(body, approve=None)
+    raw_public = Ed25519PublicKey.from_public_bytes(_unb64(key.public_key, 32, "k"))
+    raw_sig = _unb64(body["signature"], 64, "s")
+    message = statement_bytes(parsed_signed.statement())  # type: ignore[union-attr]
+
+    def judge_unsigned() -> None:
+        ctx = JudgeContext(now=NOW, lookup=unsigned_lookup)
+        for _ in range(N):
+            assert judge(pending, parse_decision(plain, approve=None), context=ctx).accepted  # type: ignore[arg-type]
+
+    def judge_signed() -> None:
+        ctx = JudgeContext(now=NOW, lookup=lookup)
+        for _ in range(N):
+            assert judge(pending, parse_decision(body, approve=None), context=ctx).accepted  # type: ignore[arg-type]
+
+    def raw_verify() -> None:
+        for _ in range(N):
+            raw_public.verify(raw_sig, message)
+
+    evidence = {"statement": parsed_signed.statement(), "signature": body["signature"]}  # type: ignore[union-attr]
+    journaled_key = {"key_id": key.key_id, "public_key": key.public_key, "approver": "alice"}
+    result = {
+        "payload_sha256": pending.payload_sha256,
+        "registry": lookup.registry_ref,
+        "key": journaled_key,
+    }
+    entry = seal(
+        EntryDraft.new("s", Phase.APPROVED, step=2, tool="pay", input=evidence, result=result,
+                       actor="alice"),
+        seq=5, prev_hash="0" * 64, recorded_at=NOW,
+    )  # fmt: skip
+    assert canonical_text(evidence)
+
+    def audit() -> None:
+        a = DecisionAudit(reg)
+        for _ in range(N):
+            a.observe(entry)
+        assert a.ok and a.signed == N
+
+    sides = {"judge unsigned": judge_unsigned, "judge signed": judge_signed,
+             "raw Ed25519 verify": raw_verify, "audit (registry)": audit}  # fmt: skip
+    rates: dict[str, list[float]] = {name: [] for name in sides}
+    for _ in range(ROUNDS):
+        for name, fn in sides.items():
+            rates[name].append(_rate(fn, N))
+    med = {name: statistics.median(r) for name, r in rates.items()}
+    print(f"{'side':<22}{'decisions/s':>14}{'vs raw verify':>16}")
+    for name, rate in med.items():
+        print(f"{name:<22}{rate:>14,.0f}{rate / med['raw Ed25519 verify']:>15.2f}x")
+    print(f"signed / unsigned judge: {med['judge signed'] / med['judge unsigned']:.2f}x; "
+          f"per signed decision {1e6 / med['judge signed']:.0f} µs")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
