@@ -16,6 +16,7 @@ that ordering is guarded by the journal-order assertions of the other tests.
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,36 @@ async def test_histories_of_earlier_code_replay(path: Path) -> None:
     assert "core_patch" in path.read_text()  # they do carry the earlier patch markers
     failure = await _replay_failure(history, AgentSagaWorkflow)
     assert failure is None, f"{path.stem}: {type(failure).__name__}: {failure}"
+
+
+BEFORE_SIGNED = sorted((HISTORIES / "aecc19c").glob("*.json"))
+"""Histories recorded by the code at commit aecc19c, before decisions were bound and
+signed (the `signed-decisions` patch): sagas parked then judge decisions as they did."""
+
+
+def _patches(text: str) -> set[str]:
+    """The patch ids a history's markers record (their payloads are base64 JSON)."""
+    ids = set()
+    for event in json.loads(text)["events"]:
+        marker = event.get("markerRecordedEventAttributes") or {}
+        if marker.get("markerName") == "core_patch":
+            for payload in marker["details"]["patch-data"]["payloads"]:
+                ids.add(json.loads(base64.b64decode(payload["data"]))["id"])
+    return ids
+
+
+@pytest.mark.parametrize("path", BEFORE_SIGNED, ids=[p.stem for p in BEFORE_SIGNED])
+async def test_histories_from_before_signed_decisions_replay(path: Path) -> None:
+    assert len(BEFORE_SIGNED) == len(FLOWS)
+    text = path.read_text()
+    assert "signed-decisions" not in _patches(text)  # recorded without the patch
+    failure = await _replay_failure(WorkflowHistory.from_json(path.stem, text), AgentSagaWorkflow)
+    assert failure is None, f"{path.stem}: {type(failure).__name__}: {failure}"
+
+
+def test_current_histories_carry_the_signed_decisions_patch() -> None:
+    for name in ("approve_by_signal", "approve_by_update", "reject_by_signal"):
+        assert "signed-decisions" in _patches((HISTORIES / f"{name}.json").read_text()), name
 
 
 # ---- the replay test can fail ----------------------------------------------------------------
