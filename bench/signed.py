@@ -1,10 +1,13 @@
-"""`python -m bench.signed` — what a signed decision costs, side by side in one run.
+"""`python -m bench.signed [--e2e]` — what a signed decision costs, side by side in one run.
 
 1. Judging a decision in the workflow: the judge on an unsigned bound decision, on a
    signed one (statement rebuilt as RFC 8785 bytes + Ed25519 verify + key checks), and
    raw `Ed25519PublicKey.verify` over the same statement bytes (the floor).
 2. Re-checking decisions offline: `DecisionAudit` over APPROVED entries against raw
    verify of the same signatures.
+3. With `--e2e`, on the dev server: one worker with an approver registry and one
+   without, sagas of one wire each; per saga the time from sending the decision to the
+   saga's result (signed through SagaClient(signer=...) vs unsigned), rounds alternating.
 Rounds alternate; the median of each side is reported with the ratio to its baseline.
 """
 
@@ -102,5 +105,68 @@ def main() -> None:
           f"per signed decision {1e6 / med['judge signed']:.0f} µs")  # fmt: skip
 
 
+async def e2e(rounds: int = 5, per_round: int = 10) -> None:
+    import tempfile
+    import uuid
+    from pathlib import Path
+
+    from sagacity.examples.orders import Shop
+    from sagacity.stores import open_store
+    from sagacity.toolbox import Toolbox
+    from sagacity.worker.app import new_worker
+    from sagacity.worker.demo import enroll_demo_keys
+    from sagacity.worker.devserver import start_dev_server
+    from sagacity.worker.saga_client import SagaClient
+    from sagacity.workflows.models import SagaInput, ToolCall
+
+    wire = ToolCall(tool="send_wire_transfer", args={"iban": "DE89370400440532013000", "amount": 1})
+    env = await start_dev_server()
+    with tempfile.TemporaryDirectory() as tmp:
+        registry, requester, approver = enroll_demo_keys(Path(tmp) / "keys")
+        store = open_store(f"sqlite:///{tmp}/journal.db")
+        shop = Shop(Path(tmp) / "shop.db")
+        sides = {
+            "unsigned": (None, None, None),
+            "signed": (registry, requester, approver),
+        }
+        times: dict[str, list[float]] = {name: [] for name in sides}
+        try:
+            workers = {}
+            for name, (reg, _, _) in sides.items():
+                workers[name] = new_worker(env.client, store=store, toolbox=Toolbox.build(shop),
+                                           task_queue=f"bench-{name}", approvers=reg)  # fmt: skip
+                await workers[name].__aenter__()
+            for r in range(rounds):
+                order = list(sides) if r % 2 == 0 else list(reversed(sides))
+                for name in order:
+                    _, req_key, app_key = sides[name]
+                    starter = SagaClient(env.client, task_queue=f"bench-{name}", signer=req_key)
+                    deciding = SagaClient(env.client, task_queue=f"bench-{name}", signer=app_key)
+                    for _ in range(per_round):
+                        saga_id = f"b-{uuid.uuid4().hex[:10]}"
+                        await starter.start(SagaInput(plan=[wire]), saga_id=saga_id)
+                        await deciding.wait_pending(saga_id)
+                        t0 = time.perf_counter()
+                        await deciding.approve(
+                            saga_id, approver=None if app_key else "bench", confirm=None
+                        )
+                        await starter.result(saga_id)
+                        times[name].append(time.perf_counter() - t0)
+            for w in workers.values():
+                await w.__aexit__(None, None, None)
+        finally:
+            store.close()
+            await env.shutdown()
+    med = {name: statistics.median(t) * 1000 for name, t in times.items()}
+    for name, ms in med.items():
+        print(f"{name:<10} decision to result: median {ms:6.1f} ms over {len(times[name])} sagas")
+    print(f"signed / unsigned: {med['signed'] / med['unsigned']:.2f}x")
+
+
 if __name__ == "__main__":
+    import asyncio
+    import sys
+
     main()
+    if "--e2e" in sys.argv:
+        asyncio.run(e2e())
