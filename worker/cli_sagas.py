@@ -18,8 +18,10 @@ import typer
 from pydantic import ValidationError
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 
+from sagacity.decision_statement import signed_request
 from sagacity.errors import SagacityError
 from sagacity.phases import SagaStatus
+from sagacity.signing import SigningKey
 from sagacity.worker.cli_common import console, fail, note, run, say, settings_of
 from sagacity.worker.client import (
     NoWorkerError,
@@ -39,7 +41,14 @@ from sagacity.worker.client import (
 from sagacity.worker.render import pending_list, saga_overview, sagas_table, steps_table
 from sagacity.worker.settings import Settings
 from sagacity.worker.task_queues import require_pollers, task_queue_pollers
-from sagacity.workflows.models import ModelSettings, SagaInput, SagaResult, SagaView, StepReport
+from sagacity.workflows.models import (
+    ModelSettings,
+    RequesterClaim,
+    SagaInput,
+    SagaResult,
+    SagaView,
+    StepReport,
+)
 from sagacity.workflows.start_input import check_start_fields
 
 RUNNING = WorkflowExecutionStatus.RUNNING.name
@@ -180,6 +189,16 @@ def start(
         ),
     ] = False,
     as_json: JsonOpt = False,
+    key: Annotated[
+        Path | None,
+        typer.Option(
+            "--key",
+            envvar="SAGACITY_KEY",
+            show_envvar=False,
+            help="your signing key file: you are the saga's signed requester (needed where "
+            "the worker has an approver registry) \\[env: SAGACITY_KEY]",
+        ),
+    ] = None,
 ) -> None:
     """Start a saga from a plan file or a goal and print its id.
 
@@ -198,6 +217,13 @@ def start(
             approvers=allow_approver,
         )
     sid = saga_id or f"saga-{uuid.uuid4().hex[:12]}"
+    if key is not None:
+        try:
+            signer = SigningKey.from_file(key)
+        except SagacityError as exc:
+            raise fail(str(exc)) from None
+        claim = RequesterClaim.model_validate(signed_request(signer, sid))
+        inp = inp.model_copy(update={"requester": claim})
 
     async def main() -> SagaResult | None:
         client = await connect(settings)

@@ -71,6 +71,7 @@ async def run_dev(settings: Settings, *, port: int, ui_port: int, db_file: Path 
                 max_concurrent_activities=settings.max_concurrent_activities,
                 max_concurrent_workflow_tasks=settings.max_concurrent_workflow_tasks,
                 models={"openai": model} if model is not None else None,
+                approvers=settings.approvers,
             )
             async with worker:
                 address = f"127.0.0.1:{port}"
@@ -80,6 +81,14 @@ async def run_dev(settings: Settings, *, port: int, ui_port: int, db_file: Path 
                     f"worker: task queue {settings.task_queue}, journal {store.url}, "
                     f"tools {', '.join(toolbox.names())}"
                 )
+                if settings.approvers:
+                    say(f"approver registry {settings.approvers}: only signed decisions count")
+                else:
+                    say(
+                        "approvals are not signed; to bind them to people: `sagacity keys new "
+                        "--approver YOU`, `sagacity keys enroll --registry approvers.json ...`, "
+                        "then SAGACITY_APPROVERS=approvers.json sagacity dev"
+                    )
                 if settings.temporal_address != address:
                     say(f"point other commands here: export SAGACITY_TEMPORAL_ADDRESS={address}")
                 say("press Ctrl-C to stop")

@@ -310,3 +310,44 @@ async def test_rotation_keeps_old_decisions_valid_and_an_altered_signature_is_na
     args = {**json.loads(entries[intent].input_json), "iban": "GB33BUKB20201555555555"}
     out = named(_rehash(entries, intent, input_json=canonical_text(args)))
     assert f"seq {entries[intent].seq}" in out and "other arguments than the approved" in out
+
+
+async def test_the_cli_starts_and_approves_with_key_files(bench: Bench, temporal_env: Any) -> None:
+    """`sagacity start --key` names a signed requester; `approve --key` signs as the key's
+    owner; `approve --approver` alone (unsigned) is refused where a registry is set."""
+    import asyncio
+
+    rita, alice = bench.tmp / "rita.key", bench.tmp / "alice.key"
+    bench.keys["rita"].to_file(rita)
+    bench.keys["alice"].to_file(alice)
+    plan = bench.tmp / "plan.json"
+    plan.write_text(
+        json.dumps([RESERVE.model_dump(), {"tool": "pay", "args": {"iban": IBAN, "amount": 7}}])
+    )
+    env = {
+        "SAGACITY_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
+        "SAGACITY_TASK_QUEUE": bench.queue,
+        "SAGACITY_APPROVER": "",
+        "SAGACITY_KEY": "",
+    }
+
+    def sagacity(*args: str) -> Any:
+        return CliRunner().invoke(app, list(args), env=env)
+
+    saga_id = f"cli-signed-{uuid.uuid4().hex[:8]}"
+    started = await asyncio.to_thread(
+        sagacity, "start", "--plan", str(plan), "--id", saga_id, "--key", str(rita)
+    )
+    assert started.exit_code == 0, started.output
+    await bench.pending(saga_id)
+    unsigned = await asyncio.to_thread(sagacity, "approve", saga_id, "--approver", "alice", "--yes")
+    assert unsigned.exit_code == 1 and "UNSIGNED" in unsigned.output
+    signed_ok = await asyncio.to_thread(sagacity, "approve", saga_id, "--key", str(alice), "--yes")
+    assert signed_ok.exit_code == 0, signed_ok.output
+    assert "as alice" in signed_ok.output
+    assert (await bench.client_of(None).result(saga_id)).status is SagaStatus.COMPLETED
+    opened = entries_of(bench.store, saga_id, "SAGA_OPENED")[0]
+    assert (
+        opened.input["requester"]["verified"] and opened.input["requester"]["requester"] == "rita"
+    )
+    assert [x["amount"] for x in bench.bank.paid] == [7]
