@@ -72,6 +72,8 @@ from sagacity.workflows.approval_votes import (
 )
 
 Lookup = Callable[[str | None], Awaitable[KeyLookup]]
+Ticket = tuple[int, int, int]
+"""A refusal's bucket (its step, or ELSEWHERE), its number there, and the bucket's cap."""
 BOUND_DECISIONS = "signed-decisions"
 """Patch id: sagas that judge decisions bound to saga and tool, signed where a registry
 is configured, against an approval requirement (quorum, groups, requester)."""
@@ -347,21 +349,44 @@ class ApprovalGate(Voting):
         assert verdict.refusal is not None
         return verdict.refusal
 
-    async def _judged(self, raw: Any, approve: bool | None) -> Accepted | Refusal:
-        """The verdict on `raw`, asking the worker about its key first in a bound saga."""
-        lookup = None
+    async def _judged(
+        self, raw: Any, approve: bool | None
+    ) -> tuple[Accepted | Refusal, Ticket | None]:
+        """The verdict on `raw`; a signed decision in a bound saga asks the worker about its
+        key first. An unsigned one needs no key: it is judged at once with the registry
+        answer of the request (whether one is configured), as in sagas before signing.
+        Before awaiting the key, a signed decision takes its refusal number (its place in
+        the refusals' bucket): numbers follow arrival order, which replays the same, never
+        the order local activities happen to finish in (a retried workflow task would
+        journal the same refusal again under another number)."""
+        lookup, ticket = None, None
         arrived = self._pending
         if self.bound() and isinstance(raw, dict):
             key_id = field(raw, "key_id", str)
-            lookup = await self._ask(key_id if key_id and len(key_id) <= 64 else None)
+            if key_id is None and field(raw, "signature", str) is None:
+                lookup = self._registry or KeyLookup(configured=False)
+            else:
+                ticket = self._ticket(raw)
+                lookup = await self._ask(key_id if key_id and len(key_id) <= 64 else None)
         # A request decided while the key was looked up is still the one this decision
         # arrived at: it is judged against it (refused as about another step, or as
         # already decided), not against "nothing pending".
-        rolled_back = self._rolled_back(lookup)
+        rolled_back = self._rolled_back(lookup) if ticket is not None else None
         if rolled_back is not None:
-            return rolled_back
+            return rolled_back, ticket
         judged = self._verdict(raw, approve, lookup, arrived)
-        return judged if isinstance(judged, Refusal) else (*judged, lookup)
+        return (judged if isinstance(judged, Refusal) else (*judged, lookup)), ticket
+
+    def _ticket(self, raw: Any) -> Ticket:
+        """The bucket a refusal of `raw` counts in, its number there, and the bucket's cap."""
+        claimed = field(raw, "step", int)
+        pending = self._pending
+        if pending is not None and claimed == pending.step:
+            step, cap = pending.step, REFUSALS_JOURNALED_PER_STEP
+        else:  # about no pending step: one small shared bucket, whatever step it names
+            step, cap = ELSEWHERE, REFUSALS_JOURNALED_ELSEWHERE
+        self._refusals[step] = count = self._refusals.get(step, 0) + 1
+        return step, count, cap
 
     def _rolled_back(self, lookup: KeyLookup | None) -> Refusal | None:
         """A registry answer older than one this saga has seen is refused: putting an
@@ -411,9 +436,9 @@ class ApprovalGate(Voting):
 
     async def on_signal(self, raw: Any, *, approve: bool) -> None:
         async with self._in_turn(raw):
-            judged = await self._judged(raw, approve)
+            judged, ticket = await self._judged(raw, approve)
             if isinstance(judged, Refusal):
-                await self._journal_refusal(raw, judged)
+                await self._journal_refusal(raw, judged, ticket)
             else:
                 self._accept(*judged)
 
@@ -421,9 +446,9 @@ class ApprovalGate(Voting):
         """A decision the update validator refused, re-sent so it is journaled as evidence.
         It never decides: if it would be accepted now, it is ignored."""
         async with self._in_turn(raw):
-            judged = await self._judged(raw, None)
+            judged, ticket = await self._judged(raw, None)
             if isinstance(judged, Refusal):
-                await self._journal_refusal(raw, judged)
+                await self._journal_refusal(raw, judged, ticket)
 
     def validate(self, raw: Any) -> None:
         """Reject only once the saga is closing: every other refusal is journaled by the
@@ -435,9 +460,9 @@ class ApprovalGate(Voting):
 
     async def on_update(self, raw: Any) -> DecisionResult:
         async with self._in_turn(raw):
-            judged = await self._judged(raw, None)
+            judged, ticket = await self._judged(raw, None)
             if isinstance(judged, Refusal):  # state changed since the validator ran
-                await self._journal_refusal(raw, judged)
+                await self._journal_refusal(raw, judged, ticket)
                 raise ApplicationError(
                     message(judged), judged.reason.value, "journaled", type="ApprovalRefused"
                 )
@@ -475,17 +500,14 @@ class ApprovalGate(Voting):
             accepted=True, step=step, approve=decision.approve, seq=ref.seq, hash=ref.hash, **extra
         )
 
-    async def _journal_refusal(self, raw: Any, refusal: Refusal) -> None:
+    async def _journal_refusal(
+        self, raw: Any, refusal: Refusal, ticket: Ticket | None = None
+    ) -> None:
         if self._closed:
             workflow.logger.warning("decision after close refused, not journaled: %s", refusal)
             return
-        claimed = field(raw, "step", int)
+        step, count, cap = ticket or self._ticket(raw)
         pending = self._pending
-        if pending is not None and claimed == pending.step:
-            step, cap = pending.step, REFUSALS_JOURNALED_PER_STEP
-        else:  # about no pending step: one small shared bucket, whatever step it names
-            step, cap = ELSEWHERE, REFUSALS_JOURNALED_ELSEWHERE
-        self._refusals[step] = count = self._refusals.get(step, 0) + 1
         if count > cap:
             workflow.logger.warning("refused decision %d (bucket %d) not journaled", count, step)
             return
