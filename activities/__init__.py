@@ -225,6 +225,17 @@ class SagaActivities:
                     type="SagaIdReused",
                     non_retryable=True,
                 ) from exc
+            if req.phase == Phase.AWAITING_APPROVAL:
+                # A workflow task retried after its worker died asks again for the same
+                # step and payload, with a deadline from its own clock: the first stands.
+                same = await store_call(self.store.step_entries, req.saga_id, req.step)
+                for entry in same:
+                    if (
+                        entry.phase is Phase.AWAITING_APPROVAL
+                        and entry.attempt == req.attempt
+                        and entry.input == req.input
+                    ):
+                        return entry_ref(entry)
             last = await store_call(self.store.head, req.saga_id)
             is_closed = last is not None and last.phase is Phase.SAGA_CLOSED
             if req.phase == Phase.SAGA_CLOSED and last is not None and is_closed:

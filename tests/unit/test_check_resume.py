@@ -66,3 +66,25 @@ async def test_a_closed_or_unknown_saga_is_refused() -> None:
     empty = SagaActivities(MemoryJournalStore(), Toolbox.build(Tools()))
     with pytest.raises(ApplicationError, match="no open saga"):
         await check(empty, 1, "0" * 64)
+
+
+async def test_a_retried_request_for_approval_gets_the_first_entry_back() -> None:
+    """A workflow task retried after its worker died journals AWAITING_APPROVAL again with
+    a deadline from its own clock: the first entry stands; another payload is refused."""
+    from sagacity.activities.io_models import JournalEventInput
+
+    store, activities = opened()
+    payload = {"tool": "noop", "args": {}}
+
+    def ask(deadline: str, args: dict[str, object]) -> JournalEventInput:
+        return JournalEventInput(
+            saga_id=SAGA, phase=Phase.AWAITING_APPROVAL, step=2, tool="noop",
+            input={**payload, "args": args}, result={"deadline": deadline},
+        )  # fmt: skip
+
+    env = ActivityEnvironment()
+    first = await env.run(activities.journal_event, ask("2026-12-10T00:00:00+00:00", {}))
+    again = await env.run(activities.journal_event, ask("2026-12-10T00:00:07+00:00", {}))
+    assert again == first and len(store.step_entries(SAGA, 2)) == 1
+    with pytest.raises(ApplicationError, match="different content"):
+        await env.run(activities.journal_event, ask("2026-12-10T00:00:09+00:00", {"x": 1}))
