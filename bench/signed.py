@@ -13,6 +13,7 @@ Rounds alternate; the median of each side is reported with the ratio to its base
 
 from __future__ import annotations
 
+import base64
 import statistics
 import time
 from collections.abc import Callable
@@ -28,7 +29,7 @@ from sagacity.decision_statement import signed_decision, statement_bytes
 from sagacity.entry import EntryDraft
 from sagacity.phases import Phase
 from sagacity.registry import ApproverRegistry, KeyLookup
-from sagacity.signing import SigningKey, _unb64
+from sagacity.signing import SigningKey
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 ROUNDS = 7
@@ -53,8 +54,8 @@ def main() -> None:
         k: body[k] for k in ("saga_id", "step", "tool", "payload_sha256", "approver", "approve")
     }
     parsed_signed = parse_decision(body, approve=None)
-    raw_public = Ed25519PublicKey.from_public_bytes(_unb64(key.public_key, 32, "k"))
-    raw_sig = _unb64(body["signature"], 64, "s")
+    raw_public = Ed25519PublicKey.from_public_bytes(base64.b64decode(key.public_key))
+    raw_sig = base64.b64decode(body["signature"])
     message = statement_bytes(parsed_signed.statement())  # type: ignore[union-attr]
 
     def judge_unsigned() -> None:

@@ -112,13 +112,25 @@ class DecisionAudit:
     def _problem(self, entry: JournalEntry, text: str) -> None:
         self.problems.append((entry.saga_id, entry.seq, text))
 
-    def _key(self, entry: JournalEntry, key_id: Any, embedded: Any) -> tuple[str, str] | None:
-        """(owner, public key) to check with, or None after recording a problem."""
+    def _key(
+        self, entry: JournalEntry, key_id: Any, embedded: Any, signed_at: Any = None
+    ) -> tuple[str, str] | None:
+        """(owner, public key) to check with, or None after recording a problem. With a
+        registry, the key must have been valid when the entry was recorded and, given
+        `signed_at` (a statement's issued_at), when it was signed."""
         if self.registry is not None:
             key = self.registry.key(key_id) if isinstance(key_id, str) else None
             if key is None:
                 self._problem(entry, f"key {key_id} is not in the approver registry")
                 return None
+            if signed_at is not None:
+                try:
+                    late = key.invalid_at(parse_timestamp(str(signed_at)))
+                except ValueError:
+                    late = "its issued_at is not a timestamp"
+                if late:
+                    self._problem(entry, f"at the statement's issued_at: {late}")
+                    return None
             problem = key.invalid_at(entry.recorded_at)
             if problem is not None:
                 self._problem(entry, f"{problem}, but the entry was recorded at "
@@ -181,7 +193,7 @@ class DecisionAudit:
             elif request is not None and entry.phase is Phase.APPROVED:
                 request["approved"].add(skeleton(entry.actor or ""))
             return
-        key = self._key(entry, stmt.get("key_id"), result.get("key"))
+        key = self._key(entry, stmt.get("key_id"), result.get("key"), stmt.get("issued_at"))
         if key is None:
             return
         owner, public = key
@@ -195,16 +207,6 @@ class DecisionAudit:
                 entry, f"the signature of {entry.actor!r} does not verify over the statement"
             )
             return
-        if self.registry is not None:  # valid when signed too, not only when recorded
-            enrolled = self.registry.key(str(stmt.get("key_id")))
-            try:
-                issued = parse_timestamp(str(stmt.get("issued_at")))
-                late = enrolled.invalid_at(issued) if enrolled is not None else None
-            except ValueError:
-                late = "its issued_at is not a timestamp"
-            if late:
-                self._problem(entry, f"at the statement's issued_at: {late}")
-                return
         self.signed += 1
         if request is not None and entry.phase is Phase.APPROVED:
             request["approved"].add(skeleton(entry.actor or ""))

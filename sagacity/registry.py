@@ -229,9 +229,16 @@ class RegistryFile:
         self.path = path
         self._lock = threading.Lock()
         self._stamp: tuple[int, int] | None = None
-        self._registry = ApproverRegistry.load(path)  # a bad file fails the worker's start
+        self._take(ApproverRegistry.load(path))  # a bad file fails the worker's start
         self._stamp = self._stat()
         self.problem: str | None = None
+
+    def _take(self, registry: ApproverRegistry) -> None:
+        """Put `registry` in force, with what every lookup needs computed once: its hash
+        (canonical JSON of the whole registry) and its keys by id."""
+        self._registry = registry
+        self._sha256 = registry.sha256
+        self._by_id = {k.key_id: k for k in registry.keys}
 
     def _stat(self) -> tuple[int, int] | None:
         try:
@@ -242,38 +249,44 @@ class RegistryFile:
 
     def current(self) -> ApproverRegistry:
         with self._lock:
-            stamp = self._stat()
-            if stamp is not None and stamp != self._stamp:
-                try:
-                    fresh = ApproverRegistry.load(self.path)
-                except RegistryError as exc:
-                    self.problem = str(exc)
-                else:
-                    in_force = self._registry
-                    if fresh.version < in_force.version or (
-                        fresh.version == in_force.version and fresh.sha256 != in_force.sha256
-                    ):
-                        # An older file put back (a revocation undone), or a change that
-                        # did not bump the version: neither replaces the one in force.
-                        self.problem = (
-                            f"{self.path} has version {fresh.version} (sha256 "
-                            f"{fresh.sha256[:12]}…), not newer than version "
-                            f"{in_force.version} in force; kept the one in force. Every "
-                            "change must raise the version"
-                        )
-                    else:
-                        self._registry, self.problem = fresh, None
-                self._stamp = stamp
+            self._refresh()
             return self._registry
 
+    def _refresh(self) -> None:
+        """Take the file if it changed and is newer (the caller holds the lock)."""
+        stamp = self._stat()
+        if stamp is not None and stamp != self._stamp:
+            try:
+                fresh = ApproverRegistry.load(self.path)
+            except RegistryError as exc:
+                self.problem = str(exc)
+            else:
+                in_force = self._registry
+                if fresh.version < in_force.version or (
+                    fresh.version == in_force.version and fresh.sha256 != self._sha256
+                ):
+                    # An older file put back (a revocation undone), or a change that
+                    # did not bump the version: neither replaces the one in force.
+                    self.problem = (
+                        f"{self.path} has version {fresh.version} (sha256 "
+                        f"{fresh.sha256[:12]}…), not newer than version "
+                        f"{in_force.version} in force; kept the one in force. Every "
+                        "change must raise the version"
+                    )
+                else:
+                    self._take(fresh)
+                    self.problem = None
+            self._stamp = stamp
+
     def lookup(self, key_id: str | None) -> KeyLookup:
-        registry = self.current()
-        return KeyLookup(
-            configured=True,
-            version=registry.version,
-            sha256=registry.sha256,
-            key=registry.key(key_id) if key_id else None,
-        )
+        with self._lock:
+            self._refresh()
+            return KeyLookup(
+                configured=True,
+                version=self._registry.version,
+                sha256=self._sha256,
+                key=self._by_id.get(key_id) if key_id else None,
+            )
 
 
 __all__ = [

@@ -453,17 +453,18 @@ async def decide(
     whichever door the decision came through; only a saga that is closing refuses without
     journaling (`journaled` is then False).
     """
-    body: dict[str, Any] = {
-        "saga_id": handle.id,
-        "step": step,
-        "payload_sha256": payload_sha256,
-        "approver": approver,
-        "approve": approve,
-        "reason": reason,
-    }
-    if tool is not None:
-        body["tool"] = tool
-    if signer is not None:
+    if signer is None:
+        body: dict[str, Any] = {
+            "saga_id": handle.id,
+            "step": step,
+            "payload_sha256": payload_sha256,
+            "approver": approver,
+            "approve": approve,
+            "reason": reason,
+        }
+        if tool is not None:
+            body["tool"] = tool
+    else:
         if approver != signer.approver:
             raise SagaClientError(
                 f"the key {signer.key_id} belongs to {signer.approver!r}, not {approver!r}: "

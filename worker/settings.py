@@ -35,9 +35,6 @@ class Settings(BaseSettings):
         default=None,
         description="approver registry file (JSON); with one, only signed decisions count",
     )
-    key: str | None = Field(
-        default=None, description="the CLI's signing key file (sagacity keys new)"
-    )
     graceful_shutdown_seconds: float = Field(
         default=60, ge=0, description="how long running tool calls may finish on shutdown"
     )

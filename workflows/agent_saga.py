@@ -107,7 +107,7 @@ class AgentSagaWorkflow:
         pin_worker = workflow.patched("pin-worker-identity")  # where it always was
         self._check_whole_plan = workflow.patched("check-whole-plan-at-start")
         saga.journal_abandoned_at_start = workflow.patched("journal-abandoned-approval-at-start")
-        saga.gate.ask_bound()
+        saga.gate.bound()
         if inp.carry is None:
             opened = inp.model_dump(mode="json", exclude={"model": {"script"}, "carry": True})
             await saga.start(opened, pin_worker=pin_worker)

@@ -195,16 +195,13 @@ class ApprovalGate(Voting):
                 self._abandoned[outcome.step] = (request, failure)
             raise
 
-    def ask_bound(self) -> bool:
+    def bound(self) -> bool:
         """Ask, once, whether this saga binds decisions (see BOUND_DECISIONS). Asked in a
         run's first activation, before any await (a patch asked after a local activity
         can read otherwise on replay); never from a validator (asking is a command)."""
         if self._bound is None:
             self._bound = self._lookup is not None and workflow.patched(BOUND_DECISIONS)
         return self._bound
-
-    def bound(self) -> bool:
-        return self.ask_bound()
 
     def requirement(self, declared: ApprovalRequirement | None) -> ApprovalRequirement:
         """The tool's requirement for this call, tightened by the saga's options."""

@@ -108,7 +108,7 @@ class Saga(SagaCore):
             )
         setattr(instance, _OPEN_MARK, True)
         saga = cls(options or SagaOptions(), state)
-        saga.gate.ask_bound()  # before any await of the run (see ApprovalGate.ask_bound)
+        saga.gate.bound()  # before any await of the run (see ApprovalGate.bound)
         saga._owner = asyncio.current_task()
         return saga
 

@@ -21,7 +21,7 @@ from sagacity.chain import compute_hash, verify_chain
 from sagacity.decision_audit import DecisionAudit
 from sagacity.decision_statement import decision_statement, signed_decision, statement_bytes
 from sagacity.entry import JournalEntry
-from sagacity.examples.orders import Shop
+from sagacity.examples.orders import INITIAL_STOCK, Shop
 from sagacity.phases import Phase, SagaStatus
 from sagacity.registry import ApproverRegistry
 from sagacity.signing import SigningKey
@@ -244,7 +244,7 @@ async def test_an_unsigned_start_is_refused_before_anything_runs(bench: Bench) -
     assert result.status is SagaStatus.REFUSED
     assert "signed requester" in (result.first_failure or "")
     assert entries_of(bench.store, saga_id, "INTENT") == []
-    assert bench.shop.stock("widget") == Shop(bench.tmp / "shop.db").stock("widget")
+    assert bench.shop.stock("widget") == INITIAL_STOCK["widget"]  # nothing was reserved
     assert bench.bank.paid == []
 
 

@@ -12,7 +12,14 @@ import pytest
 from typer.testing import CliRunner
 
 from sagacity.approval_policy import ApprovalPolicy, ApprovalRequirement, ArgRule
-from sagacity.approvals import ApprovalRequest, JudgeContext, RefusalReason, judge, parse_decision
+from sagacity.approvals import (
+    ApprovalDecision,
+    ApprovalRequest,
+    JudgeContext,
+    RefusalReason,
+    judge,
+    parse_decision,
+)
 from sagacity.decision_statement import signed_decision
 from sagacity.registry import ApproverRegistry, KeyLookup, RegistryError, RegistryFile
 from sagacity.signing import KeyFileError, SigningKey, verify_signature
@@ -97,8 +104,8 @@ def test_a_signature_binds_every_field_of_the_statement() -> None:
 
     def verdict(raw: dict[str, object]) -> str:
         parsed = parse_decision(raw, approve=None)
-        assert not hasattr(parsed, "reason") or hasattr(parsed, "step")
-        v = judge(p, parsed, context=ctx)  # type: ignore[arg-type]
+        assert isinstance(parsed, ApprovalDecision), parsed  # well-formed: the signature decides
+        v = judge(p, parsed, context=ctx)
         return "ACCEPTED" if v.accepted else v.refusal.reason.value  # type: ignore[union-attr]
 
     assert verdict(body) == "ACCEPTED"
