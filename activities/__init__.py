@@ -22,6 +22,8 @@ from sagacity.activities.io_models import (
     ModelTurn,
     ModelTurnInput,
     PlanCheck,
+    ResolveStepInput,
+    ResolveStepOutcome,
     ResumeCheckInput,
     RunToolInput,
     ToolOutcome,
@@ -29,6 +31,7 @@ from sagacity.activities.io_models import (
 )
 from sagacity.activities.model_clients import ModelClient, ScriptedModel
 from sagacity.activities.plan_check import check_plan
+from sagacity.activities.resolution_recorder import ResolutionRecorder
 from sagacity.activities.tool_runner import ToolRunner, entry_ref, store_call
 from sagacity.activities.turn_bounds import bounded_turn
 from sagacity.entry import EntryDraft, JournalEntry
@@ -52,12 +55,17 @@ WORKER_IDENTITY = "sagacity.worker_identity"
 CHECK_PLAN = "sagacity.check_plan"
 CHECK_RESUME = "sagacity.check_resume"
 APPROVER_KEY = "sagacity.approver_key"
+RESOLVE_STEP = "sagacity.resolve_step"
 WRONG_WORKER = "WrongWorker"
 """Error type of an activity that reached a worker with another toolbox or journal."""
 _DETERMINISTIC = (InvalidEntryError, SagaClosedError, JournalConflictError)
-_AFTER_CLOSE_IS_MOOT = {Phase.APPROVAL_REFUSED.value, Phase.SAGA_CLOSED.value}
-"""Entries that a closed saga answers with its close entry instead of an error."""
 """Journal errors that no retry can fix: raised as non-retryable failures."""
+_AFTER_CLOSE_IS_MOOT = {
+    Phase.APPROVAL_REFUSED.value,
+    Phase.RESOLUTION_REFUSED.value,
+    Phase.SAGA_CLOSED.value,
+}
+"""Entries that a closed saga answers with its close entry instead of an error."""
 
 __all__ = [
     "APPROVER_KEY",
@@ -67,6 +75,7 @@ __all__ = [
     "FENCE_STEP",
     "JOURNAL_EVENT",
     "NEXT_TURN",
+    "RESOLVE_STEP",
     "RUN_TOOL",
     "WORKER_IDENTITY",
     "WRONG_WORKER",
@@ -96,6 +105,7 @@ class SagaActivities:
         self.models: dict[str, ModelClient] = {"scripted": ScriptedModel(), **(models or {})}
         self._compensations = CompensationRunner(store, toolbox)
         self._runner = ToolRunner(store, toolbox)
+        self._resolutions = ResolutionRecorder(store)
         # In-memory journals share one URL; each is its own database.
         url = store.url if store.url != "memory://" else f"memory://{id(store):x}"
         self.identity = worker_identity(toolbox, url, signed=registry is not None)
@@ -111,6 +121,7 @@ class SagaActivities:
             self.check_plan,
             self.check_resume,
             self.approver_key,
+            self.resolve_step,
         ]
 
     def _check_worker(self, req: WorkerBound) -> None:
@@ -225,9 +236,10 @@ class SagaActivities:
                     type="SagaIdReused",
                     non_retryable=True,
                 ) from exc
-            if req.phase == Phase.AWAITING_APPROVAL:
+            if req.phase in (Phase.AWAITING_APPROVAL, Phase.NEEDS_HUMAN):
                 # A workflow task retried after its worker died asks again for the same
-                # step and payload, with a deadline from its own clock: the first stands.
+                # step and payload (or the same dirty steps), with a deadline from its own
+                # clock: the first stands.
                 same = await store_call(self.store.step_entries, req.saga_id, req.step)
                 for entry in same:
                     if (
@@ -252,6 +264,16 @@ class SagaActivities:
                 return entry_ref(closed)
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
         except InvalidEntryError as exc:
+            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+
+    @activity.defn(name=RESOLVE_STEP)
+    async def resolve_step(self, req: ResolveStepInput) -> ResolveStepOutcome:
+        """Record a person's word on a step whose outcome is unknown (see
+        activities.resolution_recorder): the journal decides whether it still is."""
+        self._check_worker(req)
+        try:
+            return await self._resolutions.record(req)
+        except _DETERMINISTIC as exc:
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
 
     @activity.defn(name=FENCE_STEP)

@@ -213,3 +213,32 @@ class PlanCheck(_Model):
 
 
 ModelSettings.model_rebuild()
+
+
+class ResolveStepInput(WorkerBound):
+    """A person's resolution of a step whose outcome is unknown, to record in the journal:
+    RESOLVED with their statement, then the outcome they vouch for (EXECUTED with the
+    result they report, or FAILED for an effect that did not take place)."""
+
+    saga_id: str
+    step: int
+    tool: str
+    happened: bool
+    attempt: int
+    """The RESOLVED entry's attempt: one more than the step's resolutions so far."""
+    actor: str
+    statement: dict[str, Any]
+    signature: str | None = None
+    result: Any = None
+    reason: str = ""
+
+
+class ResolveStepOutcome(_Model):
+    resolved: EntryRef | None = None
+    """The RESOLVED entry (None when the journal disagreed: nothing was written)."""
+    outcome: EntryRef | None = None
+    """The outcome now in the journal: the one written for the person, or the one that
+    was already there."""
+    disagrees: str | None = None
+    """Set when the journal already held an outcome the saga did not know of (an append
+    that landed late): what it holds. The person's resolution is not applied."""

@@ -116,6 +116,11 @@ class Shop:
         with self._db() as db:
             db.execute("INSERT OR REPLACE INTO faults VALUES (?, ?)", (name, value))
 
+    def clear_fault(self, name: str) -> None:
+        """The service is back (`set_fault` switched it off)."""
+        with self._db() as db:
+            db.execute("DELETE FROM faults WHERE name=?", (name,))
+
     def fault(self, name: str) -> str | None:
         with self._db() as db:
             row = db.execute("SELECT value FROM faults WHERE name=?", (name,)).fetchone()

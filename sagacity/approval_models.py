@@ -176,7 +176,8 @@ class ApprovalDecision(BaseModel):
 
 
 class RefusalReason(StrEnum):
-    """Why a decision did not count. Stored in the journal, so the names are stable."""
+    """Why a decision (or a resolution of dirty state) did not count. Stored in the
+    journal, so the names are stable."""
 
     MALFORMED = "MALFORMED"
     NO_PENDING_REQUEST = "NO_PENDING_REQUEST"
@@ -199,6 +200,18 @@ class RefusalReason(StrEnum):
     DUPLICATE_APPROVER = "DUPLICATE_APPROVER"
     REQUESTER_CANNOT_APPROVE = "REQUESTER_CANNOT_APPROVE"
     REGISTRY_ROLLED_BACK = "REGISTRY_ROLLED_BACK"
+    # Resolutions of dirty state (sagacity.resolutions) share the vocabulary above.
+    NOT_WAITING = "NOT_WAITING"
+    NOT_DIRTY = "NOT_DIRTY"
+    ALREADY_RESOLVED = "ALREADY_RESOLVED"
+    NOT_APPLICABLE = "NOT_APPLICABLE"
+    IN_PROGRESS = "IN_PROGRESS"
+    STALE_VIEW = "STALE_VIEW"
+    RESOLVER_NOT_ALLOWED = "RESOLVER_NOT_ALLOWED"
+    REQUESTER_CANNOT_RESOLVE = "REQUESTER_CANNOT_RESOLVE"
+    JOURNAL_DISAGREES = "JOURNAL_DISAGREES"
+    """The journal holds an outcome the saga did not know of (an append that landed
+    late): the step is not dirty, and the action is not applied."""
 
 
 class Refusal(BaseModel):

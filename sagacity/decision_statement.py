@@ -15,6 +15,7 @@ against it.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,6 +25,7 @@ from sagacity.signing import SigningKey
 
 DECISION_TYPE = "sagacity/decision/v1"
 REQUEST_TYPE = "sagacity/request/v1"
+RESOLUTION_TYPE = "sagacity/resolution/v1"
 
 
 def decision_statement(
@@ -61,6 +63,35 @@ def request_statement(
         "type": REQUEST_TYPE,
         "saga_id": saga_id,
         "requester": requester,
+        "issued_at": issued_at,
+        "key_id": key_id,
+    }
+
+
+def resolution_statement(
+    *,
+    saga_id: str,
+    action: str,
+    step: int | None,
+    steps: list[int] | None,
+    result_sha256: str,
+    reason: str,
+    actor: str,
+    issued_at: str,
+    key_id: str,
+) -> dict[str, Any]:
+    """The statement of a person's action on a saga's dirty state: which saga, which
+    action on which step (or, to accept, exactly which steps they saw dirty), the SHA-256
+    of the result they report (empty when none), why, who and when."""
+    return {
+        "type": RESOLUTION_TYPE,
+        "saga_id": saga_id,
+        "action": action,
+        "step": step,
+        "steps": steps,
+        "result_sha256": result_sha256,
+        "reason": reason,
+        "actor": actor,
         "issued_at": issued_at,
         "key_id": key_id,
     }
@@ -115,13 +146,54 @@ def signed_request(key: SigningKey, saga_id: str, now: datetime | None = None) -
     return {**fields, "signature": key.sign(statement_bytes(request_statement(**fields)))}
 
 
+def signed_resolution(
+    key: SigningKey,
+    *,
+    saga_id: str,
+    action: str,
+    step: int | None = None,
+    steps: list[int] | None = None,
+    result: Any = None,
+    reason: str = "",
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """A resolution body signed by `key` (actor = the key's owner): what the CLI and
+    `SagaClient` send to a saga that needs a human."""
+    fields: dict[str, Any] = {
+        "saga_id": saga_id,
+        "action": action,
+        "step": step,
+        "steps": steps,
+        "reason": reason,
+        "actor": key.approver,
+        "issued_at": now_text(now),
+        "key_id": key.key_id,
+    }
+    statement = resolution_statement(**fields, result_sha256=result_digest(result))
+    body = {**fields, "signature": key.sign(statement_bytes(statement))}
+    if result is not None:
+        body["result"] = result
+    return body
+
+
+def result_digest(result: Any) -> str:
+    """SHA-256 of a reported result's canonical JSON; empty when no result is reported."""
+    if result is None:
+        return ""
+    return hashlib.sha256(canonical_bytes(result, what="result")).hexdigest()
+
+
 __all__ = [
     "DECISION_TYPE",
     "REQUEST_TYPE",
+    "RESOLUTION_TYPE",
     "decision_statement",
     "now_text",
     "request_statement",
+    "resolution_statement",
+    "result_digest",
     "signed_decision",
     "signed_request",
+    "signed_resolution",
     "statement_bytes",
 ]

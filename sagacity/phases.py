@@ -23,6 +23,12 @@ class Phase(StrEnum):
     REJECTED = "REJECTED"
     COMPENSATED = "COMPENSATED"
     COMPENSATION_FAILED = "COMPENSATION_FAILED"
+    NEEDS_HUMAN = "NEEDS_HUMAN"
+    """The saga stopped with dirty steps and waits for a person (what is dirty, until when)."""
+    RESOLVED = "RESOLVED"
+    """A person's accepted action on dirty state (happened, did not happen, retry the
+    compensation, accept), with their statement."""
+    RESOLUTION_REFUSED = "RESOLUTION_REFUSED"
     SAGA_CLOSED = "SAGA_CLOSED"
 
     @property
@@ -31,7 +37,8 @@ class Phase(StrEnum):
 
 
 class SagaStatus(StrEnum):
-    """Where a saga stands. The last four are final."""
+    """Where a saga stands. RUNNING, AWAITING_APPROVAL, COMPENSATING and NEEDS_HUMAN are
+    not final; the others are."""
 
     RUNNING = "RUNNING"
     AWAITING_APPROVAL = "AWAITING_APPROVAL"
@@ -41,14 +48,22 @@ class SagaStatus(StrEnum):
     COMPENSATION_FAILED = "COMPENSATION_FAILED"
     REFUSED = "REFUSED"
     """Nothing ran: the saga's plan was refused before its first side effect."""
+    NEEDS_HUMAN = "NEEDS_HUMAN"
+    """Compensated what it could, and waits (durably) for a person to resolve the rest: a
+    step whose outcome is unknown, or a compensation that failed."""
+    ACCEPTED = "ACCEPTED"
+    """Closed by a person who accepted the remaining dirty state as it is (journaled
+    with who and why)."""
+    UNRESOLVED = "UNRESOLVED"
+    """Closed by the deadline with dirty state nobody resolved: still needs a human."""
 
     @property
     def is_final(self) -> bool:
-        return self in (
-            SagaStatus.COMPLETED,
-            SagaStatus.COMPENSATED,
-            SagaStatus.COMPENSATION_FAILED,
-            SagaStatus.REFUSED,
+        return self not in (
+            SagaStatus.RUNNING,
+            SagaStatus.AWAITING_APPROVAL,
+            SagaStatus.COMPENSATING,
+            SagaStatus.NEEDS_HUMAN,
         )
 
 
@@ -75,3 +90,7 @@ class StepStatus(StrEnum):
     NOT_COMPENSABLE = "NOT_COMPENSABLE"
     """It ran, the saga was undone, and nothing can undo this step (a plain or an
     approved irreversible tool)."""
+    DID_NOT_HAPPEN = "DID_NOT_HAPPEN"
+    """Its outcome was unknown, and a person established that it took no effect."""
+    ACCEPTED = "ACCEPTED"
+    """Left dirty (unknown, or its compensation failed) and accepted as is by a person."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from sagacity.approval_models import ApprovalDecision, ApprovalRequest, RefusalReason, Verdict
 from sagacity.approval_policy import ApprovalRequirement
@@ -41,81 +42,124 @@ def check_signature(
 ) -> EnrolledKey | Verdict | None:
     """The enrolled key that signed `decision`, a refusal, or None for an unsigned
     decision where no registry is configured."""
-    lookup = context.lookup
-    configured = lookup is not None and lookup.configured
-    if not decision.signed:
-        if not configured:
-            return None
-        return Verdict.refuse(
-            RefusalReason.UNSIGNED,
-            "this saga's worker has an approver registry, so only signed decisions count; "
-            "decide with `sagacity approve --key YOUR_KEY_FILE` or SagaClient(signer=...)",
-        )
-    if decision.signature is None or decision.key_id is None or decision.issued_at is None:
-        return Verdict.refuse(
-            RefusalReason.BAD_SIGNATURE,
-            "a signed decision carries issued_at, key_id and signature together; "
-            "sign it with sagacity.decision_statement.signed_decision",
-        )
-    if decision.tool is None:
+    if decision.signed and decision.tool is None:
         return Verdict.refuse(
             RefusalReason.WRONG_TOOL,
             "a signed decision names the tool it approves; sign the statement with its tool",
         )
-    if lookup is None or not lookup.configured:
-        return Verdict.refuse(
-            RefusalReason.UNKNOWN_KEY,
-            f"the decision is signed by key {decision.key_id}, but this saga's worker has no "
-            "approver registry to check it against; configure one (SAGACITY_APPROVERS) or "
-            "send the decision unsigned",
-        )
-    key = lookup.key
-    if key is None or key.key_id != decision.key_id:
-        return Verdict.refuse(
-            RefusalReason.UNKNOWN_KEY,
-            f"key {decision.key_id} is not in the approver registry (version "
-            f"{lookup.version}); enroll it with `sagacity keys enroll` before deciding",
-        )
-    if not verify_signature(
-        key.public_key, statement_bytes(decision.statement()), decision.signature
-    ):
-        return Verdict.refuse(
-            RefusalReason.BAD_SIGNATURE,
-            f"the signature does not verify with key {key.key_id} over this decision's "
-            "statement (saga, step, tool, hash, decision, approver, reason, issued_at, key); "
-            "sign the decision you send, unchanged",
-        )
-    problem = key.invalid_at(context.now)
-    if problem is not None:
-        return Verdict.refuse(RefusalReason.KEY_NOT_VALID, f"{problem}; decide with a valid key")
-    if key.approver != decision.approver:
-        return Verdict.refuse(
-            RefusalReason.APPROVER_MISMATCH,
-            f"the decision says approver {decision.approver!r} but key {key.key_id} is "
-            f"enrolled to {key.approver!r}; a key decides only for its owner",
-        )
-    try:
-        issued = parse_timestamp(decision.issued_at)
-    except ValueError as exc:
-        return Verdict.refuse(RefusalReason.STALE_STATEMENT, f"issued_at: {exc}")
-    if issued > context.now + CLOCK_SKEW:
-        return Verdict.refuse(
-            RefusalReason.STALE_STATEMENT,
-            f"the statement is issued at {decision.issued_at}, in the future of the saga's "
-            "clock; check your machine's clock and sign again",
-        )
-    if issued < pending.requested_at - CLOCK_SKEW:
-        return Verdict.refuse(
-            RefusalReason.STALE_STATEMENT,
-            f"the statement is issued at {decision.issued_at}, before step {pending.step} "
-            "asked for approval; review the pending request and sign a new decision",
-        )
+    signed = check_signed(
+        SignedClaim(
+            statement=decision.statement(),
+            claimed=decision.approver,
+            key_id=decision.key_id,
+            signature=decision.signature,
+            issued_at=decision.issued_at,
+            signed=decision.signed,
+        ),
+        context.lookup,
+        now=context.now,
+        not_before=pending.requested_at,
+        after_what=f"step {pending.step} asked for approval",
+        how="decide with `sagacity approve --key YOUR_KEY_FILE` or SagaClient(signer=...)",
+    )
+    if not isinstance(signed, EnrolledKey):
+        return signed
     expiry = context.requirement.expires_after_seconds
+    issued = parse_timestamp(decision.issued_at or "")
     if expiry is not None and issued < context.now - timedelta(seconds=expiry):
         return Verdict.refuse(
             RefusalReason.STALE_STATEMENT,
             f"the statement is older than the {expiry:g}s this approval stays valid; "
             "sign a new decision",
+        )
+    return signed
+
+
+@dataclass(frozen=True)
+class SignedClaim:
+    """What any signed statement of a person carries: the statement rebuilt from the
+    fields they sent, the name they claim, and the signature fields (None when unsigned)."""
+
+    statement: dict[str, Any]
+    claimed: str
+    key_id: str | None
+    signature: str | None
+    issued_at: str | None
+    signed: bool
+
+
+def check_signed(
+    claim: SignedClaim,
+    lookup: KeyLookup | None,
+    *,
+    now: datetime,
+    not_before: datetime,
+    after_what: str,
+    how: str,
+) -> EnrolledKey | Verdict | None:
+    """The enrolled key that signed `claim`'s statement, a refusal, or None for an
+    unsigned claim where no registry is configured. Shared by decisions and resolutions:
+    the signature, the key's owner and validity at `now`, and `issued_at` neither in the
+    future (beyond the clock skew) nor before `not_before` (what it answers)."""
+    configured = lookup is not None and lookup.configured
+    if not claim.signed:
+        if not configured:
+            return None
+        return Verdict.refuse(
+            RefusalReason.UNSIGNED,
+            f"this saga's worker has an approver registry, so only signed statements count; {how}",
+        )
+    if claim.signature is None or claim.key_id is None or claim.issued_at is None:
+        return Verdict.refuse(
+            RefusalReason.BAD_SIGNATURE,
+            "a signed statement carries issued_at, key_id and signature together; "
+            "sign it with the helpers of sagacity.decision_statement",
+        )
+    if lookup is None or not lookup.configured:
+        return Verdict.refuse(
+            RefusalReason.UNKNOWN_KEY,
+            f"the statement is signed by key {claim.key_id}, but this saga's worker has no "
+            "approver registry to check it against; configure one (SAGACITY_APPROVERS) or "
+            "send it unsigned",
+        )
+    key = lookup.key
+    if key is None or key.key_id != claim.key_id:
+        return Verdict.refuse(
+            RefusalReason.UNKNOWN_KEY,
+            f"key {claim.key_id} is not in the approver registry (version "
+            f"{lookup.version}); enroll it with `sagacity keys enroll` first",
+        )
+    if not verify_signature(key.public_key, statement_bytes(claim.statement), claim.signature):
+        return Verdict.refuse(
+            RefusalReason.BAD_SIGNATURE,
+            f"the signature does not verify with key {key.key_id} over this statement "
+            f"(every field it names, {claim.statement.get('type')}); sign what you send, "
+            "unchanged",
+        )
+    problem = key.invalid_at(now)
+    if problem is not None:
+        return Verdict.refuse(RefusalReason.KEY_NOT_VALID, f"{problem}; use a valid key")
+    if key.approver != claim.claimed:
+        return Verdict.refuse(
+            RefusalReason.APPROVER_MISMATCH,
+            f"the statement names {claim.claimed!r} but key {key.key_id} is enrolled to "
+            f"{key.approver!r}; a key speaks only for its owner",
+        )
+    try:
+        issued = parse_timestamp(claim.issued_at)
+    except ValueError as exc:
+        return Verdict.refuse(RefusalReason.STALE_STATEMENT, f"issued_at: {exc}")
+    if issued > now + CLOCK_SKEW:
+        return Verdict.refuse(
+            RefusalReason.STALE_STATEMENT,
+            f"the statement is issued at {claim.issued_at}, in the future of the saga's "
+            "clock; check your machine's clock and sign again",
+        )
+    if issued < not_before - CLOCK_SKEW:
+        return Verdict.refuse(
+            RefusalReason.STALE_STATEMENT,
+            f"the statement is issued at {claim.issued_at}, before {after_what}; review "
+            "what the saga shows now and sign a new statement",
         )
     return key
 

@@ -15,7 +15,14 @@ from typing import Annotated
 
 import typer
 
-from sagacity.worker import cli_approvals, cli_journal, cli_keys, cli_sagas, cli_server
+from sagacity.worker import (
+    cli_approvals,
+    cli_journal,
+    cli_keys,
+    cli_resolutions,
+    cli_sagas,
+    cli_server,
+)
 from sagacity.worker.cli_common import CliState, err, fail
 
 __all__ = ["app", "err", "fail", "main"]
@@ -77,6 +84,10 @@ app.command()(cli_sagas.pending)
 app.command()(cli_approvals.approve)
 app.command()(cli_approvals.reject)
 app.command()(cli_sagas.cancel)
+app.command()(cli_resolutions.dirty)
+app.command()(cli_resolutions.resolve)
+app.command("retry-compensation")(cli_resolutions.retry_compensation)
+app.command()(cli_resolutions.close)
 app.command()(cli_journal.journal)
 app.command()(cli_journal.verify)
 app.command()(cli_journal.export)

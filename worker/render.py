@@ -22,7 +22,13 @@ from sagacity.chain import VerifyReport
 from sagacity.entry import JournalEntry
 from sagacity.phases import Phase
 from sagacity.worker.confusables import TextWarning, payload_warnings
-from sagacity.workflows.models import PendingApproval, SagaResult, SagaView, StepReport
+from sagacity.workflows.models import (
+    DirtyStep,
+    PendingApproval,
+    SagaResult,
+    SagaView,
+    StepReport,
+)
 
 STATUS_STYLE = {
     "COMPLETED": "green",
@@ -31,6 +37,9 @@ STATUS_STYLE = {
     "COMPENSATING": "yellow",
     "AWAITING_APPROVAL": "bold magenta",
     "RUNNING": "cyan",
+    "NEEDS_HUMAN": "bold red",
+    "UNRESOLVED": "bold red",
+    "ACCEPTED": "yellow",
 }
 
 
@@ -207,7 +216,15 @@ def saga_overview(summary: Any, view: SagaView | SagaResult | None) -> Table:
         grid.add_row("closed", _t(f"{_when(summary.closed)} UTC"))
     needs_human = view.needs_human if view is not None else summary.needs_human
     if needs_human:
-        grid.add_row("needs human", _t("YES: a step has an unknown outcome", "bold red"))
+        what = "a step's outcome is unknown or its compensation failed: `sagacity dirty`"
+        grid.add_row("needs human", _t(f"YES: {what}", "bold red"))
+    for d in view.dirty if view is not None else []:
+        grid.add_row("dirty", _t(f"step {d.step} {d.tool}: {d.kind.value}: {d.known}", "red"))
+    if isinstance(view, SagaView) and view.human_deadline is not None:
+        grid.add_row("waits until", _t(f"{_when(view.human_deadline)} UTC, then UNRESOLVED"))
+    for r in view.resolutions if isinstance(view, SagaResult) else []:
+        what = f"step {r.step}" if r.step is not None else f"steps {r.steps}"
+        grid.add_row("resolved", _t(f"{r.action} {what} by {r.actor}: {r.outcome}"))
     if view is not None and view.first_failure:
         grid.add_row("failure", _t(view.first_failure, "red"))
     if isinstance(view, SagaResult):
@@ -225,3 +242,38 @@ def saga_overview(summary: Any, view: SagaView | SagaResult | None) -> Table:
             _t(f"step {p.step} {p.tool} sha256 {p.payload_sha256}", "magenta"),
         )
     return grid
+
+
+def dirty_table(items: Iterable[Any]) -> Table:
+    """worker.client_resolutions.DirtyItem rows: each dirty step of each saga needing a
+    human, with what is known and what can be done."""
+    table = Table(title_justify="left")
+    for column in ("saga", "status", "step", "tool", "dirty", "since (UTC)", "known", "do"):
+        table.add_column(column, overflow="fold", no_wrap=column in ("step",))
+    for item in items:
+        summary = item.summary
+        status = status_text(summary.status or summary.execution_status)
+        if item.error is not None or not item.dirty:
+            table.add_row(_t(summary.saga_id), status, "", "", "", "", _t(item.error, "red"), "")
+        for d in item.dirty:
+            table.add_row(
+                _t(summary.saga_id),
+                status,
+                _t(d.step),
+                _t(d.tool),
+                _t(d.kind.value, "red"),
+                _t(_when(d.since)),
+                _t(d.known),
+                _t(_actions_hint(d) if summary.running else "closed: see its journal"),
+            )
+    return table
+
+
+def _actions_hint(d: DirtyStep) -> str:
+    verbs = {
+        "happened": "resolve --happened",
+        "did_not_happen": "resolve --did-not-happen",
+        "retry_compensation": "retry-compensation",
+        "accept": "close --accept",
+    }
+    return ", ".join(verbs[a] for a in d.actions if a in verbs)

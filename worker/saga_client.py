@@ -33,11 +33,14 @@ from sagacity.entry import JournalEntry
 from sagacity.signing import SigningKey
 from sagacity.stores import JournalStore
 from sagacity.worker import client as api
+from sagacity.worker import client_resolutions as fixes
 from sagacity.worker.plugin import saga_converter
 from sagacity.workflows.models import (
     DecisionResult,
+    DirtyStep,
     PendingApproval,
     RequesterClaim,
+    ResolutionResult,
     SagaInput,
     SagaResult,
     SagaView,
@@ -315,3 +318,61 @@ class SagaClient:
     async def cancel(self, saga_id: str) -> api.SagaSummary:
         """Ask a running saga to stop; it compensates its executed steps and closes."""
         return await api.cancel_saga(self.handle(saga_id))
+
+    # ---- dirty state --------------------------------------------------------------------------
+
+    async def dirty(self, saga_id: str) -> list[DirtyStep]:
+        """The steps of `saga_id` that need a person (its `dirty` query)."""
+        return await fixes.saga_dirty(self.handle(saga_id))
+
+    async def needing_human(self, *, limit: int | None = None) -> list[fixes.DirtyItem]:
+        """Every saga flagged as needing a human, with what is dirty (`sagacity dirty`)."""
+        return await fixes.dirty_sagas(self.temporal, limit=limit)
+
+    async def resolve(
+        self,
+        saga_id: str,
+        step: int,
+        *,
+        happened: bool,
+        result: Any = None,
+        reason: str = "",
+        actor: str | None = None,
+    ) -> ResolutionResult:
+        """Say what became of a step whose outcome is unknown: it `happened` (with the
+        `result` you read from the other side; a compensable step is then undone) or it
+        did not (nothing to undo)."""
+        action: fixes.Action = "happened" if happened else "did_not_happen"
+        return await self._send(saga_id, action, actor, step=step, result=result, reason=reason)
+
+    async def retry_compensation(
+        self, saga_id: str, step: int, *, reason: str = "", actor: str | None = None
+    ) -> ResolutionResult:
+        """Run a failed compensation again (same idempotency key), e.g. once the service
+        it calls is back."""
+        return await self._send(saga_id, "retry_compensation", actor, step=step, reason=reason)
+
+    async def accept(
+        self,
+        saga_id: str,
+        *,
+        reason: str,
+        steps: list[int] | None = None,
+        actor: str | None = None,
+    ) -> ResolutionResult:
+        """Close the saga with its remaining dirty steps accepted as they are. `steps` are
+        the dirty steps you reviewed (default: those the saga lists now); the saga refuses
+        the acceptance if they are not exactly what is dirty when it arrives."""
+        if not reason.strip():
+            raise api.SagaClientError("an acceptance needs a reason: it is journaled")
+        if steps is None:
+            steps = [d.step for d in await self.dirty(saga_id)]
+        return await self._send(saga_id, "accept", actor, steps=steps, reason=reason)
+
+    async def _send(
+        self, saga_id: str, action: fixes.Action, actor: str | None, **fields: Any
+    ) -> ResolutionResult:
+        if actor is None and self.signer is not None:
+            actor = self.signer.approver
+        body = fixes.resolution_body(saga_id, action, actor=actor, signer=self.signer, **fields)
+        return await fixes.resolve(self.handle(saga_id), body)

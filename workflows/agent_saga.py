@@ -30,7 +30,9 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.errors import SagacityError
     from sagacity.workflows.models import (
         DecisionResult,
+        DirtyStep,
         PendingApproval,
+        ResolutionResult,
         SagaCarry,
         SagaResult,
         SagaRunInput,
@@ -108,6 +110,7 @@ class AgentSagaWorkflow:
         self._check_whole_plan = workflow.patched("check-whole-plan-at-start")
         saga.journal_abandoned_at_start = workflow.patched("journal-abandoned-approval-at-start")
         saga.gate.bound()
+        saga.desk.enabled()
         if inp.carry is None:
             opened = inp.model_dump(mode="json", exclude={"model": {"script"}, "carry": True})
             await saga.start(opened, pin_worker=pin_worker)
@@ -254,7 +257,9 @@ class AgentSagaWorkflow:
         await self._saga.doors.on_signal(name, args)
 
     @workflow.update(dynamic=True)
-    async def on_update(self, name: str, args: Sequence[RawValue]) -> DecisionResult:
+    async def on_update(
+        self, name: str, args: Sequence[RawValue]
+    ) -> DecisionResult | ResolutionResult:
         return await self._saga.doors.on_update(name, args)
 
     @on_update.validator
@@ -272,3 +277,8 @@ class AgentSagaWorkflow:
     @workflow.query(name="pending_approval")
     def pending_approval(self) -> PendingApproval | None:
         return self._saga.gate.pending_view()
+
+    @workflow.query(name="dirty")
+    def dirty(self) -> list[DirtyStep]:
+        """Steps that need a person: an unknown outcome, a failed compensation."""
+        return self._saga.dirty_steps()

@@ -159,7 +159,7 @@ class ApprovalGate(Voting):
             self._requirement = self.requirement(outcome.approval)
             self._counted, self._votes, self._approvals_journaled = [], [], 0
             self._registry = await self._ask(None)
-            self._rolled_back(self._registry)
+            self.rolled_back(self._registry)
             result["approval"] = self._requirement.model_dump(mode="json")
             result["registry"] = self._registry.registry_ref
         await self._journal(
@@ -368,7 +368,7 @@ class ApprovalGate(Voting):
         # A request decided while the key was looked up is still the one this decision
         # arrived at: it is judged against it (refused as about another step, or as
         # already decided), not against "nothing pending".
-        rolled_back = self._rolled_back(lookup) if ticket is not None else None
+        rolled_back = self.rolled_back(lookup) if ticket is not None else None
         if rolled_back is not None:
             return rolled_back, ticket
         judged = self._verdict(raw, approve, lookup, arrived)
@@ -385,7 +385,7 @@ class ApprovalGate(Voting):
         self._refusals[step] = count = self._refusals.get(step, 0) + 1
         return step, count, cap
 
-    def _rolled_back(self, lookup: KeyLookup | None) -> Refusal | None:
+    def rolled_back(self, lookup: KeyLookup | None) -> Refusal | None:
         """A registry answer older than one this saga has seen is refused: putting an
         old file back (and restarting the worker) must not undo a revocation."""
         if lookup is None or not lookup.configured or lookup.version is None:

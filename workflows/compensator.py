@@ -100,7 +100,7 @@ async def compensate(
         except LOCAL_FAILURES as exc:
             workflow.logger.error("could not fence step %d: %s", unknown.step, exc)
     for step in plan.to_compensate:
-        report = await _compensate_step(
+        report = await compensate_step(
             saga_id, inp, step, recorded[step.step], journal, worker, task_queue
         )
         on_report(report)
@@ -159,7 +159,7 @@ async def _fence(fence: FenceInput, task_queue: str | None) -> None:
         await workflow.execute_activity(FENCE_STEP, fence, task_queue=task_queue, **LOCAL_OPTIONS)
 
 
-async def _compensate_step(
+async def compensate_step(
     saga_id: str,
     inp: SagaOptions,
     step: ExecutedStep,
@@ -167,7 +167,11 @@ async def _compensate_step(
     journal: Journal,
     worker: str | None = None,
     task_queue: str | None = None,
+    *,
+    attempt: int = 1,
 ) -> CompensationReport:
+    """Compensate one executed step. `attempt` numbers its COMPENSATION_FAILED entry: a
+    person may have the compensation retried, and each failed round is its own entry."""
     # No args or result are sent: the activity reads what ran from the journal alone.
     try:
         done: CompensationOutcome = await workflow.execute_activity(
@@ -194,6 +198,7 @@ async def _compensate_step(
                     saga_id=saga_id,
                     phase=Phase.COMPENSATION_FAILED,
                     step=step.step,
+                    attempt=attempt,
                     tool=step.tool,
                     input=executed_input(exc),
                     error=error[:10_000],

@@ -25,14 +25,31 @@ def _cell(value: object) -> str:
     return text.replace("|", "\\|").replace("\n", " ")[:60]
 
 
-def steps_markdown(status: str, rows: Iterable[Mapping[str, Any]]) -> str:
-    """The saga's current details: status and a markdown table of steps."""
-    lines = [
-        f"**Saga status:** {status}",
-        "",
-        "| step | call | status | seq | hash |",
-        "|---:|---|---|---:|---|",
-    ]
+def steps_markdown(
+    status: str,
+    rows: Iterable[Mapping[str, Any]],
+    dirty: Iterable[Mapping[str, Any]] = (),
+    saga_id: str = "",
+) -> str:
+    """The saga's current details: status, what needs a person (and how to act), and a
+    markdown table of steps."""
+    lines = [f"**Saga status:** {status}", ""]
+    waiting = list(dirty)
+    if waiting:
+        lines += ["**Needs a human:**", "", "| step | call | dirty | known |", "|---:|---|---|---|"]
+        for row in waiting:
+            lines.append(
+                f"| {row['step']} | {_cell(call_summary(row['tool'], row.get('args') or {}, 60))} "
+                f"| {_cell(row['kind'])} | {_cell(row.get('known'))} |"
+            )
+        lines += [
+            "",
+            f"Resolve: `sagacity dirty`, then `sagacity resolve {saga_id} STEP --happened` or "
+            f"`--did-not-happen`, `sagacity retry-compensation {saga_id} STEP`, or "
+            f"`sagacity close {saga_id} --accept REASON`.",
+            "",
+        ]
+    lines += ["| step | call | status | seq | hash |", "|---:|---|---|---:|---|"]
     for row in rows:
         digest = row.get("hash") or ""
         lines.append(

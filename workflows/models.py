@@ -28,16 +28,21 @@ from sagacity.activities.io_models import (
 )
 from sagacity.approval_policy import ApprovalRequirement
 from sagacity.phases import SagaStatus, StepStatus
+from sagacity.resolutions import DirtyKind, ResolutionPolicy
 from sagacity.tools import ToolKind
 
 __all__ = [
     "ChatMessage",
     "CompensationReport",
     "DecisionResult",
+    "DirtyStep",
     "ModelSettings",
     "ModelTurn",
     "PendingApproval",
     "RequesterClaim",
+    "ResolutionPolicy",
+    "ResolutionReport",
+    "ResolutionResult",
     "SagaCarry",
     "SagaInput",
     "SagaOptions",
@@ -85,6 +90,10 @@ class SagaOptions(_Model):
     model_result_limit: int = Field(default=16_000, ge=100, le=200_000)
     continue_as_new_after_steps: int = Field(default=100, ge=1, le=1_000)
     """Steps per workflow run before the saga continues as new with its state."""
+    resolution: ResolutionPolicy | None = None
+    """Who may resolve the saga's dirty state (an unknown outcome, a failed compensation)
+    and how long it waits for them (default: 30 days, the saga's approvers if it lists
+    them, never its requester)."""
 
 
 class RequesterClaim(_Model):
@@ -131,6 +140,10 @@ class StepReport(_Model):
     approver: str | None = None
     result: Any = None
     replayed: bool = False
+    dirty_since: datetime | None = None
+    """When the step became dirty (its outcome unknown, or its compensation failed)."""
+    resolved_by: str | None = None
+    """Who resolved the step's dirty state, if anyone did."""
 
 
 class CompensationReport(_Model):
@@ -163,6 +176,24 @@ class PendingApproval(_Model):
     """The worker has an approver registry: only signed decisions count."""
 
 
+class DirtyStep(_Model):
+    """A step that needs a person: what it is, what is known, since when, what applies."""
+
+    step: int
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    kind: DirtyKind
+    known: str
+    """What the journal says, in words (INTENT at seq 5 and no outcome; the refund failed
+    after 5 attempts: ...)."""
+    since: datetime | None = None
+    intent_seq: int | None = None
+    seq: int | None = None
+    """The step's latest journal entry that made it dirty (COMPENSATION_FAILED), if any."""
+    actions: list[str] = Field(default_factory=list)
+    """What may be done about it: happened, did_not_happen, retry_compensation, accept."""
+
+
 class SagaView(_Model):
     saga_id: str
     status: SagaStatus
@@ -170,6 +201,36 @@ class SagaView(_Model):
     steps: int
     first_failure: str | None = None
     pending_approval: PendingApproval | None = None
+    dirty: list[DirtyStep] = Field(default_factory=list)
+    """Steps that need a person (listed while the saga waits for one, and after)."""
+    human_deadline: datetime | None = None
+    """When a saga waiting for a person closes UNRESOLVED if nobody resolved it."""
+
+
+class ResolutionReport(_Model):
+    """One accepted action on the saga's dirty state: what, by whom, with what effect."""
+
+    action: str
+    step: int | None = None
+    """The step acted on (None for an acceptance, which names `steps`)."""
+    steps: list[int] = Field(default_factory=list)
+    actor: str
+    reason: str = ""
+    outcome: str
+    """What it did: compensated, compensation failed again, recorded as done, nothing to
+    undo, accepted."""
+    seq: int | None = None
+    hash: str | None = None
+    """The RESOLVED entry that records it."""
+    at: datetime | None = None
+
+
+class ResolutionResult(ResolutionReport):
+    """Answer of the `resolve` update once the action is applied and journaled."""
+
+    dirty: list[int] = Field(default_factory=list)
+    """Steps still dirty afterwards."""
+    status: SagaStatus | None = None
 
 
 class DecisionResult(_Model):
@@ -199,6 +260,10 @@ class SagaResult(_Model):
     needs_human: bool = False
     head_seq: int | None = None
     head_hash: str | None = None
+    dirty: list[DirtyStep] = Field(default_factory=list)
+    """Steps still dirty at the close (UNRESOLVED), or accepted as dirty (ACCEPTED)."""
+    resolutions: list[ResolutionReport] = Field(default_factory=list)
+    """What people did about the saga's dirty state, in order, and who."""
     reports_compacted: bool = False
     """True when step reports were shortened (arguments, results and errors left out of
     the oldest ones) to keep the result within Temporal's payload limit; the journal has

@@ -109,6 +109,7 @@ class Saga(SagaCore):
         setattr(instance, _OPEN_MARK, True)
         saga = cls(options or SagaOptions(), state)
         saga.gate.bound()  # before any await of the run (see ApprovalGate.bound)
+        saga.desk.enabled()  # likewise (see HumanDesk.enabled)
         saga._owner = asyncio.current_task()
         return saga
 

@@ -39,9 +39,12 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.approval_policy import ApprovalRequirement
     from sagacity.phases import Phase, SagaStatus, StepStatus
     from sagacity.registry import KeyLookup
+    from sagacity.resolutions import DirtyKind, ResolutionPolicy
     from sagacity.tools import ToolKind
     from sagacity.workflows.models import (
         CompensationReport,
+        DirtyStep,
+        ResolutionReport,
         SagaOptions,
         SagaResult,
         SagaState,
@@ -51,6 +54,8 @@ with workflow.unsafe.imports_passed_through():
 
 from sagacity.workflows.approval_gate import ApprovalGate
 from sagacity.workflows.compensator import LOCAL_OPTIONS, compensate, failure_cause
+from sagacity.workflows.human_desk import HumanDesk
+from sagacity.workflows.human_wait import HumanWait
 from sagacity.workflows.inspection import (
     SAGA_NEEDS_HUMAN,
     SAGA_STATUS,
@@ -65,7 +70,7 @@ from sagacity.workflows.saga_handlers import SagaDoors
 T = TypeVar("T")
 
 
-class SagaCore:
+class SagaCore(HumanWait):
     """One saga in one workflow run: what it did, what it waits for, how it ends."""
 
     def __init__(
@@ -110,7 +115,22 @@ class SagaCore:
             lookup=self._lookup_key,
             tightening=tightening,
         )
-        self.doors = SagaDoors(self.gate, self.view, lambda: list(self.steps.values()))
+        policy = (options.resolution or ResolutionPolicy()).effective(approvers)
+        self.desk = HumanDesk(
+            self.saga_id,
+            self.journal,
+            self._lookup_key,
+            policy=policy,
+            dirty=self.dirty,
+            status=lambda: self.status.value,
+            requester=lambda: self.gate.requester,
+            rolled_back=self.gate.rolled_back,
+        )
+        self.resolutions: list[ResolutionReport] = []
+        self.accepted_dirty: list[DirtyStep] = []
+        self.doors = SagaDoors(
+            self.gate, self.desk, self.view, lambda: list(self.steps.values()), self.dirty_steps
+        )
         if state is not None:
             self.next_step = state.next_step
             self.steps = {s.step: s for s in state.steps}
@@ -249,6 +269,8 @@ class SagaCore:
                     self.steps[step] = report.model_copy(update=update)
         if self.failure is not None:
             await self._compensate()
+            if self.desk.enabled() and self.dirty():
+                await self.await_human()
             self._mark_not_compensable()
         return await self._close()
 
@@ -368,9 +390,10 @@ class SagaCore:
             phase = Phase.COMPENSATED if report.ok else Phase.COMPENSATION_FAILED
             self._saw(EntryRef(seq=report.seq, hash=report.hash, phase=phase))
         status = StepStatus.COMPENSATED if report.ok else StepStatus.COMPENSATION_FAILED
-        self.steps[report.step] = self.steps[report.step].model_copy(
-            update={"status": status, "seq": report.seq, "hash": report.hash}
-        )
+        update: dict[str, object] = {"status": status, "seq": report.seq, "hash": report.hash}
+        if not report.ok:
+            update["dirty_since"] = workflow.now()
+        self.steps[report.step] = self.steps[report.step].model_copy(update=update)
         self.publish()
 
     def _mark_not_compensable(self) -> None:
@@ -383,10 +406,17 @@ class SagaCore:
                 self.steps[step] = report.model_copy(update={"status": StepStatus.NOT_COMPENSABLE})
 
     async def _close(self) -> SagaResult:
+        waited = self.desk.enabled()
         if self.failure is None:
             final = SagaStatus.COMPLETED
         elif self.refused and not self.steps:
             final = SagaStatus.REFUSED
+        elif waited and self.desk.accepted:
+            final = SagaStatus.ACCEPTED
+        elif waited and self.dirty():
+            final = SagaStatus.UNRESOLVED
+        elif waited:
+            final = SagaStatus.COMPENSATED
         elif any(not c.ok for c in self.compensations):
             final = SagaStatus.COMPENSATION_FAILED
         else:
@@ -400,21 +430,26 @@ class SagaCore:
         self.gate.release()
         await workflow.wait_condition(lambda: self.gate.settled)
         self.gate.close()
+        self.desk.closed = True
         # The saga's own handlers only: the workflow's own may wait on the saga's end.
         await workflow.wait_condition(lambda: self.doors.idle)
+        closing: dict[str, object] = {
+            "status": final.value,
+            "first_failure": self.failure,
+            "final_answer": self.final_answer,
+            "unknown_outcome_steps": unknown,
+            "needs_human": needs_human,
+            "refused_decisions": {str(k): v for k, v in self.gate.refusals.items()},
+        }
+        dirty = self.accepted_dirty if final is SagaStatus.ACCEPTED else self.dirty_steps()
+        if waited:
+            closing["dirty_steps"] = [d.step for d in dirty]
+            closing["resolutions"] = [
+                {"action": r.action, "step": r.step, "actor": r.actor, "seq": r.seq}
+                for r in self.resolutions[:100]
+            ]
         ref = await self.journal(
-            JournalEventInput(
-                saga_id=self.saga_id,
-                phase=Phase.SAGA_CLOSED,
-                result={
-                    "status": final.value,
-                    "first_failure": self.failure,
-                    "final_answer": self.final_answer,
-                    "unknown_outcome_steps": unknown,
-                    "needs_human": needs_human,
-                    "refused_decisions": {str(k): v for k, v in self.gate.refusals.items()},
-                },
-            )
+            JournalEventInput(saga_id=self.saga_id, phase=Phase.SAGA_CLOSED, result=closing)
         )
         self.publish()
         return fit_result(
@@ -429,6 +464,8 @@ class SagaCore:
                 needs_human=needs_human,
                 head_seq=ref.seq,
                 head_hash=ref.hash,
+                dirty=dirty,
+                resolutions=self.resolutions,
             )
         )
 
@@ -460,12 +497,15 @@ class SagaCore:
         self._saw(outcome.intent)
         self._saw(outcome.outcome)
         previous = self.steps.get(outcome.step)
-        self.steps[outcome.step] = step_report(
+        report = step_report(
             outcome,
             status=status,
             approver=approver or (previous.approver if previous else None),
             error=error,
         )
+        if report.status is StepStatus.UNKNOWN:
+            report = report.model_copy(update={"dirty_since": workflow.now()})
+        self.steps[outcome.step] = report
         self.publish()
 
     def set_status(self, status: SagaStatus) -> None:
@@ -473,16 +513,25 @@ class SagaCore:
         self.publish()
 
     def unknown_steps(self) -> list[int]:
-        """Steps whose outcome is unknown (INTENT journaled, no outcome)."""
-        return sorted(s for s, r in self.steps.items() if r.status == StepStatus.UNKNOWN)
+        """Steps whose outcome is unknown (INTENT journaled, no outcome), including those a
+        person accepted as unknown (accepting does not make an outcome known)."""
+        accepted = {d.step for d in self.accepted_dirty if d.kind is DirtyKind.UNKNOWN_OUTCOME}
+        return sorted(
+            s for s, r in self.steps.items() if r.status == StepStatus.UNKNOWN or s in accepted
+        )
 
     def needs_human(self) -> bool:
-        """The one definition: an unknown outcome, or a compensation that failed."""
-        return (
-            self.stranded
-            or self.status is SagaStatus.COMPENSATION_FAILED
-            or bool(self.unknown_steps())
-        )
+        """The one definition: an unknown outcome, or a compensation that failed, that no
+        person has resolved or accepted. (Sagas from before the human wait said so only
+        once closed COMPENSATION_FAILED, never while compensating: their histories replay
+        with the search attributes they upserted.)"""
+        if not self.desk.enabled():
+            return (
+                self.stranded
+                or self.status is SagaStatus.COMPENSATION_FAILED
+                or bool(self.unknown_steps())
+            )
+        return self.stranded or bool(self.dirty())
 
     def view(self) -> SagaView:
         return SagaView(
@@ -492,6 +541,8 @@ class SagaCore:
             steps=len(self.steps),
             first_failure=self.failure,
             pending_approval=self.gate.pending_view(),
+            dirty=self.dirty_steps(),
+            human_deadline=self.desk.deadline if self.desk.waiting_since else None,
         )
 
     def publish(self) -> None:
@@ -507,8 +558,14 @@ class SagaCore:
                 [SAGA_STATUS.value_set(attributes[0]), SAGA_NEEDS_HUMAN.value_set(attributes[1])]
             )
         recent = list(self.steps.values())[-50:]
+        dirty = self.dirty_steps() if self.status is SagaStatus.NEEDS_HUMAN else []
         workflow.set_current_details(
-            steps_markdown(self.status.value, (r.model_dump() for r in recent))
+            steps_markdown(
+                self.status.value,
+                (r.model_dump() for r in recent),
+                (d.model_dump() for d in dirty),
+                self.saga_id,
+            )
         )
 
 

@@ -23,25 +23,39 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from sagacity.workflows.models import DecisionResult, PendingApproval, SagaView, StepReport
+    from sagacity.workflows.models import (
+        DecisionResult,
+        DirtyStep,
+        PendingApproval,
+        ResolutionResult,
+        SagaView,
+        StepReport,
+    )
 
+from sagacity.workflows.human_desk import RESOLVE
 from sagacity.workflows.saga_errors import SagaUsageError
 
 if TYPE_CHECKING:
     from sagacity.workflows.approval_gate import ApprovalGate
+    from sagacity.workflows.human_desk import HumanDesk
 
 DECIDE_UPDATE = "decide"
-SIGNALS = ("approve", "reject", "record_refusal")
-QUERIES = ("status", "steps", "pending_approval")
+UPDATES = (DECIDE_UPDATE, RESOLVE)
+SIGNALS = ("approve", "reject", "record_refusal", RESOLVE)
+QUERIES = ("status", "steps", "pending_approval", "dirty")
 
 
 class SagaDoors:
     """Signal, update and query handlers over one saga's gate and state."""
 
-    def __init__(self, gate: ApprovalGate, view: Any, steps: Any) -> None:
+    def __init__(
+        self, gate: ApprovalGate, desk: HumanDesk, view: Any, steps: Any, dirty: Any
+    ) -> None:
         self._gate = gate
+        self._desk = desk
         self._view = view
         self._steps = steps
+        self._dirty = dirty
         self._running = 0
 
     @property
@@ -57,10 +71,15 @@ class SagaDoors:
         finally:
             self._running -= 1
 
-    async def on_update(self, name: str, args: Sequence[RawValue]) -> DecisionResult:
+    async def on_update(
+        self, name: str, args: Sequence[RawValue]
+    ) -> DecisionResult | ResolutionResult:
         self._running += 1
         try:
-            return await self._gate.on_update(one(tuple(decoded(a) for a in args)))
+            raw = one(tuple(decoded(a) for a in args))
+            if name == RESOLVE:
+                return await self._desk.on_update(raw)
+            return await self._gate.on_update(raw)
         finally:
             self._running -= 1
 
@@ -72,17 +91,23 @@ class SagaDoors:
             # Journal a decision the `decide` validator refused (a rejected update leaves
             # no history); never approves or rejects anything.
             await self._gate.on_refusal_record(raw)
+        elif name == RESOLVE:
+            await self._desk.on_signal(raw)
         else:
             workflow.logger.warning("signal %r is not one this saga takes; ignored", name)
 
     def validate_update(self, name: str, args: Sequence[RawValue]) -> None:
-        if name != DECIDE_UPDATE:
+        if name not in UPDATES:
             raise ApplicationError(
                 f"update {name[:100]!r} is not one this saga takes; decisions go through "
-                f"{DECIDE_UPDATE!r}",
+                f"{DECIDE_UPDATE!r}, resolutions of dirty state through {RESOLVE!r}",
                 type="UnknownUpdate",
             )
-        self._gate.validate(one(tuple(decoded(a) for a in args)))
+        raw = one(tuple(decoded(a) for a in args))
+        if name == RESOLVE:
+            self._desk.validate(raw)
+        else:
+            self._gate.validate(raw)
 
     def status(self) -> SagaView:
         view: SagaView = self._view()
@@ -95,19 +120,22 @@ class SagaDoors:
     def pending_approval(self) -> PendingApproval | None:
         return self._gate.pending_view()
 
+    def dirty(self) -> list[DirtyStep]:
+        dirty: list[DirtyStep] = self._dirty()
+        return dirty
+
     def install(self) -> None:
         """Register the handlers on the running workflow. Refused (SagaUsageError) when
         the workflow already has a handler the saga needs: named handlers win over a
         dynamic one, so an `approve` of the workflow's own would bypass the gate."""
         taken = [f"dynamic {kind} handler" for kind, get in _DYNAMIC if get() is not None]
         taken += [f"signal {n!r}" for n in SIGNALS if workflow.get_signal_handler(n)]
-        if workflow.get_update_handler(DECIDE_UPDATE):
-            taken.append(f"update {DECIDE_UPDATE!r}")
+        taken += [f"update {n!r}" for n in UPDATES if workflow.get_update_handler(n)]
         taken += [f"query {n!r}" for n in QUERIES if workflow.get_query_handler(n)]
         if taken:
             raise SagaUsageError(
                 f"this workflow already has {', '.join(taken)}; a saga registers its own "
-                f"(signals {', '.join(SIGNALS)}, update {DECIDE_UPDATE!r}, queries "
+                f"(signals {', '.join(SIGNALS)}, updates {', '.join(UPDATES)}, queries "
                 f"{', '.join(QUERIES)} and the dynamic signal and update handlers): "
                 "rename or remove the workflow's"
             )
@@ -116,6 +144,7 @@ class SagaDoors:
         workflow.set_query_handler("status", self.status)
         workflow.set_query_handler("steps", self.steps)
         workflow.set_query_handler("pending_approval", self.pending_approval)
+        workflow.set_query_handler("dirty", self.dirty)
 
 
 _DYNAMIC = (

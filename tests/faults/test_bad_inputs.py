@@ -33,7 +33,13 @@ from sagacity.toolbox import Toolbox
 from sagacity.tools import CompensationContext, ToolContext, compensable, compensation, tool
 from sagacity.worker.app import new_worker
 from sagacity.worker.client import start_saga
-from sagacity.workflows.models import ModelSettings, SagaInput, SagaResult, ToolCall
+from sagacity.workflows.models import (
+    ModelSettings,
+    ResolutionPolicy,
+    SagaInput,
+    SagaResult,
+    ToolCall,
+)
 
 from .support import (
     CHARGE,
@@ -315,11 +321,12 @@ async def test_hanging_tool_times_out_is_unknown_and_its_late_attempt_is_fenced(
             tool_timeout_seconds=3,
             tool_heartbeat_timeout_seconds=2,
             tool_attempts=3,
+            resolution=ResolutionPolicy(deadline_seconds=1),  # nobody comes: UNRESOLVED
         )
     )
     result = await asyncio.wait_for(handle.result(), 40)
 
-    assert result.status is SagaStatus.COMPENSATED, result
+    assert result.status is SagaStatus.UNRESOLVED, result
     assert result.unknown_outcome_steps == [2] and result.needs_human
     assert "step 2 (hang) unknown" in (result.first_failure or ""), result.first_failure
     assert [(c.step, c.ok) for c in result.compensations] == [(1, True)]
@@ -328,7 +335,7 @@ async def test_hanging_tool_times_out_is_unknown_and_its_late_attempt_is_fenced(
     story = [(e.phase.value, e.step) for e in entries]
     assert story == [
         ("SAGA_OPENED", 0), ("INTENT", 1), ("EXECUTED", 1), ("INTENT", 2),
-        ("COMPENSATED", 1), ("SAGA_CLOSED", 0),
+        ("COMPENSATED", 1), ("NEEDS_HUMAN", 0), ("SAGA_CLOSED", 0),
     ]  # fmt: skip
     assert_evidence_consistent(result, entries)
     assert bad.odd.calls.count(("hang", f"{handle.id}:2")) == 1  # never run a second time

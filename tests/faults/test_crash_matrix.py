@@ -15,6 +15,9 @@ within seconds; `tool_timeout_seconds` bounds activities that do not heartbeat.
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -31,8 +34,16 @@ from sagacity.examples.orders import INITIAL_STOCK, Shop
 from sagacity.phases import Phase, SagaStatus
 from sagacity.stores import JournalStore
 from sagacity.stores.postgres import lock_key
+from sagacity.worker.client import NoWorkerError
+from sagacity.worker.saga_client import SagaClient
 from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN
-from sagacity.workflows.models import SagaInput, SagaResult, ToolCall
+from sagacity.workflows.models import (
+    ResolutionPolicy,
+    SagaInput,
+    SagaResult,
+    SagaView,
+    ToolCall,
+)
 
 from .support import (
     CHARGE,
@@ -106,27 +117,61 @@ async def test_killed_during_a_tool_call(
     assert shop.calls("ship_order") == [] and phases(pg_store, handle.id)[-1] == ("INTENT", 3)
     shop.set_fault("ship_delay", "0")
     workers.start()
+    # The saga compensates what it knows and waits for a person with step 3 listed; the
+    # carrier never saw the order, so a person says so from the command line.
+    listed = await eventually(
+        lambda: _dirty_listed(workers, handle.id), RECOVERY_S, "dirty", interval=0.5
+    )
+    assert [(d["step"], d["tool"], d["kind"]) for d in listed] == [
+        (3, "ship_order", "UNKNOWN_OUTCOME")
+    ]
+    assert (await handle.describe()).typed_search_attributes.get(SAGA_NEEDS_HUMAN) is True
+    assert shop.stock("widget") == INITIAL_STOCK["widget"]  # undone before the wait
+    said = _cli(workers, "resolve", handle.id, "3", "--did-not-happen", "--actor", "olivia",
+                "--reason", "the carrier has no such order", "--yes")  # fmt: skip
+    assert said.returncode == 0, said.stderr
+    assert "nothing to undo" in said.stdout and "COMPENSATED" in said.stdout
     result = await final(handle, pg_store, workers)
 
     assert result.status is SagaStatus.COMPENSATED, result
-    assert result.unknown_outcome_steps == [3] and result.needs_human
+    assert result.unknown_outcome_steps == [] and not result.needs_human
     assert [(c.step, c.ok) for c in result.compensations] == [(2, True), (1, True)]
+    assert [(r.action, r.step, r.actor) for r in result.resolutions] == [
+        ("did_not_happen", 3, "olivia")
+    ]
     entries = assert_chain_closed(pg_store, handle.id)
     assert [(e.phase.value, e.step) for e in entries] == [
         ("SAGA_OPENED", 0), ("INTENT", 1), ("EXECUTED", 1), ("INTENT", 2), ("EXECUTED", 2),
-        ("INTENT", 3), ("COMPENSATED", 2), ("COMPENSATED", 1), ("SAGA_CLOSED", 0),
+        ("INTENT", 3), ("COMPENSATED", 2), ("COMPENSATED", 1), ("NEEDS_HUMAN", 0),
+        ("RESOLVED", 3), ("FAILED", 3), ("SAGA_CLOSED", 0),
     ]  # fmt: skip
+    assert entries[-2].actor == "olivia" and "olivia" in (entries[-2].error or "")
     assert_evidence_consistent(result, entries)
     assert_executed_ran_once(shop.calls(), handle.id, entries)
     assert shop.calls("ship_order") == [] and shop.shipments() == []  # never run again
-    assert shop.stock("widget") == INITIAL_STOCK["widget"]
     assert [c["refunded"] for c in shop.charges()] == [True]
     assert pg_store.is_fenced(handle.id, 3)  # a late attempt could not ship now
-    assert (await handle.describe()).typed_search_attributes.get(SAGA_NEEDS_HUMAN) is True
+    assert (await handle.describe()).typed_search_attributes.get(SAGA_NEEDS_HUMAN) is False
     assert await failed_workflow_tasks(handle) == []
 
 
-@pytest.mark.parametrize("in_flight_append", ["abandoned", "committed_late"])
+def _cli(workers: WorkerProcesses, *args: str) -> subprocess.CompletedProcess[str]:
+    """The `sagacity` command line, as an operator runs it, against the test's server."""
+    return subprocess.run(
+        [sys.executable, "-m", "sagacity.worker", "--task-queue", workers.task_queue, *args],
+        env=workers.env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+def _dirty_listed(workers: WorkerProcesses, saga_id: str) -> list[dict[str, Any]] | None:
+    said = _cli(workers, "dirty", "--json")
+    if said.returncode != 0:
+        return None
+    rows = [r for r in json.loads(said.stdout) if r["saga_id"] == saga_id and r["waiting"]]
+    return rows[0]["dirty"] if rows and rows[0]["dirty"] else None
+
+
+@pytest.mark.parametrize("in_flight_append", ["happened", "did_not_happen", "committed_late"])
 async def test_killed_between_intent_and_executed(
     temporal_env: WorkflowEnvironment,
     tmp_path: Path,
@@ -145,7 +190,13 @@ async def test_killed_between_intent_and_executed(
     must not pay again and must not void a payment it cannot prove happened: the step is
     an unknown outcome for a human. "committed_late": the test just releases the lock, the
     orphaned append commits after the worker's death, and the new worker must replay the
-    recorded result instead of paying again."""
+    recorded result instead of paying again.
+
+    The abandoned case is then resolved by a person, both ways: "happened" (they checked
+    the payment provider: the payment went through) voids it exactly once and the saga
+    ends COMPENSATED; "did_not_happen" ends COMPENSATED with nothing voided. (Here the
+    payment did take place, so "did_not_happen" is a person's mistake the saga cannot
+    see: it records their word, in their name.)"""
     ledger = GatedLedger(tmp_path / "ledger.db")
     address = temporal_env.client.service_client.config.target_host
     env = worker_env(address, tmp_path / "shop.db", SAGACITY_LEDGER_PATH=str(ledger.path))
@@ -172,7 +223,7 @@ async def test_killed_between_intent_and_executed(
             # Proof that the worker is now blocked appending EXECUTED behind our lock.
             waiting = await eventually(lambda: _waiting_on(holder, key), 10, "append waiting")
             workers.kill(first)
-            if in_flight_append == "abandoned":
+            if in_flight_append != "committed_late":
                 terminated = [
                     holder.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()
                     for pid in waiting
@@ -185,12 +236,26 @@ async def test_killed_between_intent_and_executed(
                 lambda: has(pg_store, handle.id, Phase.EXECUTED, 2), 10, "the late commit"
             )
         workers.start()
+        if in_flight_append != "committed_late":
+            client = SagaClient(temporal_env.client, task_queue=workers.task_queue)
+            view = await eventually(lambda: _waiting(client, handle.id), RECOVERY_S, "wait")
+            assert [(d.step, d.tool, d.kind) for d in view.dirty] == [
+                (2, "gated_payment", "UNKNOWN_OUTCOME")
+            ]
+            assert ledger.payments()[0]["voided"] is False  # nobody voided it blindly
+            happened = in_flight_append == "happened"
+            answer = await client.resolve(
+                handle.id, 2, happened=happened, actor="olivia",
+                result={"payment": f"{handle.id}:2"} if happened else None,
+            )  # fmt: skip
+            assert answer.outcome == ("compensated" if happened else "nothing to undo")
         result = await final(handle, pg_store, workers)
     finally:
         workers.stop_all()
 
     calls = shop.calls() + ledger.calls()
-    assert [tool for tool, _, _ in ledger.calls()] == ["gated_payment"]  # paid once
+    paid = [tool for tool, _, _ in ledger.calls() if tool == "gated_payment"]
+    assert paid == ["gated_payment"]  # paid once
     assert shop.calls("ship_order") == [] or in_flight_append == "committed_late"
     assert await failed_workflow_tasks(handle) == []
     entries = assert_chain_closed(pg_store, handle.id)
@@ -207,16 +272,35 @@ async def test_killed_between_intent_and_executed(
         assert ledger.payments() == [{"key": f"{handle.id}:2", "amount": 250, "voided": False}]
         return
 
+    happened = in_flight_append == "happened"
     assert result.status is SagaStatus.COMPENSATED, result
-    assert result.unknown_outcome_steps == [2] and result.needs_human
-    assert [(c.step, c.ok) for c in result.compensations] == [(1, True)]
-    assert [(e.phase.value, e.step) for e in entries] == [
-        ("SAGA_OPENED", 0), ("INTENT", 1), ("EXECUTED", 1), ("INTENT", 2),
-        ("COMPENSATED", 1), ("SAGA_CLOSED", 0),
+    assert result.unknown_outcome_steps == [] and not result.needs_human
+    assert [(c.step, c.ok) for c in result.compensations] == [(1, True)] + (
+        [(2, True)] if happened else []
+    )
+    story = [(e.phase.value, e.step, e.actor) for e in entries]
+    assert story == [
+        ("SAGA_OPENED", 0, None), ("INTENT", 1, None), ("EXECUTED", 1, None),
+        ("INTENT", 2, None), ("COMPENSATED", 1, None), ("NEEDS_HUMAN", 0, None),
+        ("RESOLVED", 2, "olivia"),
+        ("EXECUTED" if happened else "FAILED", 2, "olivia"),
+        *([("COMPENSATED", 2, None)] if happened else []),
+        ("SAGA_CLOSED", 0, None),
     ]  # fmt: skip
-    # The payment happened exactly once, and nobody voided it blindly: a human decides.
-    assert ledger.payments() == [{"key": f"{handle.id}:2", "amount": 250, "voided": False}]
+    # The payment happened exactly once; it is voided exactly once when a person says it
+    # happened, and never blindly.
+    voids = [c for c in ledger.calls() if c[0] == "void_payment"]
+    assert len(voids) == (1 if happened else 0)
+    assert ledger.payments() == [{"key": f"{handle.id}:2", "amount": 250, "voided": happened}]
     assert pg_store.is_fenced(handle.id, 2)
+
+
+async def _waiting(client: SagaClient, saga_id: str) -> SagaView | None:
+    try:
+        view = await client.status(saga_id)
+    except NoWorkerError:  # the new worker is still starting (or the query hit the dead one)
+        return None
+    return view if view.status is SagaStatus.NEEDS_HUMAN else None
 
 
 def _waiting_on(conn: psycopg.Connection[Any], key: int) -> list[int]:
@@ -372,7 +456,12 @@ async def test_one_kill_with_sagas_in_every_state(
     first = workers.start()
     opts: dict[str, Any] = {"tool_heartbeat_timeout_seconds": 3, "tool_timeout_seconds": 8}
     done = await start(client, workers, [RESERVE, CHARGE], **opts)
-    mid_tool = [await start(client, workers, [RESERVE, CHARGE, SHIP], **opts) for _ in range(2)]
+    # Their step 3 ends unknown: nobody resolves it here, so they close at a short deadline.
+    unattended = ResolutionPolicy(deadline_seconds=1)
+    mid_tool = [
+        await start(client, workers, [RESERVE, CHARGE, SHIP], **opts, resolution=unattended)
+        for _ in range(2)
+    ]
     mid_comp = [await start(client, workers, [CHARGE, RESERVE_FAILS], **opts) for _ in range(2)]
     approve, reject = [await start(client, workers, [RESERVE, WIRE], **opts) for _ in range(2)]
 
@@ -404,9 +493,9 @@ async def test_one_kill_with_sagas_in_every_state(
         reject.id: (SagaStatus.COMPENSATED, ["SAGA_OPENED", "INTENT", "EXECUTED",
                                              "AWAITING_APPROVAL", "REJECTED", "COMPENSATED",
                                              "SAGA_CLOSED"]),
-        **{h.id: (SagaStatus.COMPENSATED, ["SAGA_OPENED", "INTENT", "EXECUTED", "INTENT",
+        **{h.id: (SagaStatus.UNRESOLVED, ["SAGA_OPENED", "INTENT", "EXECUTED", "INTENT",
                                            "EXECUTED", "INTENT", "COMPENSATED", "COMPENSATED",
-                                           "SAGA_CLOSED"]) for h in mid_tool},
+                                           "NEEDS_HUMAN", "SAGA_CLOSED"]) for h in mid_tool},
         **{h.id: (SagaStatus.COMPENSATED, ["SAGA_OPENED", "INTENT", "EXECUTED", "INTENT",
                                            "FAILED", "COMPENSATED", "SAGA_CLOSED"])
            for h in mid_comp},

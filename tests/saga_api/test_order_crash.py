@@ -12,13 +12,14 @@ from collections.abc import Awaitable, Callable
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from sagacity.examples.order_workflow import Order, OrderWorkflow
+from sagacity.examples.order_workflow import FINANCE, Order, OrderWorkflow
 from sagacity.examples.orders import INITIAL_STOCK, Shop
-from sagacity.phases import Phase
+from sagacity.phases import Phase, SagaStatus
 from sagacity.stores import JournalStore
 from sagacity.worker.client import NoWorkerError
+from sagacity.worker.client_resolutions import ResolutionRefusedError
 from sagacity.worker.saga_client import SagaClient
-from sagacity.workflows.models import SagaOptions
+from sagacity.workflows.models import DirtyStep, SagaOptions
 from tests.faults.support import (
     WorkerProcesses,
     assert_chain_closed,
@@ -99,6 +100,22 @@ async def test_killed_during_a_tool_call_is_never_run_again(
     workers.kill(first)
     shop.set_fault("ship_delay", "0")
     workers.start(*WORKFLOW)
+
+    async def waiting() -> list[DirtyStep] | None:
+        try:
+            view = await client.status(handle.id)
+        except NoWorkerError:  # the new worker is still starting
+            return None
+        return view.dirty if view.status is SagaStatus.NEEDS_HUMAN else None
+
+    # The workflow's own saga waits for a person; its approvers resolve by default.
+    [dirty] = await eventually(waiting, 60, "the saga to need a human")
+    assert (dirty.step, dirty.tool) == (3, "ship_order")
+    with pytest.raises(ResolutionRefusedError) as outsider:
+        await client.resolve(handle.id, 3, happened=False, actor="mallory")
+    assert outsider.value.reason == "RESOLVER_NOT_ALLOWED"
+    done = await client.resolve(handle.id, 3, happened=False, actor=FINANCE[0])
+    assert done.outcome == "nothing to undo"
     receipt = await asyncio.wait_for(handle.result(), 60)
 
     assert receipt.status == "COMPENSATED" and "step 3 (ship_order) unknown" in (
@@ -109,4 +126,7 @@ async def test_killed_during_a_tool_call_is_never_run_again(
     assert shop.calls("ship_order") == [] and shop.shipments() == []
     assert pg_store.is_fenced(handle.id, 3)
     assert shop.stock("widget") == INITIAL_STOCK["widget"]
-    assert entries[-1].result["needs_human"] is True
+    assert entries[-1].result["needs_human"] is False  # resolved by a person
+    assert [(e.phase.value, e.actor) for e in entries[-3:-1]] == [
+        ("RESOLVED", FINANCE[0]), ("FAILED", FINANCE[0])
+    ]  # fmt: skip

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
+
+from temporalio.client import WorkflowHandle
 
 from sagacity.entry import JournalEntry
+from sagacity.phases import SagaStatus
 from sagacity.stores import JournalStore
-from sagacity.workflows.models import ToolCall
+from sagacity.workflows.models import DirtyStep, ResolutionResult, SagaView, ToolCall
 
 T = TypeVar("T")
 
@@ -39,3 +42,29 @@ CHARGE = ToolCall(tool="charge_card", args={"amount": 100, "currency": "EUR"})
 SHIP = ToolCall(tool="ship_order", args={"address": "Main St 1"})
 SHIP_FAILS = ToolCall(tool="ship_order", args={"address": "Main St 1", "fail": True})
 WIRE = ToolCall(tool="send_wire_transfer", args={"iban": "DE89370400440532013000", "amount": 5000})
+
+
+async def accept_when_dirty(
+    handle: WorkflowHandle[Any, Any],
+    *,
+    reason: str = "accepted by the test",
+    actor: str = "olivia",
+    timeout: float = 40.0,
+) -> list[DirtyStep]:
+    """Wait until the saga needs a person, then accept its dirty steps as they are (the
+    saga closes ACCEPTED). Returns the dirty steps it listed."""
+
+    async def probe() -> list[DirtyStep] | None:
+        view = await handle.query("status", result_type=SagaView)
+        return view.dirty if view.status is SagaStatus.NEEDS_HUMAN else None
+
+    dirty = await eventually(probe, timeout)
+    body = {
+        "saga_id": handle.id,
+        "action": "accept",
+        "steps": [d.step for d in dirty],
+        "actor": actor,
+        "reason": reason,
+    }
+    await handle.execute_update("resolve", body, result_type=ResolutionResult)
+    return dirty

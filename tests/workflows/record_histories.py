@@ -37,6 +37,8 @@ from sagacity.workflows.models import (
     ModelSettings,
     ModelTurn,
     PendingApproval,
+    ResolutionPolicy,
+    ResolutionResult,
     SagaInput,
     SagaResult,
     SagaView,
@@ -126,13 +128,66 @@ async def failure_compensated(h: Harness, saga_id: str) -> Handle:
 
 
 async def compensation_failed(h: Harness, saga_id: str) -> Handle:
+    """Recorded before the human wait: the saga closed COMPENSATION_FAILED at once."""
     fail = ToolCall(tool="ship_order", args={"address": "nowhere"})
-    h.shop.set_fault("refund")  # stays set: the shop has no "clear"; give each flow its own shop
+    h.shop.set_fault("refund")
     handle = await _start(
         h, saga_id, SagaInput(plan=[RESERVE, CHARGE, fail], compensation_attempts=1)
     )
-    await _finish(handle, SagaStatus.COMPENSATION_FAILED)
+    await _needs_human(handle)  # (recorded again today, it waits for a person)
+    await _resolve(handle, "accept", steps=[2], reason="recorded flow")
+    await _finish(handle, SagaStatus.ACCEPTED)
     return handle
+
+
+async def compensation_failed_resolved(h: Harness, saga_id: str) -> Handle:
+    """The refund fails, a person's refused action and a retry that fails again, the
+    provider comes back, and a retry by signal cleans it."""
+    fail = ToolCall(tool="ship_order", args={"address": "nowhere"})
+    h.shop.set_fault("refund")
+    handle = await _start(
+        h, saga_id, SagaInput(plan=[RESERVE, CHARGE, fail], compensation_attempts=1)
+    )
+    await _needs_human(handle)
+    await handle.signal(
+        "resolve", {"saga_id": saga_id, "action": "did_not_happen", "step": 1, "actor": "olivia"}
+    )
+    await _resolve(handle, "retry_compensation", step=2)
+    h.shop.clear_fault("refund")
+    await handle.signal(
+        "resolve",
+        {"saga_id": saga_id, "action": "retry_compensation", "step": 2, "actor": "olivia"},
+    )
+    await _finish(handle, SagaStatus.COMPENSATED)
+    return handle
+
+
+async def compensation_failed_unresolved(h: Harness, saga_id: str) -> Handle:
+    fail = ToolCall(tool="ship_order", args={"address": "nowhere"})
+    h.shop.set_fault("refund")
+    inp = SagaInput(
+        plan=[RESERVE, CHARGE, fail],
+        compensation_attempts=1,
+        resolution=ResolutionPolicy(deadline_seconds=1),
+    )
+    handle = await _start(h, saga_id, inp)
+    await _finish(handle, SagaStatus.UNRESOLVED)
+    return handle
+
+
+async def _needs_human(handle: Handle) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        view: SagaView = await handle.query("status", result_type=SagaView)
+        if view.status is SagaStatus.NEEDS_HUMAN:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{handle.id} never needed a human")
+
+
+async def _resolve(handle: Handle, action: str, **fields: object) -> None:
+    body = {"saga_id": handle.id, "action": action, "actor": "olivia", **fields}
+    await handle.execute_update("resolve", body, result_type=ResolutionResult)
 
 
 async def approve_by_signal(h: Harness, saga_id: str) -> Handle:
@@ -208,6 +263,8 @@ FLOWS: dict[str, Flow] = {
     "happy_path": happy_path,
     "failure_compensated": failure_compensated,
     "compensation_failed": compensation_failed,
+    "compensation_failed_resolved": compensation_failed_resolved,
+    "compensation_failed_unresolved": compensation_failed_unresolved,
     "approve_by_signal": approve_by_signal,
     "reject_by_signal": reject_by_signal,
     "stale_hash_refused_then_approved": stale_hash_refused_then_approved,

@@ -2,9 +2,10 @@
 
 Real dev server, worker and SQLite journal, the durable shop read back. An EXECUTED row
 deleted from the journal (the append-only trigger dropped by someone with database
-access) is never undone from the workflow's own record: the saga ends
-COMPENSATION_FAILED, needs a human, and the refund never runs. COMPENSATION_FAILED
-journals the EXECUTED entry's input even after continue-as-new, and the workflow
+access) is never undone from the workflow's own record: the compensation fails, the
+saga needs a human (nobody comes here: it closes UNRESOLVED), and the refund never
+runs. COMPENSATION_FAILED journals the EXECUTED entry's input even after
+continue-as-new, and the workflow
 compensates exactly the plan `plan_compensation` reads from the journal.
 """
 
@@ -23,9 +24,18 @@ from sagacity.phases import Phase, SagaStatus
 from sagacity.toolbox import Toolbox
 from sagacity.tools import CompensationContext, compensable, compensation, tool
 from sagacity.worker.app import new_worker
-from sagacity.workflows.models import PendingApproval, SagaInput, SagaResult, ToolCall
+from sagacity.workflows.models import (
+    PendingApproval,
+    ResolutionPolicy,
+    SagaInput,
+    SagaResult,
+    ToolCall,
+)
 
 from .helpers import CHARGE, RESERVE, SHIP, SHIP_FAILS, WIRE, entries_of, eventually
+
+UNATTENDED = ResolutionPolicy(deadline_seconds=1)
+"""Nobody resolves these sagas' failed compensations: they close UNRESOLVED at once."""
 
 
 async def _pending(handle: WorkflowHandle[object, SagaResult]) -> PendingApproval:
@@ -47,7 +57,7 @@ def _delete_entry(db: Path, saga_id: str, step: int, phase: str) -> int:
 
 
 async def test_an_executed_row_missing_from_the_journal_fails_closed(saga, tmp_path) -> None:
-    handle = await saga.start(SagaInput(plan=[RESERVE, CHARGE, WIRE]))
+    handle = await saga.start(SagaInput(plan=[RESERVE, CHARGE, WIRE], resolution=UNATTENDED))
     pending = await _pending(handle)  # parked: step 1 reserved, step 2 charged
     assert [c["refunded"] for c in saga.shop.charges()] == [False]
     assert len(entries_of(saga.store, handle.id, "EXECUTED")) == 2
@@ -63,7 +73,7 @@ async def test_an_executed_row_missing_from_the_journal_fails_closed(saga, tmp_p
     await handle.signal("reject", {**decision, "approver": "carol", "reason": "no"})
     result = await handle.result()
 
-    assert result.status is SagaStatus.COMPENSATION_FAILED
+    assert result.status is SagaStatus.UNRESOLVED
     assert result.needs_human is True
     assert [(c.step, c.ok) for c in result.compensations] == [(2, False), (1, True)]
     [failed] = entries_of(saga.store, handle.id, "COMPENSATION_FAILED")
@@ -81,7 +91,9 @@ async def test_an_executed_row_missing_from_the_journal_fails_closed(saga, tmp_p
 async def test_the_failure_type_names_the_missing_entry(saga, tmp_path) -> None:
     """The error the workflow journals is the activity's own: typed, non-retryable, so
     the compensation's attempts are not spent on a fact no retry can change."""
-    handle = await saga.start(SagaInput(plan=[RESERVE, CHARGE, WIRE], compensation_attempts=5))
+    handle = await saga.start(
+        SagaInput(plan=[RESERVE, CHARGE, WIRE], compensation_attempts=5, resolution=UNATTENDED)
+    )
     pending = await _pending(handle)
     assert _delete_entry(tmp_path / "journal.db", handle.id, 1, "EXECUTED") == 1
 
@@ -113,11 +125,14 @@ async def test_compensation_failed_journals_the_executed_input_after_continue_as
 ) -> None:
     saga.shop.set_fault("refund")
     inp = SagaInput(
-        plan=[RESERVE, CHARGE, SHIP_FAILS], compensation_attempts=2, continue_as_new_after_steps=1
+        plan=[RESERVE, CHARGE, SHIP_FAILS],
+        compensation_attempts=2,
+        continue_as_new_after_steps=1,
+        resolution=UNATTENDED,
     )
     result = await saga.run(inp)
 
-    assert result.status is SagaStatus.COMPENSATION_FAILED
+    assert result.status is SagaStatus.UNRESOLVED
     [failed] = entries_of(saga.store, result.saga_id, "COMPENSATION_FAILED")
     [executed] = [e for e in entries_of(saga.store, result.saga_id, "EXECUTED") if e.step == 2]
     assert failed.step == 2 and failed.input == executed.input
@@ -175,6 +190,7 @@ async def test_a_compensation_that_timed_out_still_journals_the_executed_input(
         plan=[ToolCall(tool="hold", args={"amount": 42}), ToolCall(tool="explode")],
         tool_timeout_seconds=3,
         compensation_attempts=1,
+        resolution=UNATTENDED,
     )
     async with worker:
         result = await temporal_env.client.execute_workflow(
@@ -182,7 +198,7 @@ async def test_a_compensation_that_timed_out_still_journals_the_executed_input(
             result_type=SagaResult,
         )  # fmt: skip
 
-    assert result.status is SagaStatus.COMPENSATION_FAILED and shop.releases == 1
+    assert result.status is SagaStatus.UNRESOLVED and shop.releases == 1
     [failed] = entries_of(journal, result.saga_id, "COMPENSATION_FAILED")
     [executed] = [e for e in entries_of(journal, result.saga_id, "EXECUTED") if e.step == 1]
     assert failed.input == executed.input == {"amount": 42}

@@ -32,7 +32,7 @@ from sagacity.toolbox import Toolbox
 from sagacity.tools import ToolContext, tool
 from sagacity.worker.app import new_worker
 from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
-from sagacity.workflows.models import SagaInput, SagaResult, ToolCall
+from sagacity.workflows.models import ResolutionPolicy, SagaInput, SagaResult, ToolCall
 
 REPO = Path(__file__).resolve().parents[2]
 INTENT_DEADLINE_S = 20.0
@@ -146,6 +146,8 @@ async def test_worker_killed_between_intent_and_executed(
                 ],
                 tool_heartbeat_timeout_seconds=3,
                 tool_timeout_seconds=120,
+                # Nobody resolves the unknown step here: it closes UNRESOLVED, flagged.
+                resolution=ResolutionPolicy(deadline_seconds=1),
             ),
             id=saga_id,
             task_queue=task_queue,
@@ -169,7 +171,7 @@ async def test_worker_killed_between_intent_and_executed(
             )
 
         # The saga is final, the orphan is reported, nothing is compensated blindly.
-        assert result.status is SagaStatus.COMPENSATED, result
+        assert result.status is SagaStatus.UNRESOLVED, result
         assert result.unknown_outcome_steps == [3]
         assert result.needs_human is True
         by_step = {s.step: s for s in result.steps}
@@ -200,13 +202,14 @@ async def test_worker_killed_between_intent_and_executed(
             (Phase.INTENT, 3),
             (Phase.COMPENSATED, 2),
             (Phase.COMPENSATED, 1),
+            (Phase.NEEDS_HUMAN, 0),
             (Phase.SAGA_CLOSED, 0),
         ]
         report = verify_chain(saga_id, entries)
         assert report.ok and report.closed, report.describe()
         closing = entries[-1].result
         assert isinstance(closing, dict)
-        assert closing["status"] == "COMPENSATED"
+        assert closing["status"] == "UNRESOLVED"
         assert closing["unknown_outcome_steps"] == [3]
         assert closing["needs_human"] is True
         assert (result.head_seq, result.head_hash) == (entries[-1].seq, entries[-1].hash)
@@ -214,7 +217,7 @@ async def test_worker_killed_between_intent_and_executed(
         # Operators find it without reading the result: the search attributes say so.
         described = await handle.describe()
         assert described.typed_search_attributes.get(SAGA_NEEDS_HUMAN) is True
-        assert described.typed_search_attributes.get(SAGA_STATUS) == "COMPENSATED"
+        assert described.typed_search_attributes.get(SAGA_STATUS) == "UNRESOLVED"
     finally:
         store.close()
 

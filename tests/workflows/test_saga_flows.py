@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from sagacity.chain import verify_chain
 from sagacity.phases import SagaStatus
-from sagacity.workflows.models import ModelSettings, ModelTurn, SagaInput, ToolCall
+from sagacity.workflows.models import (
+    ModelSettings,
+    ModelTurn,
+    ResolutionPolicy,
+    SagaInput,
+    ToolCall,
+)
 
 from .helpers import CHARGE, RESERVE, SHIP, SHIP_FAILS, entries_of, phases
 
@@ -81,10 +87,16 @@ async def test_swallowed_failure_still_compensates(saga) -> None:
 
 async def test_compensation_that_keeps_failing_is_journaled_and_the_rest_still_run(saga) -> None:
     saga.shop.set_fault("refund")
-    result = await saga.run(SagaInput(plan=[RESERVE, CHARGE, SHIP_FAILS], compensation_attempts=2))
+    result = await saga.run(
+        SagaInput(
+            plan=[RESERVE, CHARGE, SHIP_FAILS],
+            compensation_attempts=2,
+            resolution=ResolutionPolicy(deadline_seconds=1),  # nobody comes
+        )
+    )
 
-    assert result.status is SagaStatus.COMPENSATION_FAILED
-    assert result.needs_human is True
+    assert result.status is SagaStatus.UNRESOLVED
+    assert result.needs_human is True and [d.step for d in result.dirty] == [2]
     failed = entries_of(saga.store, result.saga_id, "COMPENSATION_FAILED")
     assert [(e.step, e.tool) for e in failed] == [(2, "charge_card")]
     assert "refused the refund" in (failed[0].error or "")

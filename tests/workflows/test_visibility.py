@@ -16,6 +16,8 @@ from sagacity.phases import SagaStatus
 from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
 from sagacity.workflows.models import SagaInput, SagaView, ToolCall
 
+from .helpers import accept_when_dirty, eventually
+
 pytestmark = [pytest.mark.temporal, pytest.mark.timeout(60)]
 
 VISIBILITY_DEADLINE_S = 20.0
@@ -95,15 +97,26 @@ async def test_a_saga_whose_compensation_failed_is_found_as_needing_a_human(saga
             compensation_attempts=1,
         )
     )
-    result = await asyncio.wait_for(handle.result(), 30)
-    assert result.status is SagaStatus.COMPENSATION_FAILED, result
-    assert result.needs_human is True
 
-    view = await handle.query("status", result_type=SagaView)
+    # While it waits for a person: the status, the search attributes an operator filters
+    # on and the listing say so, before any result exists.
+    async def waiting() -> SagaView | None:
+        view = await handle.query("status", result_type=SagaView)
+        return view if view.status is SagaStatus.NEEDS_HUMAN else None
+
+    view = await eventually(waiting, 30)
     described = await handle.describe()
-    assert described.typed_search_attributes.get(SAGA_STATUS) == "COMPENSATION_FAILED"
+    assert described.typed_search_attributes.get(SAGA_STATUS) == "NEEDS_HUMAN"
     assert (described.typed_search_attributes.get(SAGA_NEEDS_HUMAN), view.needs_human) == (
         True,
         True,
-    ), "result.needs_human is True but SagaNeedsHuman / the status query say False"
-    await _poll_until_listed(saga.client, "SagaNeedsHuman=true", result.saga_id)
+    ), "the saga waits for a human but SagaNeedsHuman / the status query say False"
+    await _poll_until_listed(saga.client, 'SagaStatus="NEEDS_HUMAN"', handle.id)
+    await _poll_until_listed(saga.client, "SagaNeedsHuman=true", handle.id)
+    await accept_when_dirty(handle, reason="refunded by hand")
+    result = await asyncio.wait_for(handle.result(), 30)
+    assert result.status is SagaStatus.ACCEPTED and not result.needs_human
+    described = await handle.describe()
+    assert described.typed_search_attributes.get(SAGA_NEEDS_HUMAN) is False
+    assert described.typed_search_attributes.get(SAGA_STATUS) == "ACCEPTED"
+    await _poll_until_listed(saga.client, "SagaNeedsHuman=false", result.saga_id)

@@ -1,0 +1,108 @@
+"""Recording a person's resolution of a step whose outcome is unknown.
+
+The journal, not the workflow's copy, decides whether the step is still unknown: if an
+outcome landed since (an EXECUTED append the dead worker's database session committed
+late), the journal is right, nothing is written and the workflow is told what it holds.
+Otherwise two entries are appended: RESOLVED, with the person's statement (signed where
+the worker has an approver registry), then the outcome they vouch for, with them as its
+actor — EXECUTED with the step's arguments (from its INTENT) and the result they report,
+or FAILED when the effect did not take place. From there every reader of the journal
+(compensation, `plan_compensation`, auditors) sees an ordinary settled step, and whose
+word settled it.
+
+The outcome carries the INTENT's attempt number, so an EXECUTED of the lost attempt
+arriving even later collides with it (one logical entry per attempt) instead of forking
+the step's story; that collision is reported as a disagreement too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio.exceptions import ApplicationError
+
+from sagacity.activities.io_models import ResolveStepInput, ResolveStepOutcome
+from sagacity.activities.tool_runner import entry_ref, store_call
+from sagacity.entry import EntryDraft, JournalEntry
+from sagacity.errors import JournalConflictError
+from sagacity.phases import Phase
+from sagacity.stores.base import JournalStore
+
+OUTCOMES = (Phase.EXECUTED, Phase.FAILED)
+
+
+def _outcome(entries: list[JournalEntry]) -> JournalEntry | None:
+    return next((e for e in entries if e.phase in OUTCOMES and e.actor is None), None) or next(
+        (e for e in entries if e.phase in OUTCOMES), None
+    )
+
+
+class ResolutionRecorder:
+    def __init__(self, store: JournalStore) -> None:
+        self.store = store
+
+    async def record(self, req: ResolveStepInput) -> ResolveStepOutcome:
+        prior = await store_call(self.store.step_entries, req.saga_id, req.step)
+        resolved = next(
+            (e for e in prior if e.phase is Phase.RESOLVED and e.attempt == req.attempt), None
+        )
+        found = _outcome(prior)
+        if found is not None and (resolved is None or found.actor != req.actor):
+            return _disagrees(found)
+        intent = next((e for e in prior if e.phase is Phase.INTENT), None)
+        if intent is None:
+            raise ApplicationError(
+                f"saga {req.saga_id!r} step {req.step}: the journal holds no INTENT for this "
+                "step, so there is no unknown outcome to resolve",
+                type="NoIntentInJournal",
+                non_retryable=True,
+            )
+        action = "happened" if req.happened else "did_not_happen"
+        record: dict[str, Any] = {"action": action, "reason": req.reason}
+        try:
+            resolved_entry = await store_call(
+                self.store.append,
+                EntryDraft.new(
+                    req.saga_id,
+                    Phase.RESOLVED,
+                    step=req.step,
+                    attempt=req.attempt,
+                    tool=intent.tool,
+                    input={"statement": req.statement, "signature": req.signature},
+                    result=record,
+                    actor=req.actor,
+                ),
+            )
+            outcome = await store_call(self.store.append, self._outcome_draft(req, intent))
+        except JournalConflictError:
+            again = _outcome(await store_call(self.store.step_entries, req.saga_id, req.step))
+            if again is not None and again.actor != req.actor:
+                return _disagrees(again)
+            raise
+        return ResolveStepOutcome(resolved=entry_ref(resolved_entry), outcome=entry_ref(outcome))
+
+    def _outcome_draft(self, req: ResolveStepInput, intent: JournalEntry) -> EntryDraft:
+        common: dict[str, Any] = {
+            "step": req.step,
+            "attempt": intent.attempt,
+            "tool": intent.tool,
+            "input": intent.input,
+            "actor": req.actor,
+        }
+        if req.happened:
+            return EntryDraft.new(req.saga_id, Phase.EXECUTED, result=req.result, **common)
+        why = f": {req.reason}" if req.reason else ""
+        return EntryDraft.new(
+            req.saga_id,
+            Phase.FAILED,
+            error=f"did not take place, as {req.actor} established{why}"[:10_000],
+            **common,
+        )
+
+
+def _disagrees(found: JournalEntry) -> ResolveStepOutcome:
+    return ResolveStepOutcome(
+        outcome=entry_ref(found),
+        disagrees=f"the journal already holds {found.phase.value} for this step (seq "
+        f"{found.seq}{', by ' + found.actor if found.actor else ', from its worker'})",
+    )

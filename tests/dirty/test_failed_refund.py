@@ -1,0 +1,111 @@
+"""A refund provider that is down for longer than the compensation's retries: the saga
+waits in NEEDS_HUMAN; bring the provider back; `retry_compensation` cleans it; one refund.
+
+Real dev server, in-process worker, SQLite journal, the durable shop read back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
+
+from sagacity.audit import verify_store
+from sagacity.phases import Phase, SagaStatus
+from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
+from sagacity.workflows.models import (
+    DirtyStep,
+    ResolutionPolicy,
+    ResolutionResult,
+    SagaInput,
+    SagaResult,
+    SagaView,
+)
+
+from ..workflows.helpers import CHARGE, RESERVE, SHIP_FAILS, entries_of, eventually
+
+pytestmark = pytest.mark.timeout(90)
+
+
+async def _dirty(handle: WorkflowHandle[Any, SagaResult]) -> list[DirtyStep]:
+    async def probe() -> list[DirtyStep] | None:
+        view = await handle.query("status", result_type=SagaView)
+        if view.status is SagaStatus.NEEDS_HUMAN:
+            return view.dirty
+        return None
+
+    return await eventually(probe)
+
+
+async def _resolve(handle: WorkflowHandle[Any, SagaResult], **body: Any) -> ResolutionResult:
+    result: ResolutionResult = await handle.execute_update(
+        "resolve", {"saga_id": handle.id, **body}, result_type=ResolutionResult
+    )
+    return result
+
+
+async def _refused(handle: WorkflowHandle[Any, SagaResult], **body: Any) -> str:
+    with pytest.raises(WorkflowUpdateFailedError) as caught:
+        await _resolve(handle, **body)
+    cause: Any = caught.value.cause
+    assert cause.type == "ResolutionRefused"
+    return str(cause.details[0])
+
+
+async def test_refund_down_then_retried(saga) -> None:
+    saga.shop.set_fault("refund")
+    handle = await saga.start(
+        SagaInput(
+            plan=[RESERVE, CHARGE, SHIP_FAILS],
+            compensation_attempts=2,
+            resolution=ResolutionPolicy(resolvers=["olivia"]),
+        )
+    )
+    [dirty] = await _dirty(handle)
+    assert (dirty.step, dirty.tool, dirty.kind) == (2, "charge_card", "COMPENSATION_FAILED")
+    assert "payment provider refused the refund" in dirty.known
+    assert dirty.since is not None and dirty.actions == ["retry_compensation", "accept"]
+    attrs = (await handle.describe()).typed_search_attributes
+    assert attrs.get(SAGA_STATUS) == "NEEDS_HUMAN" and attrs.get(SAGA_NEEDS_HUMAN) is True
+    assert saga.shop.stock("widget") == 10  # what it could undo, it undid
+    assert [c["refunded"] for c in saga.shop.charges()] == [False]
+
+    # Refused and journaled: a step that is not dirty, an action that does not apply, an
+    # actor not allowed to resolve.
+    assert await _refused(handle, action="did_not_happen", step=1, actor="olivia") == "NOT_DIRTY"
+    assert (
+        await _refused(handle, action="did_not_happen", step=2, actor="olivia") == "NOT_APPLICABLE"
+    )
+    assert (
+        await _refused(handle, action="retry_compensation", step=2, actor="mallory")
+        == "RESOLVER_NOT_ALLOWED"
+    )
+    refused = entries_of(saga.store, handle.id, "RESOLUTION_REFUSED")
+    assert [r.error.split(":")[0] for r in refused] == [
+        "NOT_DIRTY", "NOT_APPLICABLE", "RESOLVER_NOT_ALLOWED"
+    ]  # fmt: skip
+
+    # Still down: the retry fails again, journaled as a second round; still dirty.
+    again = await _resolve(handle, action="retry_compensation", step=2, actor="olivia")
+    assert again.dirty == [2] and again.status is SagaStatus.NEEDS_HUMAN
+    assert "compensation failed" in again.outcome
+    failed = entries_of(saga.store, handle.id, "COMPENSATION_FAILED")
+    assert [(f.step, f.attempt) for f in failed] == [(2, 1), (2, 2)]
+
+    saga.shop.clear_fault("refund")
+    done = await _resolve(handle, action="retry_compensation", step=2, actor="olivia")
+    assert (done.outcome, done.dirty, done.status) == ("compensated", [], SagaStatus.COMPENSATED)
+    result = await handle.result()
+    assert result.status is SagaStatus.COMPENSATED and not result.needs_human
+    assert [(r.action, r.step, r.actor) for r in result.resolutions] == [
+        ("retry_compensation", 2, "olivia"), ("retry_compensation", 2, "olivia")
+    ]  # fmt: skip
+    assert [c["refunded"] for c in saga.shop.charges()] == [True]
+    # Two rounds of two failed attempts, then the one that refunded.
+    assert len(saga.shop.calls("refund_card")) == 5
+    resolved = entries_of(saga.store, handle.id, "RESOLVED")
+    assert [(r.step, r.attempt, r.actor) for r in resolved] == [(2, 1, "olivia"), (2, 2, "olivia")]
+    entries = list(saga.store.entries(handle.id))
+    assert entries[-1].phase is Phase.SAGA_CLOSED
+    assert [e.phase for e in entries if e.phase is Phase.NEEDS_HUMAN] == [Phase.NEEDS_HUMAN]
+    assert verify_store(saga.store, handle.id).ok

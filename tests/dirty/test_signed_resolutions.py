@@ -1,0 +1,150 @@
+"""Resolutions where the worker has an approver registry: only signed actions count, by
+a key enrolled to a person of the resolvers' group who is not the requester; every
+refusal journaled, the accepted statement re-verifiable offline. And the same wait on a
+user's own workflow (the saga API)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.testing import WorkflowEnvironment
+
+from sagacity.audit import verify_store
+from sagacity.decision_statement import signed_resolution, statement_bytes
+from sagacity.examples.orders import Shop
+from sagacity.phases import SagaStatus
+from sagacity.registry import ApproverRegistry
+from sagacity.signing import SigningKey, verify_signature
+from sagacity.stores import JournalStore
+from sagacity.toolbox import Toolbox
+from sagacity.worker.app import new_worker
+from sagacity.worker.saga_client import SagaClient
+from sagacity.workflows.models import ResolutionPolicy, SagaInput, SagaView, ToolCall
+
+from ..workflows.helpers import RESERVE, entries_of, eventually
+from .toolkit import HangingLedger
+from .user_workflow import DirtyOrder
+
+pytestmark = pytest.mark.timeout(90)
+PAY = ToolCall(tool="hanging_payment", args={"amount": 250})
+
+
+@dataclass
+class Signed:
+    temporal: Any
+    store: JournalStore
+    ledger: HangingLedger
+    shop: Shop
+    queue: str
+    keys: dict[str, SigningKey]
+
+    def client(self, name: str | None = None) -> SagaClient:
+        signer = self.keys[name] if name else None
+        return SagaClient(self.temporal, task_queue=self.queue, signer=signer)
+
+
+@pytest.fixture
+async def signed(
+    temporal_env: WorkflowEnvironment, journal: JournalStore, tmp_path: Path
+) -> AsyncIterator[Signed]:
+    keys = {n: SigningKey.generate(n) for n in ("rita", "olivia", "alice", "mallory")}
+    since = datetime.now(UTC) - timedelta(hours=1)
+    reg = ApproverRegistry(version=1, keys=[])
+    for name, groups in (("rita", ["ops"]), ("olivia", ["ops"]), ("alice", ["finance"])):
+        reg = reg.enroll(name, keys[name].public_key, valid_from=since, groups=groups)
+    reg.save(tmp_path / "approvers.json")
+    shop, ledger = Shop(tmp_path / "shop.db"), HangingLedger(tmp_path / "ledger.db")
+    queue = f"signed-dirty-{uuid.uuid4().hex[:8]}"
+    worker = new_worker(
+        temporal_env.client, store=journal, toolbox=Toolbox.build(shop, ledger),
+        task_queue=queue, approvers=tmp_path / "approvers.json", workflows=[DirtyOrder],
+    )  # fmt: skip
+    async with worker:
+        yield Signed(temporal_env.client, journal, ledger, shop, queue, keys)
+
+
+async def waiting(client: SagaClient, saga_id: str) -> SagaView:
+    async def probe() -> SagaView | None:
+        try:
+            view = await client.status(saga_id)
+        except Exception:  # a user workflow answers no query before its saga opens
+            return None
+        return view if view.status is SagaStatus.NEEDS_HUMAN else None
+
+    return await eventually(probe, 40)
+
+
+async def test_only_signed_actions_of_an_allowed_resolver_count(signed: Signed) -> None:
+    saga_id = f"signed-dirty-{uuid.uuid4().hex[:8]}"
+    inp = SagaInput(
+        plan=[RESERVE, PAY], tool_timeout_seconds=2, tool_heartbeat_timeout_seconds=1,
+        resolution=ResolutionPolicy(groups=["ops"]),
+    )  # fmt: skip
+    handle = await signed.client("rita").start(inp, saga_id=saga_id)
+    view = await waiting(signed.client(), saga_id)
+    assert [d.step for d in view.dirty] == [2] and view.human_deadline is not None
+
+    async def refused(body: dict[str, Any]) -> str:
+        with pytest.raises(WorkflowUpdateFailedError) as caught:
+            await handle.execute_update("resolve", body)
+        cause: Any = caught.value.cause
+        return str(cause.details[0])
+
+    base = {"saga_id": saga_id, "action": "happened", "step": 2}
+    assert await refused({**base, "actor": "olivia"}) == "UNSIGNED"
+    assert await refused(signed_resolution(signed.keys["mallory"], **base)) == "UNKNOWN_KEY"
+    assert await refused(signed_resolution(signed.keys["alice"], **base)) == "NOT_IN_GROUP"
+    assert (
+        await refused(signed_resolution(signed.keys["rita"], **base)) == "REQUESTER_CANNOT_RESOLVE"
+    )
+    tampered = {**signed_resolution(signed.keys["olivia"], **base), "action": "did_not_happen"}
+    assert await refused(tampered) == "BAD_SIGNATURE"
+    other = signed_resolution(signed.keys["olivia"], **{**base, "saga_id": "another-saga"})
+    assert await refused(other) == "WRONG_SAGA"
+    refusals = [
+        (e.error or "").split(":")[0]
+        for e in entries_of(signed.store, saga_id, "RESOLUTION_REFUSED")
+    ]
+    assert refusals == [
+        "UNSIGNED", "UNKNOWN_KEY", "NOT_IN_GROUP", "REQUESTER_CANNOT_RESOLVE", "BAD_SIGNATURE",
+        "WRONG_SAGA",
+    ]  # fmt: skip
+    assert all(e.actor is None for e in entries_of(signed.store, saga_id, "RESOLUTION_REFUSED"))
+    assert signed.ledger.payments()[0]["voided"] is False
+
+    done = await signed.client("olivia").resolve(saga_id, 2, happened=True, reason="PSP says paid")
+    assert done.actor == "olivia" and done.outcome == "compensated"
+    result = await handle.result()
+    assert result.status is SagaStatus.COMPENSATED
+    [resolved] = entries_of(signed.store, saga_id, "RESOLVED")
+    statement, signature = resolved.input["statement"], resolved.input["signature"]
+    assert statement["type"] == "sagacity/resolution/v1" and statement["actor"] == "olivia"
+    assert verify_signature(signed.keys["olivia"].public_key, statement_bytes(statement), signature)
+    assert signed.ledger.payments()[0]["voided"] is True
+    assert verify_store(signed.store, saga_id).ok
+
+
+async def test_a_user_workflow_waits_and_is_resolved(signed: Signed) -> None:
+    client = signed.client("olivia")
+    saga_id = f"user-dirty-{uuid.uuid4().hex[:8]}"
+    claim = signed.client("rita").requester_claim(saga_id)  # signed: the worker has a registry
+    handle = await client.start_workflow(DirtyOrder.run, "before", claim, saga_id=saga_id)
+    view = await waiting(client, saga_id)
+    assert [(d.step, d.tool) for d in view.dirty] == [(2, "hanging_payment")]
+    assert signed.shop.stock("widget") == 10  # the reservation was released first
+    done = await client.resolve(saga_id, 2, happened=False, reason="nothing at the PSP")
+    assert done.outcome == "nothing to undo" and done.status is SagaStatus.COMPENSATED
+    with pytest.raises(WorkflowFailureError) as failed:
+        await handle.result()
+    assert "SagaFailed" in repr(failed.value.cause) or "compensated" in str(failed.value.cause)
+    closed = entries_of(signed.store, saga_id, "SAGA_CLOSED")[0].result
+    assert closed["status"] == "COMPENSATED" and closed["needs_human"] is False
+    assert signed.ledger.payments() == []
+    assert verify_store(signed.store, saga_id).ok

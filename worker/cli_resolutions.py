@@ -1,0 +1,254 @@
+"""`sagacity dirty`, `resolve`, `retry-compensation` and `close --accept`: a person at a
+terminal cleaning up a saga that needs a human.
+
+`dirty` lists every saga flagged as needing a human with its dirty steps (what is known,
+since when, what can be done). The other three send one action through SagaClient (its
+`resolve` update), named by `--actor` or signed with `--key` (required where the worker
+has an approver registry), after showing the step and asking for confirmation.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from sagacity.errors import SagacityError
+from sagacity.signing import SigningKey
+from sagacity.worker.cli_common import console, fail, note, run, say, settings_of
+from sagacity.worker.client import connect
+from sagacity.worker.render import dirty_table
+from sagacity.worker.saga_client import SagaClient
+from sagacity.workflows.models import DirtyStep, ResolutionResult
+
+SagaId = Annotated[str, typer.Argument(help="the saga id (its workflow id)", show_default=False)]
+Step = Annotated[int, typer.Argument(min=1, help="the dirty step", show_default=False)]
+Actor = Annotated[
+    str | None,
+    typer.Option(
+        "--actor",
+        envvar="SAGACITY_ACTOR",
+        show_envvar=False,
+        help="your identity, journaled with the action \\[env: SAGACITY_ACTOR]",
+    ),
+]
+KeyFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--key",
+        envvar="SAGACITY_KEY",
+        show_envvar=False,
+        help="your signing key file: the action is signed and you are the key's owner "
+        "\\[env: SAGACITY_KEY]",
+    ),
+]
+Reason = Annotated[str, typer.Option(help="why: journaled with the action")]
+Yes = Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON instead of tables")]
+
+
+def dirty(
+    ctx: typer.Context,
+    limit: Annotated[int, typer.Option(min=1, help="at most this many sagas")] = 100,
+    as_json: JsonOpt = False,
+) -> None:
+    """Every saga that needs a human, with each dirty step: what is known and what to do."""
+    settings = settings_of(ctx)
+
+    async def main() -> list[Any]:
+        client = SagaClient(await connect(settings), task_queue=settings.task_queue)
+        return await client.needing_human(limit=limit)
+
+    items = run(main())
+    if as_json:
+        rows = [
+            {
+                "saga_id": i.summary.saga_id,
+                "status": i.summary.status,
+                "waiting": i.summary.running,
+                "dirty": [d.model_dump(mode="json") for d in i.dirty],
+                "error": i.error,
+            }
+            for i in items
+        ]
+        say(json.dumps(rows, ensure_ascii=False, indent=2))
+    elif not items:
+        note("no saga needs a human")
+    else:
+        console.print(dirty_table(items))
+        note(
+            "resolve with `sagacity resolve SAGA STEP --happened|--did-not-happen`, "
+            "`sagacity retry-compensation SAGA STEP` or `sagacity close SAGA --accept REASON`"
+        )
+
+
+def _signer(actor: str | None, key: Path | None) -> tuple[SigningKey | None, str]:
+    """The key the action is signed with (if any), and the identity it is sent as."""
+    signer = None
+    if key is not None:
+        try:
+            signer = SigningKey.from_file(key)
+        except SagacityError as exc:
+            raise fail(str(exc)) from None
+        if actor is not None and actor != signer.approver:
+            raise fail(
+                f"--actor {actor!r} is not the owner of key {signer.key_id} "
+                f"({signer.approver!r}); a key speaks only for its owner"
+            )
+        actor = signer.approver
+    if not actor or not actor.strip():
+        raise fail(
+            "this needs --key KEY_FILE (signed) or --actor NAME (or $SAGACITY_KEY, "
+            "$SAGACITY_ACTOR): who acts is journaled"
+        )
+    return signer, actor
+
+
+Send = Callable[[SagaClient, list[DirtyStep]], Awaitable[ResolutionResult]]
+
+
+def _act(
+    ctx: typer.Context,
+    saga_id: str,
+    step: int | None,
+    who: tuple[SigningKey | None, str],
+    question: str,
+    yes: bool,
+    send: Send,
+) -> None:
+    """Show the dirty step(s), ask, send, say what the saga did: in one connection."""
+    settings = settings_of(ctx)
+    signer, actor = who
+
+    async def main() -> ResolutionResult:
+        client = SagaClient(await connect(settings), task_queue=settings.task_queue, signer=signer)
+        listed = await client.dirty(saga_id)
+        for d in listed:
+            if step is None or d.step == step:
+                args = json.dumps(d.args, ensure_ascii=False)
+                note(f"step {d.step} ({d.tool} {args}): {d.kind.value}: {d.known}")
+        if step is not None and all(d.step != step for d in listed):
+            note(f"step {step} is not listed as dirty; the saga will refuse (and journal) this")
+        _confirm(f"{question}, as {actor}?", yes)
+        return await send(client, listed)
+
+    _done(run(main()), saga_id)
+
+
+def _confirm(question: str, yes: bool) -> None:
+    if yes:
+        return
+    try:
+        confirmed = typer.confirm(question, default=False, err=True)
+    except typer.Abort:
+        confirmed = False
+    if not sys.stdin.isatty():
+        note("")  # the answer came from a pipe, which echoed no newline
+    if not confirmed:
+        raise fail("nothing was sent")
+
+
+def _done(result: ResolutionResult, saga_id: str) -> None:
+    what = f"step {result.step}" if result.step is not None else f"steps {result.steps}"
+    left = f"; still dirty: {result.dirty}" if result.dirty else ""
+    status = f"; saga {result.status.value}" if result.status is not None else ""
+    say(
+        f"{result.action} {what} of saga {saga_id} as {result.actor}: {result.outcome} "
+        f"(journaled RESOLVED at seq {result.seq}){left}{status}"
+    )
+
+
+def resolve(
+    ctx: typer.Context,
+    saga_id: SagaId,
+    step: Step,
+    happened: Annotated[
+        bool | None,
+        typer.Option(
+            "--happened/--did-not-happen",
+            help="the step's effect took place (it is then undone like any executed step, "
+            "if it can be), or it did not (nothing to undo)",
+            show_default=False,
+        ),
+    ] = None,
+    result: Annotated[
+        str | None,
+        typer.Option(
+            "--result",
+            help="with --happened: the step's result as JSON (e.g. the "
+            "payment id you found), what its compensation receives",
+        ),
+    ] = None,
+    reason: Reason = "",
+    actor: Actor = None,
+    key: KeyFile = None,
+    yes: Yes = False,
+) -> None:
+    """Say what became of a step whose outcome is unknown."""
+    if happened is None:
+        raise fail("say what happened: --happened or --did-not-happen")
+    parsed: Any = None
+    if result is not None:
+        if not happened:
+            raise fail("--result goes with --happened (a step that did not happen has none)")
+        try:
+            parsed = json.loads(result)
+        except json.JSONDecodeError as exc:
+            raise fail(f"--result is not JSON: {exc}") from None
+    who = _signer(actor, key)
+    verb = "happened" if happened else "did not happen"
+    _act(
+        ctx, saga_id, step, who, f"record that step {step} of saga {saga_id} {verb}", yes,
+        lambda client, _: client.resolve(
+            saga_id, step, happened=happened, result=parsed, reason=reason, actor=who[1]
+        ),
+    )  # fmt: skip
+
+
+def retry_compensation(
+    ctx: typer.Context,
+    saga_id: SagaId,
+    step: Step,
+    reason: Reason = "",
+    actor: Actor = None,
+    key: KeyFile = None,
+    yes: Yes = False,
+) -> None:
+    """Run a step's failed compensation again (same idempotency key)."""
+    who = _signer(actor, key)
+    _act(
+        ctx, saga_id, step, who, f"retry the compensation of step {step} of saga {saga_id}", yes,
+        lambda client, _: client.retry_compensation(saga_id, step, reason=reason, actor=who[1]),
+    )  # fmt: skip
+
+
+def close(
+    ctx: typer.Context,
+    saga_id: SagaId,
+    accept: Annotated[
+        str,
+        typer.Option(
+            "--accept",
+            help="why the remaining dirty steps are accepted as they are (journaled)",
+            show_default=False,
+        ),
+    ],
+    actor: Actor = None,
+    key: KeyFile = None,
+    yes: Yes = False,
+) -> None:
+    """Close a saga that needs a human, accepting its remaining dirty steps as they are."""
+    if not accept.strip():
+        raise fail("--accept needs a reason: it is journaled with the acceptance")
+    who = _signer(actor, key)
+    _act(
+        ctx, saga_id, None, who, f"close saga {saga_id} accepting its dirty steps as they are",
+        yes,
+        lambda client, listed: client.accept(
+            saga_id, reason=accept, steps=[d.step for d in listed], actor=who[1]
+        ),
+    )  # fmt: skip
