@@ -231,6 +231,8 @@ class ResolveStepInput(WorkerBound):
     signature: str | None = None
     result: Any = None
     reason: str = ""
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    """The registry version and key the action was judged with, journaled with it."""
 
 
 class ResolveStepOutcome(_Model):

@@ -58,7 +58,7 @@ class ResolutionRecorder:
                 non_retryable=True,
             )
         action = "happened" if req.happened else "did_not_happen"
-        record: dict[str, Any] = {"action": action, "reason": req.reason}
+        record: dict[str, Any] = {"action": action, "reason": req.reason, **req.evidence}
         try:
             resolved_entry = await store_call(
                 self.store.append,

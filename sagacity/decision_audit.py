@@ -1,4 +1,4 @@
-"""Re-checking every signed decision of a journal, offline.
+"""Re-checking every signed decision (and resolution of dirty state) of a journal, offline.
 
 A decision entry (APPROVED or REJECTED by a person) of a saga that binds decisions
 carries its statement, its signature and the public key it was checked with. The
@@ -7,7 +7,9 @@ payload hash, approve or reject, approver), the signature verifies over the stat
 canonical bytes, and — given the approver registry — the key is enrolled to that person
 and was valid when the entry was recorded (the entry's time is in the hash chain; the
 statement's own `issued_at` is the signer's claim). The requester claim of SAGA_OPENED
-is checked the same way. Problems name the entry's seq.
+is checked the same way, and so is every RESOLVED entry (a person's action on dirty
+state: its statement names the saga, the action, the step or the steps accepted, the
+actor). Problems name the entry's seq.
 """
 
 from __future__ import annotations
@@ -16,7 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sagacity.approval_models import approval_hash
-from sagacity.decision_statement import DECISION_TYPE, request_statement, statement_bytes
+from sagacity.decision_statement import (
+    DECISION_TYPE,
+    RESOLUTION_TYPE,
+    request_statement,
+    statement_bytes,
+)
 from sagacity.entry import JournalEntry, parse_timestamp
 from sagacity.errors import SagacityError
 from sagacity.lookalikes import skeleton
@@ -48,6 +55,8 @@ class DecisionAudit:
             self._requests = {}
         if entry.phase in (Phase.APPROVED, Phase.REJECTED):
             self._decision(entry)
+        elif entry.phase is Phase.RESOLVED:
+            self._resolution(entry)
         elif entry.phase is Phase.SAGA_OPENED:
             self._requester(entry)
         elif entry.phase is Phase.AWAITING_APPROVAL:
@@ -211,6 +220,51 @@ class DecisionAudit:
         if request is not None and entry.phase is Phase.APPROVED:
             request["approved"].add(skeleton(entry.actor or ""))
 
+    def _resolution(self, entry: JournalEntry) -> None:
+        """A person's action on dirty state: its statement says what the entry says (saga,
+        action, step or accepted steps, actor), and its signature verifies."""
+        evidence = entry.input if isinstance(entry.input, dict) else {}
+        result = entry.result if isinstance(entry.result, dict) else {}
+        stmt, signature = evidence.get("statement"), evidence.get("signature")
+        if not isinstance(stmt, dict) or stmt.get("type") != RESOLUTION_TYPE:
+            self._problem(entry, "the resolution's statement is not a resolution statement")
+            return
+        accept = result.get("action") == "accept"
+        expected = {
+            "saga_id": entry.saga_id,
+            "action": result.get("action"),
+            "actor": entry.actor,
+            "step": None if accept else entry.step,
+            "steps": result.get("steps") if accept else None,
+        }
+        for name, value in expected.items():
+            if stmt.get(name) != value:
+                self._problem(
+                    entry, f"the statement's {name} is {stmt.get(name)!r}, the entry's {value!r}"
+                )
+                return
+        if signature is None:
+            self.unsigned += 1
+            if result.get("registry") is not None:
+                self._problem(
+                    entry, "an unsigned resolution accepted where a registry was configured"
+                )
+            return
+        key = self._key(entry, stmt.get("key_id"), result.get("key"), stmt.get("issued_at"))
+        if key is None:
+            return
+        owner, public = key
+        if owner != entry.actor:
+            self._problem(
+                entry, f"key {stmt.get('key_id')} belongs to {owner!r}, not {entry.actor!r}"
+            )
+        elif not verify_signature(public, statement_bytes(stmt), signature):
+            self._problem(
+                entry, f"the signature of {entry.actor!r} does not verify over the resolution"
+            )
+        else:
+            self.signed += 1
+
     def _requester(self, entry: JournalEntry) -> None:
         opened = entry.input if isinstance(entry.input, dict) else {}
         claim = opened.get("requester")
@@ -248,7 +302,7 @@ class DecisionAudit:
         )
         return (
             f"signatures: {self.signed} verified {checked}; {self.unsigned} unsigned "
-            f"decision(s); {len(self.problems)} problem(s)"
+            f"decision(s) or resolution(s); {len(self.problems)} problem(s)"
         )
 
 

@@ -139,19 +139,25 @@ def goal_model(settings: Settings, provider: str, model: str | None) -> ModelSet
 
 
 async def _announce_approval(handle: SagaHandle) -> None:
-    """While --wait waits, say once when the saga starts waiting for a human."""
-    while True:
+    """While --wait waits, say once each when the saga starts waiting for a human: for an
+    approval, or to resolve its dirty state."""
+    said: set[str] = set()
+    hints = {
+        SagaStatus.AWAITING_APPROVAL.value: f"saga {handle.id} awaits approval: `sagacity "
+        f"pending`, then `sagacity approve {handle.id}` or `sagacity reject {handle.id}`",
+        SagaStatus.NEEDS_HUMAN.value: f"saga {handle.id} needs a human (an unknown outcome or "
+        f"a failed compensation): `sagacity dirty`, then `sagacity resolve {handle.id} STEP "
+        "...`, `retry-compensation` or `close --accept`",
+    }
+    while len(said) < len(hints):
         await asyncio.sleep(1.0)
         try:
             summary = await describe_saga(handle)
         except SagacityError:
             return  # only a hint; the wait itself reports real trouble
-        if summary.status == SagaStatus.AWAITING_APPROVAL.value:
-            note(
-                f"saga {handle.id} awaits approval: `sagacity pending`, then "
-                f"`sagacity approve {handle.id}` or `sagacity reject {handle.id}`",
-            )
-            return
+        if summary.status in hints and summary.status not in said:
+            said.add(summary.status)
+            note(hints[summary.status])
 
 
 async def _closed_view(handle: SagaHandle) -> SagaResult | None:

@@ -182,7 +182,7 @@ def demo(
         bool, typer.Option("--keep-server", help="keep the dev server and UI up")
     ] = False,
 ) -> None:
-    """Run three example sagas on an embedded dev server and verify their journals."""
+    """Run four example sagas on an embedded dev server and verify their journals."""
     from sagacity.worker.demo import run_demo
 
     code = run(run_demo(keep_server=keep_server, console=console))

@@ -61,12 +61,22 @@ DETAIL_CHARS = 160
 
 def entry_detail(entry: JournalEntry) -> str:
     """What the journal table shows of an entry: its error; a decision's reason (a
-    rejection without its reason tells an auditor nothing); a lifecycle entry's status."""
+    rejection without its reason tells an auditor nothing); a resolution's action and
+    reason; what a saga waits for a person about; a lifecycle entry's status."""
     if entry.error:
         return entry.error
     result = entry.result if isinstance(entry.result, dict) else {}
     if entry.phase in (Phase.REJECTED, Phase.APPROVED) and result.get("reason"):
         return f"reason: {result['reason']}"
+    if entry.phase is Phase.RESOLVED:
+        what = str(result.get("action") or "").replace("_", " ")
+        steps = f" steps {result['steps']}" if result.get("steps") else ""
+        why = f": {result['reason']}" if result.get("reason") else ""
+        return f"{what}{steps}{why}"
+    if entry.phase is Phase.NEEDS_HUMAN:
+        listed = entry.input.get("dirty") if isinstance(entry.input, dict) else None
+        dirty = [d.get("step") for d in listed if isinstance(d, dict)] if listed else []
+        return f"dirty steps {dirty}; waits until {result.get('deadline')}"
     if entry.phase.is_lifecycle:
         return str(result.get("status") or "")
     return ""

@@ -66,6 +66,21 @@ class Queued:
     """The identity it is recorded under (the key's owner when signed)."""
     key: EnrolledKey | None
     raw: Any
+    registry: dict[str, object] | None = None
+    """The registry version the action was judged with (None: no registry)."""
+
+    def evidence(self) -> dict[str, Any]:
+        """What an offline auditor needs beside the statement: the registry version and
+        the key it was checked with (as decisions journal theirs)."""
+        key = self.key if self.action.signed else None
+        return {
+            "registry": self.registry,
+            "key": (
+                {"key_id": key.key_id, "public_key": key.public_key, "approver": key.approver}
+                if key is not None
+                else None
+            ),
+        }
 
     @property
     def step(self) -> int | None:
@@ -206,7 +221,8 @@ class HumanDesk:
             return verdict.refusal, ticket
         self._count += 1
         actor = verdict.approver or parsed.actor
-        return Queued(self._count, parsed, actor, verdict.key, raw), ticket
+        registry = lookup.registry_ref if lookup is not None else None
+        return Queued(self._count, parsed, actor, verdict.key, raw, registry), ticket
 
     def _ticket(self, raw: Any) -> Ticket:
         claimed = field(raw, "step", int)

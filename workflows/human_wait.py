@@ -206,6 +206,7 @@ class HumanWait:
                 signature=action.signature,
                 result=action.result,
                 reason=action.reason,
+                evidence=queued.evidence(),
                 worker=self.pinned.worker,
             ),
             ResolveStepOutcome,
@@ -285,7 +286,11 @@ class HumanWait:
         self, queued: Queued, step: int, tool: str, *, steps: list[int] | None = None
     ) -> EntryRef:
         action = queued.action
-        result: dict[str, Any] = {"action": action.action, "reason": action.reason}
+        result: dict[str, Any] = {
+            "action": action.action,
+            "reason": action.reason,
+            **queued.evidence(),
+        }
         if steps is not None:
             result["steps"] = steps
         return await self.journal(

@@ -43,6 +43,10 @@ TEMPORAL_COMMANDS = [
     ["approve", "s1", "--approver", "alice", "--yes"],
     ["reject", "s1", "--reason", "no", "--approver", "alice", "--yes"],
     ["cancel", "s1"],
+    ["dirty"],
+    ["resolve", "s1", "2", "--happened", "--actor", "olivia", "--yes"],
+    ["retry-compensation", "s1", "2", "--actor", "olivia", "--yes"],
+    ["close", "s1", "--accept", "by hand", "--actor", "olivia", "--yes"],
     ["start", "--plan", "PLAN"],
     ["start", "--goal", "sell a widget", "--model", "m"],  # no model at all: refused earlier
     ["worker"],
@@ -116,3 +120,28 @@ def test_invalid_settings_are_one_line() -> None:
 def test_an_unsupported_journal_url_is_one_line() -> None:
     ran = invoke_sync(["verify", "--all"], {"SAGACITY_JOURNAL_URL": "mysql://db/x"})
     assert_one_line_error(ran, "unsupported journal URL 'mysql://db/x'")
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (["resolve", "s1", "2", "--actor", "olivia"], "--happened or --did-not-happen"),
+        (
+            ["resolve", "s1", "2", "--did-not-happen", "--result", "{}", "--actor", "o"],
+            "--result goes with --happened",
+        ),
+        (
+            ["resolve", "s1", "2", "--happened", "--result", "{nope", "--actor", "o"],
+            "--result is not JSON",
+        ),
+        (["resolve", "s1", "2", "--happened"], "--key KEY_FILE (signed) or --actor NAME"),
+        (["close", "s1", "--accept", "  ", "--actor", "o"], "--accept needs a reason"),
+        (["retry-compensation", "s1", "2", "--key", "/nonexistent.key"], "nonexistent.key"),
+    ],
+)
+def test_resolution_commands_refuse_bad_input_before_sending(
+    command: list[str], expected: str
+) -> None:
+    ran = invoke_sync(command, {"SAGACITY_TEMPORAL_ADDRESS": NO_TEMPORAL})
+    assert_one_line_error(ran, expected)
+    assert "cannot reach Temporal" not in ran.stderr  # refused before connecting

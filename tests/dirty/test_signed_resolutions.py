@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,11 @@ from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
 from sagacity.audit import verify_store
+from sagacity.canonical import canonical_text
+from sagacity.chain import compute_hash, verify_chain
+from sagacity.decision_audit import DecisionAudit
 from sagacity.decision_statement import signed_resolution, statement_bytes
+from sagacity.entry import JournalEntry
 from sagacity.examples.orders import Shop
 from sagacity.phases import SagaStatus
 from sagacity.registry import ApproverRegistry
@@ -44,6 +48,7 @@ class Signed:
     shop: Shop
     queue: str
     keys: dict[str, SigningKey]
+    registry: ApproverRegistry
 
     def client(self, name: str | None = None) -> SagaClient:
         signer = self.keys[name] if name else None
@@ -67,7 +72,7 @@ async def signed(
         task_queue=queue, approvers=tmp_path / "approvers.json", workflows=[DirtyOrder],
     )  # fmt: skip
     async with worker:
-        yield Signed(temporal_env.client, journal, ledger, shop, queue, keys)
+        yield Signed(temporal_env.client, journal, ledger, shop, queue, keys, reg)
 
 
 async def waiting(client: SagaClient, saga_id: str) -> SagaView:
@@ -129,6 +134,46 @@ async def test_only_signed_actions_of_an_allowed_resolver_count(signed: Signed) 
     assert verify_signature(signed.keys["olivia"].public_key, statement_bytes(statement), signature)
     assert signed.ledger.payments()[0]["voided"] is True
     assert verify_store(signed.store, saga_id).ok
+
+    # Offline, from the journal alone: the requester and olivia's resolution verify...
+    entries = list(signed.store.entries(saga_id))
+    assert _audit(entries, signed.registry).signed == 2
+    assert _audit(entries, None).signed == 2  # with the keys journaled beside them
+    # ...and a superuser who rewrites the resolution (and every hash after it) to say
+    # "did not happen" is caught by the signature, though the chain verifies again.
+    at = next(i for i, e in enumerate(entries) if e.phase.value == "RESOLVED")
+    said = "did_not_happen"
+    forged_input = {**entries[at].input, "statement": {**statement, "action": said}}
+    forged_result = {**entries[at].result, "action": said}
+    forged = _rehash(
+        entries,
+        at,
+        input_json=canonical_text(forged_input),
+        result_json=canonical_text(forged_result),
+    )
+    assert verify_chain(saga_id, forged).ok
+    problems = _audit(forged, signed.registry).problems
+    assert [(seq, "does not verify" in text) for _, seq, text in problems] == [
+        (entries[at].seq, True)
+    ]
+
+
+def _audit(entries: list[JournalEntry], registry: ApproverRegistry | None) -> DecisionAudit:
+    audit = DecisionAudit(registry)
+    for entry in entries:
+        audit.observe(entry)
+    return audit
+
+
+def _rehash(entries: list[JournalEntry], index: int, **changes: Any) -> list[JournalEntry]:
+    out = entries[:index]
+    prev = out[-1].hash
+    for n, entry in enumerate(entries[index:]):
+        edited = replace(entry, prev_hash=prev, **(changes if n == 0 else {}))
+        edited = replace(edited, hash=compute_hash(edited))
+        out.append(edited)
+        prev = edited.hash
+    return out
 
 
 async def test_a_user_workflow_waits_and_is_resolved(signed: Signed) -> None:
