@@ -105,7 +105,7 @@ class SagaActivities:
         self.models: dict[str, ModelClient] = {"scripted": ScriptedModel(), **(models or {})}
         self._compensations = CompensationRunner(store, toolbox)
         self._runner = ToolRunner(store, toolbox)
-        self._resolutions = ResolutionRecorder(store)
+        self._resolutions = ResolutionRecorder(store, toolbox)
         # In-memory journals share one URL; each is its own database.
         url = store.url if store.url != "memory://" else f"memory://{id(store):x}"
         self.identity = worker_identity(toolbox, url, signed=registry is not None)

@@ -243,4 +243,7 @@ class ResolveStepOutcome(_Model):
     was already there."""
     disagrees: str | None = None
     """Set when the journal already held an outcome the saga did not know of (an append
-    that landed late): what it holds. The person's resolution is not applied."""
+    that landed late), or holds no INTENT for a step said to have happened: what it
+    holds. The person's resolution is not applied."""
+    compensable: bool | None = None
+    """Whether the step's tool declares a compensation (the worker's toolbox says)."""

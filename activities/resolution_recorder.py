@@ -19,14 +19,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from temporalio.exceptions import ApplicationError
-
 from sagacity.activities.io_models import ResolveStepInput, ResolveStepOutcome
 from sagacity.activities.tool_runner import entry_ref, store_call
 from sagacity.entry import EntryDraft, JournalEntry
-from sagacity.errors import JournalConflictError
+from sagacity.errors import JournalConflictError, SagacityError
 from sagacity.phases import Phase
 from sagacity.stores.base import JournalStore
+from sagacity.toolbox import Toolbox
 
 OUTCOMES = (Phase.EXECUTED, Phase.FAILED)
 
@@ -38,8 +37,17 @@ def _outcome(entries: list[JournalEntry]) -> JournalEntry | None:
 
 
 class ResolutionRecorder:
-    def __init__(self, store: JournalStore) -> None:
+    def __init__(self, store: JournalStore, toolbox: Toolbox) -> None:
         self.store = store
+        self.toolbox = toolbox
+
+    def _compensable(self, tool: str) -> bool:
+        """Whether the step's tool can be undone (the workflow may not know: a step whose
+        every attempt was lost reports no kind)."""
+        try:
+            return self.toolbox.get(tool).compensation is not None
+        except SagacityError:  # a tool this toolbox does not know cannot be undone here
+            return False
 
     async def record(self, req: ResolveStepInput) -> ResolveStepOutcome:
         prior = await store_call(self.store.step_entries, req.saga_id, req.step)
@@ -51,11 +59,13 @@ class ResolutionRecorder:
             return _disagrees(found)
         intent = next((e for e in prior if e.phase is Phase.INTENT), None)
         if intent is None:
-            raise ApplicationError(
-                f"saga {req.saga_id!r} step {req.step}: the journal holds no INTENT for this "
-                "step, so there is no unknown outcome to resolve",
-                type="NoIntentInJournal",
-                non_retryable=True,
+            # Every attempt was lost before it could journal INTENT (the journal was down):
+            # the tool never started. "Did not happen" is then the journal's word too.
+            if not req.happened:
+                return await self._nothing_started(req)
+            return ResolveStepOutcome(
+                disagrees="the journal holds no INTENT for this step: no attempt ever "
+                "started the tool, so it cannot have happened (resolve it as did not happen)"
             )
         action = "happened" if req.happened else "did_not_happen"
         record: dict[str, Any] = {"action": action, "reason": req.reason, **req.evidence}
@@ -79,7 +89,28 @@ class ResolutionRecorder:
             if again is not None and again.actor != req.actor:
                 return _disagrees(again)
             raise
-        return ResolveStepOutcome(resolved=entry_ref(resolved_entry), outcome=entry_ref(outcome))
+        return ResolveStepOutcome(
+            resolved=entry_ref(resolved_entry),
+            outcome=entry_ref(outcome),
+            compensable=self._compensable(intent.tool),
+        )
+
+    async def _nothing_started(self, req: ResolveStepInput) -> ResolveStepOutcome:
+        """RESOLVED alone: with no INTENT there is no attempt whose outcome to record."""
+        entry = await store_call(
+            self.store.append,
+            EntryDraft.new(
+                req.saga_id,
+                Phase.RESOLVED,
+                step=req.step,
+                attempt=req.attempt,
+                tool=req.tool,
+                input={"statement": req.statement, "signature": req.signature},
+                result={"action": "did_not_happen", "reason": req.reason, **req.evidence},
+                actor=req.actor,
+            ),
+        )
+        return ResolveStepOutcome(resolved=entry_ref(entry), compensable=False)
 
     def _outcome_draft(self, req: ResolveStepInput, intent: JournalEntry) -> EntryDraft:
         common: dict[str, Any] = {

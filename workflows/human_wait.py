@@ -52,7 +52,7 @@ with workflow.unsafe.imports_passed_through():
         StepReport,
     )
 
-from sagacity.workflows.compensator import compensate_step
+from sagacity.workflows.compensator import LOCAL_FAILURES, compensate_step, failure_cause
 from sagacity.workflows.human_desk import HumanDesk, Queued
 from sagacity.workflows.pinned import PinnedActivities
 
@@ -163,6 +163,15 @@ class HumanWait:
             desk.applying = queued.step
             try:
                 desk.done[queued.number] = await self._apply(queued)
+            except LOCAL_FAILURES as exc:
+                # A journal write no retry can make (a conflict, a closed chain): the action
+                # is refused, the saga keeps waiting; never a failed workflow.
+                workflow.logger.error("resolution %d not applied: %s", queued.number, exc)
+                desk.done[queued.number] = Refusal(
+                    reason=RefusalReason.JOURNAL_DISAGREES,
+                    detail=f"the journal refused the action ({failure_cause(exc)[:500]}); "
+                    "nothing was applied",
+                )
             finally:
                 desk.applying = None
             self.publish()
@@ -212,7 +221,6 @@ class HumanWait:
             ResolveStepOutcome,
         )
         out = recorded.outcome
-        assert out is not None
         self._saw(recorded.resolved)
         self._saw(out)
         if recorded.disagrees is not None or recorded.resolved is None:
@@ -222,14 +230,15 @@ class HumanWait:
                 "resolution is not applied",
             )
             await self.desk.journal_refusal(queued.raw, refusal)
-            await self._take_journal_outcome(report, out)
+            if out is not None:
+                await self._take_journal_outcome(report, out)
             return refusal
         status = StepStatus.EXECUTED if happened else StepStatus.DID_NOT_HAPPEN
         self.steps[step] = report.model_copy(
             update={
                 "status": status,
-                "seq": out.seq,
-                "hash": out.hash,
+                "seq": out.seq if out is not None else report.seq,
+                "hash": out.hash if out is not None else report.hash,
                 "resolved_by": queued.actor,
                 "result": action.result if happened else None,
             }
@@ -237,9 +246,18 @@ class HumanWait:
         self.desk.resolved[step] = f"{action.action} by {queued.actor}, seq {recorded.resolved.seq}"
         if not happened:
             return self._answer(queued, recorded.resolved, "nothing to undo")
-        if report.tool_kind is not ToolKind.COMPENSABLE:
+        compensable = (
+            recorded.compensable
+            if recorded.compensable is not None
+            else report.tool_kind is ToolKind.COMPENSABLE
+        )
+        if not compensable:
             return self._answer(
                 queued, recorded.resolved, f"recorded as done; nothing undoes {report.tool}"
+            )
+        if report.tool_kind is not ToolKind.COMPENSABLE:  # the step's kind was never reported
+            self.steps[step] = self.steps[step].model_copy(
+                update={"tool_kind": ToolKind.COMPENSABLE}
             )
         outcome = await self._compensate_again(self.steps[step])
         return self._answer(queued, recorded.resolved, outcome)

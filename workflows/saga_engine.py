@@ -356,7 +356,11 @@ class SagaCore(HumanWait):
             )
             return outcome
         except ActivityError as exc:
-            unknown = ToolOutcome(kind=OutcomeKind.UNKNOWN, tool=call.tool, step=step)
+            # The call's own arguments (no attempt came back with the validated ones): what
+            # a person needs to see to find out whether it took effect.
+            unknown = ToolOutcome(
+                kind=OutcomeKind.UNKNOWN, tool=call.tool, step=step, args=dict(call.args)
+            )
             if is_cancelled(exc):
                 # Interrupted mid-call: the tool may or may not have applied its effect.
                 self._record(unknown.model_copy(update={"error": "cancelled during the call"}))

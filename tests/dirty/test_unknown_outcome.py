@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from temporalio.client import WorkflowFailureError
 
 from sagacity.audit import verify_store
 from sagacity.phases import Phase, SagaStatus, StepStatus
@@ -170,3 +171,27 @@ async def test_deadline_closes_unresolved(dirty: DirtyHarness) -> None:
     assert entries[-1].result["status"] == "UNRESOLVED" and entries[-1].result["needs_human"]
     assert verify_store(dirty.store, handle.id).ok
     assert dirty.ledger.payments()[0]["voided"] is False  # nobody said: nothing undone blindly
+
+
+async def test_cancelled_mid_payment_then_resolved_as_happened(dirty: DirtyHarness) -> None:
+    """A cancel interrupts the payment after it paid: no attempt reported back (so the
+    saga never learnt the tool's kind or its validated arguments); the person sees the
+    call's arguments, says it happened, and the payment is voided once."""
+    handle, client = await start(dirty, [RESERVE, pay("after")])
+    await eventually(lambda: _async(dirty.ledger.payments()), 20)
+    await handle.cancel()
+    [step] = await needs_human(client, handle.id)
+    assert (step.step, step.args) == (2, {"amount": 250, "effect": "after"})
+    assert "cancelled during the call" in step.known
+    done = await client.resolve(handle.id, 2, happened=True, actor="olivia")
+    assert done.outcome == "compensated"
+    with pytest.raises(WorkflowFailureError):
+        await handle.result()  # it was cancelled: it ends cancelled, after cleaning up
+    assert dirty.ledger.payments()[0]["voided"] is True and len(dirty.ledger.voids()) == 1
+    closed = entries_of(dirty.store, handle.id, "SAGA_CLOSED")[0].result
+    assert closed["status"] == "COMPENSATED" and closed["needs_human"] is False
+    assert verify_store(dirty.store, handle.id).ok
+
+
+async def _async(value: Any) -> Any:
+    return value

@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from sagacity.activities import SagaActivities
@@ -212,10 +211,22 @@ async def test_the_journal_wins_over_a_person() -> None:
     assert list(store.entries(SAGA))[-1].seq == late.seq  # nothing appended
 
 
-async def test_a_step_without_an_intent_is_refused() -> None:
+async def test_a_step_without_an_intent_never_started() -> None:
+    """Every attempt was lost before INTENT: "happened" contradicts the journal and is not
+    applied; "did not happen" is recorded (RESOLVED alone: no attempt to settle)."""
     store, activities = journal_with_intent()
     before = len(list(store.entries(SAGA)))
-    with pytest.raises(ApplicationError) as caught:
-        await ActivityEnvironment().run(activities.resolve_step, request(True, step=7))
-    assert caught.value.type == "NoIntentInJournal" and caught.value.non_retryable
+    env = ActivityEnvironment()
+    said = await env.run(activities.resolve_step, request(True, step=7))
+    assert said.resolved is None and "no INTENT" in (said.disagrees or "")
     assert len(list(store.entries(SAGA))) == before  # nothing written
+    done = await env.run(activities.resolve_step, request(False, step=7))
+    assert done.resolved is not None and done.outcome is None and done.compensable is False
+    [resolved] = [e for e in store.entries(SAGA) if e.step == 7]
+    assert (resolved.phase, resolved.actor) == (Phase.RESOLVED, "olivia")
+
+
+async def test_the_recorder_says_whether_the_tool_can_be_undone() -> None:
+    _, activities = journal_with_intent()
+    out = await ActivityEnvironment().run(activities.resolve_step, request(True))
+    assert out.compensable is True  # charge declares refund
