@@ -20,9 +20,11 @@ SEARCH_ATTRIBUTES = (SAGA_STATUS, SAGA_NEEDS_HUMAN)
 __all__ = ["SAGA_NEEDS_HUMAN", "SAGA_STATUS", "SEARCH_ATTRIBUTES", "call_summary", "steps_markdown"]
 
 
-def _cell(value: object) -> str:
+def _cell(value: object, limit: int = 60) -> str:
     text = "" if value is None else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")[:60]
+    text = text.replace("\n", " ")
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    return text.replace("|", "\\|")
 
 
 def steps_markdown(
@@ -40,7 +42,7 @@ def steps_markdown(
         for row in waiting:
             lines.append(
                 f"| {row['step']} | {_cell(call_summary(row['tool'], row.get('args') or {}, 60))} "
-                f"| {_cell(row['kind'])} | {_cell(row.get('known'))} |"
+                f"| {_cell(row['kind'])} | {_cell(row.get('known'), 240)} |"
             )
         lines += [
             "",

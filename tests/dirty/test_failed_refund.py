@@ -109,3 +109,22 @@ async def test_refund_down_then_retried(saga) -> None:
     assert entries[-1].phase is Phase.SAGA_CLOSED
     assert [e.phase for e in entries if e.phase is Phase.NEEDS_HUMAN] == [Phase.NEEDS_HUMAN]
     assert verify_store(saga.store, handle.id).ok
+
+
+async def test_current_details_say_what_is_dirty_and_how_to_resolve(saga) -> None:
+    """What the Temporal UI shows of a waiting saga: its current details (the workflow's
+    metadata query, as the UI reads it)."""
+    saga.shop.set_fault("refund")
+    handle = await saga.start(
+        SagaInput(plan=[RESERVE, CHARGE, SHIP_FAILS], compensation_attempts=1)
+    )
+    await _dirty(handle)
+    metadata: Any = await handle.query("__temporal_workflow_metadata")
+    details = metadata.current_details if hasattr(metadata, "current_details") else str(metadata)
+    assert "**Saga status:** NEEDS_HUMAN" in details and "**Needs a human:**" in details
+    assert "| 2 | charge_card(amount=100, currency='EUR', card='tok_visa') |" in details
+    assert "payment provider refused the refund" in details
+    assert "COMPENSATION_FAILED" in details and f"sagacity resolve {handle.id}" in details
+    saga.shop.clear_fault("refund")
+    await _resolve(handle, action="retry_compensation", step=2, actor="olivia")
+    assert (await handle.result()).status is SagaStatus.COMPENSATED
