@@ -188,12 +188,16 @@ async def test_worker_runs_sagas_until_sigterm(
     assert "Traceback" not in stopped.stderr
 
 
-async def test_demo_runs_three_sagas_and_leaves_nothing_running(tmp_path: Path) -> None:
+async def test_demo_runs_four_sagas_and_leaves_nothing_running(tmp_path: Path) -> None:
     ran = await run_subprocess("demo", env=cli_env(), cwd=tmp_path, timeout=180)
     assert ran.code == 0, ran.output
-    assert ran.stdout.count("verified demo-") == 3
+    assert ran.stdout.count("verified demo-") == 4
     for status in ("COMPLETED", "COMPENSATED"):
         assert f"final status: {status}" in ran.stdout
+    # The fourth: a refund fails, the saga waits for a person, a signed retry cleans it.
+    assert "needs a human: step 2 charge_card: COMPENSATION_FAILED" in ran.stdout
+    assert "compensated (signed, journaled RESOLVED" in ran.stdout
+    assert "Traceback" not in ran.output  # the injected fault is not shown as a crash
     assert "demo finished" in ran.stdout
     assert processes_mentioning(str(tmp_path)) == []
 
