@@ -123,6 +123,8 @@ class HumanDesk:
         self._refusals: dict[int, int] = {}
         self._attempts: dict[int, int] = {}
         self._count = 0
+        self._signatures: set[str] = set()
+        """Signatures of statements already accepted: a signed statement acts once."""
 
     def enabled(self) -> bool:
         """Ask, once, whether this saga waits for a person when dirty (see HUMAN_WAIT).
@@ -219,6 +221,11 @@ class HumanDesk:
         if not verdict.accepted:
             assert verdict.refusal is not None
             return verdict.refusal, ticket
+        if parsed.signature is not None:
+            if parsed.signature in self._signatures:
+                replayed = "this signed statement was already acted on; sign a new one"
+                return Refusal(reason=RefusalReason.STALE_STATEMENT, detail=replayed), ticket
+            self._signatures.add(parsed.signature)
         self._count += 1
         actor = verdict.approver or parsed.actor
         registry = lookup.registry_ref if lookup is not None else None

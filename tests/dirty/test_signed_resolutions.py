@@ -30,7 +30,13 @@ from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
 from sagacity.worker.app import new_worker
 from sagacity.worker.saga_client import SagaClient
-from sagacity.workflows.models import ResolutionPolicy, SagaInput, SagaView, ToolCall
+from sagacity.workflows.models import (
+    ResolutionPolicy,
+    ResolutionResult,
+    SagaInput,
+    SagaView,
+    ToolCall,
+)
 
 from ..workflows.helpers import RESERVE, entries_of, eventually
 from .toolkit import HangingLedger
@@ -193,3 +199,33 @@ async def test_a_user_workflow_waits_and_is_resolved(signed: Signed) -> None:
     assert closed["status"] == "COMPENSATED" and closed["needs_human"] is False
     assert signed.ledger.payments() == []
     assert verify_store(signed.store, saga_id).ok
+
+
+async def test_a_signed_statement_acts_once(signed: Signed) -> None:
+    """The refund stays down: olivia's signed retry fails again and the step is dirty
+    again. Her statement, sent once more (by anyone who saw it), is refused; a new one,
+    once the provider is back, cleans it."""
+    signed.shop.set_fault("refund")
+    saga_id = f"signed-replay-{uuid.uuid4().hex[:8]}"
+    charge = ToolCall(tool="charge_card", args={"amount": 7})
+    fails = ToolCall(tool="ship_order", args={"address": "x", "fail": True})
+    handle = await signed.client("rita").start(
+        SagaInput(plan=[charge, fails], compensation_attempts=1), saga_id=saga_id
+    )
+    await waiting(signed.client(), saga_id)
+    retry = signed_resolution(
+        signed.keys["olivia"], saga_id=saga_id, action="retry_compensation", step=1
+    )
+    again = await handle.execute_update("resolve", retry, result_type=ResolutionResult)
+    assert again.dirty == [1] and "failed" in again.outcome
+    with pytest.raises(WorkflowUpdateFailedError) as replayed:
+        await handle.execute_update("resolve", retry)
+    cause: Any = replayed.value.cause
+    assert cause.details[0] == "STALE_STATEMENT" and "already acted on" in cause.message
+    signed.shop.clear_fault("refund")
+    done = await signed.client("olivia").retry_compensation(saga_id, 1)
+    assert done.outcome == "compensated"
+    assert (await handle.result()).status is SagaStatus.COMPENSATED
+    resolved = entries_of(signed.store, saga_id, "RESOLVED")
+    assert [(e.attempt, e.actor) for e in resolved] == [(1, "olivia"), (2, "olivia")]
+    assert [c["refunded"] for c in signed.shop.charges()] == [True]
