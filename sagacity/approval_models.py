@@ -38,7 +38,10 @@ REASON_MAX_CHARS = 2_000
 SAGA_ID_MAX_CHARS = 256
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_C0 = re.compile(r"[\x00-\x1f\x7f]")
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Characters no person's name may hold: C0 and C1 controls, and the bidirectional controls
+that make a name display as another (an RLO in "olivia\u202e" reorders what follows it)."""
 
 
 def approval_payload(tool: str, args: JsonValue) -> dict[str, Any]:
@@ -63,9 +66,18 @@ def _hash_or_empty(value: str) -> str:
 
 
 def _identifier(value: str) -> str:
-    # Approvers and saga ids are journaled as actors/ids, which refuse control characters.
-    if _CONTROL.search(value):
+    # Saga ids are journaled as ids, which refuse control characters (a saga's id is the
+    # starter's; a decision must be able to name whatever id it was started with).
+    if _C0.search(value):
         raise ValueError("must not contain control characters")
+    return _text(value)
+
+
+def _person(value: str) -> str:
+    # Approvers are journaled as actors and shown to people: no name that displays as
+    # another.
+    if CONTROL_CHARACTERS.search(value):
+        raise ValueError("must not contain control or bidirectional-control characters")
     return _text(value)
 
 
@@ -79,7 +91,7 @@ def _text(value: str) -> str:
 
 _SagaId = Annotated[str, Field(max_length=SAGA_ID_MAX_CHARS), AfterValidator(_identifier)]
 _Hash = Annotated[str, Field(max_length=64), AfterValidator(_hash_or_empty)]
-_Approver = Annotated[str, Field(max_length=APPROVER_MAX_CHARS), AfterValidator(_identifier)]
+_Approver = Annotated[str, Field(max_length=APPROVER_MAX_CHARS), AfterValidator(_person)]
 _Reason = Annotated[str, Field(max_length=REASON_MAX_CHARS), AfterValidator(_text)]
 
 

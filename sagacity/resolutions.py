@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sagacity.approval_models import (
     APPROVER_MAX_CHARS,
+    CONTROL_CHARACTERS,
     REASON_MAX_CHARS,
     SAGA_ID_MAX_CHARS,
     Refusal,
@@ -43,6 +44,7 @@ from sagacity.approval_models import (
 )
 from sagacity.approval_policy import MAX_NAMES
 from sagacity.bounds import MAX_ARGS_BYTES, check_value
+from sagacity.canonical import canonical_bytes
 from sagacity.decision_statement import resolution_statement, result_digest
 from sagacity.errors import SagacityError
 from sagacity.lookalikes import skeleton
@@ -52,6 +54,8 @@ from sagacity.signed_checks import SignedClaim, check_signed
 DEFAULT_DEADLINE_SECONDS = 30 * 24 * 3600
 """How long a dirty saga waits for a person before it closes UNRESOLVED."""
 MAX_DEADLINE_SECONDS = 366 * 24 * 3600
+MAX_STEP = 2**31
+"""Steps are counted from 1 and bounded by max_steps (1,000): anything larger is junk."""
 
 Action = Literal["happened", "did_not_happen", "retry_compensation", "accept"]
 ACTIONS: tuple[Action, ...] = ("happened", "did_not_happen", "retry_compensation", "accept")
@@ -120,8 +124,10 @@ class Resolution(BaseModel):
 
     saga_id: Annotated[str, Field(max_length=SAGA_ID_MAX_CHARS)] | None = None
     action: Action
-    step: Annotated[int, Field(ge=1)] | None = None
-    steps: Annotated[list[Annotated[int, Field(ge=1)]], Field(max_length=1_000)] | None = None
+    step: Annotated[int, Field(ge=1, le=MAX_STEP)] | None = None
+    steps: (
+        Annotated[list[Annotated[int, Field(ge=1, le=MAX_STEP)]], Field(max_length=1_000)] | None
+    ) = None
     result: Any = None
     reason: Annotated[str, Field(max_length=REASON_MAX_CHARS)] = ""
     actor: Annotated[str, Field(max_length=APPROVER_MAX_CHARS)] = ""
@@ -154,6 +160,9 @@ def parse_resolution(raw: object) -> Resolution | Refusal:
         return _malformed(f"the resolution is a {type(raw).__name__}, not a JSON object")
     try:
         check_value(raw.get("result"), "field 'result'", max_bytes=MAX_ARGS_BYTES)
+        # What is signed, hashed and journaled must have one canonical form (no NaN, no
+        # integer beyond 2**53): refused here, never inside the statement.
+        canonical_bytes(raw.get("result"), what="field 'result'")
         parsed = Resolution.model_validate(dict(raw))
     except SagacityError as exc:
         return _malformed(str(exc))
@@ -163,9 +172,12 @@ def parse_resolution(raw: object) -> Resolution | Refusal:
             for e in exc.errors(include_url=False, include_input=False)[:5]
         ]
         return _malformed("; ".join(problems))
-    for text, what in ((parsed.actor, "actor"), (parsed.saga_id or "", "saga_id")):
-        if any(ord(c) < 32 or ord(c) == 127 for c in text):
-            return _malformed(f"field {what!r} must not contain control characters")
+    if CONTROL_CHARACTERS.search(parsed.actor):
+        return _malformed(
+            "field 'actor' must not contain control or bidirectional-control characters"
+        )
+    if any(ord(c) < 32 or ord(c) == 127 for c in parsed.saga_id or ""):
+        return _malformed("field 'saga_id' must not contain control characters")
     if parsed.action == "accept":
         if parsed.step is not None or parsed.steps is None:
             return _malformed("accept names `steps` (the dirty steps you accept), not `step`")

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
+from sagacity.canonical import canonical_bytes
 from sagacity.errors import SagacityError
 from sagacity.signing import SigningKey
 from sagacity.worker.cli_common import console, fail, note, run, say, settings_of
@@ -197,8 +198,11 @@ def resolve(
             raise fail("--result goes with --happened (a step that did not happen has none)")
         try:
             parsed = json.loads(result)
+            canonical_bytes(parsed, what="--result")  # signed and journaled as one value
         except json.JSONDecodeError as exc:
             raise fail(f"--result is not JSON: {exc}") from None
+        except SagacityError as exc:
+            raise fail(f"{exc}; write such numbers as strings") from None
     who = _signer(actor, key)
     verb = "happened" if happened else "did not happen"
     _act(

@@ -28,6 +28,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from sagacity.activities.io_models import EntryRef, JournalEventInput
     from sagacity.approvals import Refusal, RefusalReason
+    from sagacity.errors import SagacityError
     from sagacity.phases import Phase
     from sagacity.registry import EnrolledKey, KeyLookup
     from sagacity.resolutions import (
@@ -133,6 +134,15 @@ class HumanDesk:
             self._enabled = workflow.patched(HUMAN_WAIT)
         return self._enabled
 
+    @property
+    def refusals(self) -> dict[int, int]:
+        """Refusals counted per bucket: carried across continue-as-new, so the next run
+        numbers its refusals after the earlier runs' (each number is journaled once)."""
+        return self._refusals
+
+    def restore(self, refusals: dict[int, int]) -> None:
+        self._refusals = dict(refusals)
+
     def next_attempt(self, step: int) -> int:
         """The attempt number of the next RESOLVED entry for `step` (0: the saga)."""
         self._attempts[step] = self._attempts.get(step, 0) + 1
@@ -217,7 +227,10 @@ class HumanDesk:
             lookup=lookup or KeyLookup(configured=False),
             requester=self._requester(),
         )
-        verdict = judge_resolution(self.view(), parsed, context)
+        try:
+            verdict = judge_resolution(self.view(), parsed, context)
+        except SagacityError as exc:  # never a failed workflow task over a sender's value
+            return Refusal(reason=RefusalReason.MALFORMED, detail=str(exc)[:1_000]), ticket
         if not verdict.accepted:
             assert verdict.refusal is not None
             return verdict.refusal, ticket

@@ -103,7 +103,12 @@ class HumanWait:
         return [self._dirty_step(self.steps[s], kind) for s, kind in sorted(self.dirty().items())]
 
     def _dirty_step(self, report: StepReport, kind: DirtyKind) -> DirtyStep:
-        if kind is DirtyKind.UNKNOWN_OUTCOME:
+        if kind is DirtyKind.UNKNOWN_OUTCOME and report.intent_seq is None:
+            known = (
+                "no attempt reported back, so the saga holds no INTENT for it (check the "
+                f"journal: without an INTENT the tool never started): {report.error}"
+            )
+        elif kind is DirtyKind.UNKNOWN_OUTCOME:
             known = f"INTENT journaled (seq {report.intent_seq}) and no outcome: {report.error}"
         else:
             failed = [c for c in self.compensations if c.step == report.step and not c.ok]

@@ -294,6 +294,8 @@ class SagaState(_Model):
     that did not exist when it was written)."""
     requester: str | None = None
     """The requester as checked at the saga's start (kept: later runs do not re-check)."""
+    resolution_refusals: dict[int, int] = Field(default_factory=dict)
+    """Refused resolutions counted per bucket (their journal attempt numbers go on)."""
 
 
 class SagaCarry(SagaState):

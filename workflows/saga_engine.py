@@ -139,6 +139,7 @@ class SagaCore(HumanWait):
             self._head = state.head
             self.pinned.worker = state.worker
             self.gate.requester = state.requester
+            self.desk.restore(state.resolution_refusals)
         self._resumed = state is not None
         self._run_start_step = self.next_step
         if install:
@@ -247,6 +248,7 @@ class SagaCore(HumanWait):
             worker=self.pinned.worker,
             from_run=workflow.info().run_id,
             requester=self.gate.requester,
+            resolution_refusals=dict(self.desk.refusals),
         )
 
     async def finish(self) -> SagaResult:

@@ -135,6 +135,23 @@ def test_an_unsupported_journal_url_is_one_line() -> None:
             "--result is not JSON",
         ),
         (["resolve", "s1", "2", "--happened"], "--key KEY_FILE (signed) or --actor NAME"),
+        (
+            [
+                "resolve",
+                "s1",
+                "2",
+                "--happened",
+                "--result",
+                '{"n": 12345678901234567890}',
+                "--actor",
+                "o",
+            ],
+            "write such numbers as strings",
+        ),
+        (
+            ["resolve", "s1", "2", "--happened", "--result", "NaN", "--actor", "o"],
+            "write such numbers as strings",
+        ),
         (["close", "s1", "--accept", "  ", "--actor", "o"], "--accept needs a reason"),
         (["retry-compensation", "s1", "2", "--key", "/nonexistent.key"], "nonexistent.key"),
     ],

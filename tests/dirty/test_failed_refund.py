@@ -22,7 +22,7 @@ from sagacity.workflows.models import (
     SagaView,
 )
 
-from ..workflows.helpers import CHARGE, RESERVE, SHIP_FAILS, entries_of, eventually
+from ..workflows.helpers import CHARGE, RESERVE, SHIP_FAILS, WIRE, entries_of, eventually
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -35,6 +35,11 @@ async def _dirty(handle: WorkflowHandle[Any, SagaResult]) -> list[DirtyStep]:
         return None
 
     return await eventually(probe)
+
+
+async def _refusals(store: Any, saga_id: str, count: int) -> list[Any] | None:
+    found = entries_of(store, saga_id, "RESOLUTION_REFUSED")
+    return found if len(found) >= count else None
 
 
 async def _resolve(handle: WorkflowHandle[Any, SagaResult], **body: Any) -> ResolutionResult:
@@ -80,9 +85,14 @@ async def test_refund_down_then_retried(saga) -> None:
         await _refused(handle, action="retry_compensation", step=2, actor="mallory")
         == "RESOLVER_NOT_ALLOWED"
     )
-    refused = entries_of(saga.store, handle.id, "RESOLUTION_REFUSED")
+    # A result JSON cannot carry exactly (it could not be signed, hashed or journaled as
+    # one value), by update and by signal: refused and journaled, the saga unharmed.
+    huge = {"action": "happened", "step": 2, "actor": "mallory", "result": {"n": 2**60}}
+    assert await _refused(handle, **huge) == "MALFORMED"
+    await handle.signal("resolve", {"saga_id": handle.id, **huge, "result": {"n": float("nan")}})
+    refused = await eventually(lambda: _refusals(saga.store, handle.id, 5))
     assert [r.error.split(":")[0] for r in refused] == [
-        "NOT_DIRTY", "NOT_APPLICABLE", "RESOLVER_NOT_ALLOWED"
+        "NOT_DIRTY", "NOT_APPLICABLE", "RESOLVER_NOT_ALLOWED", "MALFORMED", "MALFORMED"
     ]  # fmt: skip
 
     # Still down: the retry fails again, journaled as a second round; still dirty.
@@ -109,6 +119,8 @@ async def test_refund_down_then_retried(saga) -> None:
     assert entries[-1].phase is Phase.SAGA_CLOSED
     assert [e.phase for e in entries if e.phase is Phase.NEEDS_HUMAN] == [Phase.NEEDS_HUMAN]
     assert verify_store(saga.store, handle.id).ok
+    history = await handle.fetch_history()
+    assert not any(e.HasField("workflow_task_failed_event_attributes") for e in history.events)
 
 
 async def test_current_details_say_what_is_dirty_and_how_to_resolve(saga) -> None:
@@ -128,3 +140,30 @@ async def test_current_details_say_what_is_dirty_and_how_to_resolve(saga) -> Non
     saga.shop.clear_fault("refund")
     await _resolve(handle, action="retry_compensation", step=2, actor="olivia")
     assert (await handle.result()).status is SagaStatus.COMPENSATED
+
+
+async def test_refusals_are_numbered_across_continue_as_new(saga) -> None:
+    """A junk resolution in each run of a saga that continues as new after every step:
+    each refusal is journaled, numbered after the earlier runs' (none lost to a conflict)."""
+    handle = await saga.start(
+        SagaInput(plan=[WIRE, WIRE, WIRE], continue_as_new_after_steps=1, approvers=["ann"])
+    )
+    for n in range(1, 4):
+        pending = await _pending_step(handle, n)
+        await handle.signal("resolve", {"saga_id": handle.id, "action": "accept", "steps": []})
+        await eventually(lambda n=n: _refusals(saga.store, handle.id, n))
+        decision = {"saga_id": handle.id, "step": n, "payload_sha256": pending, "approver": "ann"}
+        await handle.signal("approve", decision)
+    assert (await handle.result()).status is SagaStatus.COMPLETED
+    refused = entries_of(saga.store, handle.id, "RESOLUTION_REFUSED")
+    assert [(r.step, r.attempt) for r in refused] == [(0, 1), (0, 2), (0, 3)]
+    assert all(r.error.startswith("MALFORMED") for r in refused)  # accept without a reason
+
+
+async def _pending_step(handle: WorkflowHandle[Any, SagaResult], step: int) -> str:
+    async def probe() -> str | None:
+        view = await handle.query("status", result_type=SagaView)
+        pending = view.pending_approval
+        return pending.payload_sha256 if pending is not None and pending.step == step else None
+
+    return await eventually(probe)

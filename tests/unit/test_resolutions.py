@@ -76,6 +76,12 @@ def verdict(body: dict[str, Any], desk: DeskView | None = None, **context: Any) 
         ({"action": "happened", "step": 2, "actor": FULLWIDTH}, "RESERVED_APPROVER"),
         ({"action": "happened", "step": 2, "actor": "ol\nivia"}, "MALFORMED"),
         ({"action": "happened", "step": 2, "saga_id": "saga-2"}, "WRONG_SAGA"),
+        ({"action": "happened", "step": 2, "result": {"n": 2**60}}, "MALFORMED"),  # not exact
+        ({"action": "happened", "step": 2, "result": float("nan")}, "MALFORMED"),
+        ({"action": "happened", "step": 2**40}, "MALFORMED"),
+        ({"action": "accept", "steps": [2**40], "reason": "x"}, "MALFORMED"),
+        ({"action": "happened", "step": 2, "actor": "olivia\u202e"}, "MALFORMED"),  # RLO
+        ({"action": "happened", "step": 2, "actor": "oli\x85via"}, "MALFORMED"),  # C1
         ({"action": "happened", "step": 2, "saga_id": None}, "WRONG_SAGA"),
     ],
 )
