@@ -39,7 +39,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.approval_policy import ApprovalRequirement
     from sagacity.phases import Phase, SagaStatus, StepStatus
     from sagacity.registry import KeyLookup
-    from sagacity.resolutions import DirtyKind, ResolutionPolicy
+    from sagacity.resolutions import ResolutionPolicy
     from sagacity.tools import ToolKind
     from sagacity.workflows.models import (
         CompensationReport,
@@ -48,29 +48,25 @@ with workflow.unsafe.imports_passed_through():
         SagaOptions,
         SagaResult,
         SagaState,
-        SagaView,
         StepReport,
     )
 
 from sagacity.workflows.approval_gate import ApprovalGate
 from sagacity.workflows.compensator import LOCAL_OPTIONS, compensate, failure_cause
 from sagacity.workflows.human_desk import HumanDesk
-from sagacity.workflows.human_wait import HumanWait
 from sagacity.workflows.inspection import (
-    SAGA_NEEDS_HUMAN,
-    SAGA_STATUS,
     call_summary,
-    steps_markdown,
 )
 from sagacity.workflows.pinned import PinnedActivities
 from sagacity.workflows.reporting import fit_result, step_report
 from sagacity.workflows.requester import check_requester
+from sagacity.workflows.saga_display import SagaDisplay
 from sagacity.workflows.saga_handlers import SagaDoors
 
 T = TypeVar("T")
 
 
-class SagaCore(HumanWait):
+class SagaCore(SagaDisplay):
     """One saga in one workflow run: what it did, what it waits for, how it ends."""
 
     def __init__(
@@ -513,66 +509,6 @@ class SagaCore(HumanWait):
             report = report.model_copy(update={"dirty_since": workflow.now()})
         self.steps[outcome.step] = report
         self.publish()
-
-    def set_status(self, status: SagaStatus) -> None:
-        self.status = status
-        self.publish()
-
-    def unknown_steps(self) -> list[int]:
-        """Steps whose outcome is unknown (INTENT journaled, no outcome), including those a
-        person accepted as unknown (accepting does not make an outcome known)."""
-        accepted = {d.step for d in self.accepted_dirty if d.kind is DirtyKind.UNKNOWN_OUTCOME}
-        return sorted(
-            s for s, r in self.steps.items() if r.status == StepStatus.UNKNOWN or s in accepted
-        )
-
-    def needs_human(self) -> bool:
-        """The one definition: an unknown outcome, or a compensation that failed, that no
-        person has resolved or accepted. (Sagas from before the human wait said so only
-        once closed COMPENSATION_FAILED, never while compensating: their histories replay
-        with the search attributes they upserted.)"""
-        if not self.desk.enabled():
-            return (
-                self.stranded
-                or self.status is SagaStatus.COMPENSATION_FAILED
-                or bool(self.unknown_steps())
-            )
-        return self.stranded or bool(self.dirty())
-
-    def view(self) -> SagaView:
-        return SagaView(
-            saga_id=self.saga_id,
-            status=self.status,
-            needs_human=self.needs_human(),
-            steps=len(self.steps),
-            first_failure=self.failure,
-            pending_approval=self.gate.pending_view(),
-            dirty=self.dirty_steps(),
-            human_deadline=self.desk.deadline if self.desk.waiting_since else None,
-        )
-
-    def publish(self) -> None:
-        """Search attributes and current details, as the Temporal UI shows them.
-
-        Search attributes are upserted only when they change: each upsert is a command
-        and an event in history, and a saga of hundreds of steps should not pay for one
-        per step."""
-        attributes = (self.status.value, self.needs_human())
-        if attributes != self._published:
-            self._published = attributes
-            workflow.upsert_search_attributes(
-                [SAGA_STATUS.value_set(attributes[0]), SAGA_NEEDS_HUMAN.value_set(attributes[1])]
-            )
-        recent = list(self.steps.values())[-50:]
-        dirty = self.dirty_steps() if self.status is SagaStatus.NEEDS_HUMAN else []
-        workflow.set_current_details(
-            steps_markdown(
-                self.status.value,
-                (r.model_dump() for r in recent),
-                (d.model_dump() for d in dirty),
-                self.saga_id,
-            )
-        )
 
 
 async def shielded(work: Awaitable[T]) -> T:
