@@ -16,9 +16,15 @@ from typing import Annotated
 
 import typer
 
-from sagacity.errors import SagacityError
-from sagacity.signing import SigningKey
-from sagacity.worker.cli_common import console, fail, note, run, say, settings_of
+from sagacity.worker.cli_common import (
+    console,
+    fail,
+    load_signer,
+    note,
+    run,
+    say,
+    settings_of,
+)
 from sagacity.worker.client import connect
 from sagacity.worker.confusables import payload_warnings
 from sagacity.worker.render import pending_panel, text_warning_lines
@@ -84,18 +90,7 @@ def _decide(
 ) -> DecisionResult:
     settings = settings_of(ctx)
     verb = "approve" if approve else "reject"
-    signer = None
-    if key is not None:
-        try:
-            signer = SigningKey.from_file(key)
-        except SagacityError as exc:
-            raise fail(str(exc)) from None
-        if approver is not None and approver != signer.approver:
-            raise fail(
-                f"--approver {approver!r} is not the owner of key {signer.key_id} "
-                f"({signer.approver!r}); a key decides only for its owner"
-            )
-        approver = signer.approver
+    signer, approver = load_signer(key, approver, "--approver")
     if not approver or not approver.strip():
         raise fail(
             f"{verb} needs --key KEY_FILE (signed) or --approver NAME (or $SAGACITY_KEY, "

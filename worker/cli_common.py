@@ -14,7 +14,7 @@ import sys
 from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 import typer
@@ -26,6 +26,9 @@ from temporalio.service import RPCError
 from sagacity.errors import SagacityError, StoreUnavailableError
 from sagacity.stores import JournalStore, open_store
 from sagacity.worker.settings import Settings
+
+if TYPE_CHECKING:
+    from sagacity.signing import SigningKey
 
 T = TypeVar("T")
 
@@ -135,3 +138,25 @@ def open_journal(settings: Settings) -> JournalStore:
             "or --journal to the journal the worker writes"
         )
     return open_store(settings.journal_url)
+
+
+def load_signer(
+    key: Path | None, claimed: str | None, flag: str
+) -> tuple[SigningKey | None, str | None]:
+    """The person's signing key from `--key` (None without one) and the identity the
+    command acts as: the key's owner, or `claimed` (the `flag` option) without a key. A
+    claimed name that is not the key's owner is refused: a key speaks only for its owner."""
+    from sagacity.signing import SigningKey  # cryptography: loaded only by commands that sign
+
+    if key is None:
+        return None, claimed
+    try:
+        signer = SigningKey.from_file(key)
+    except SagacityError as exc:
+        raise fail(str(exc)) from None
+    if claimed is not None and claimed != signer.approver:
+        raise fail(
+            f"{flag} {claimed!r} is not the owner of key {signer.key_id} "
+            f"({signer.approver!r}); a key speaks only for its owner"
+        )
+    return signer, signer.approver

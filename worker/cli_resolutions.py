@@ -20,7 +20,15 @@ import typer
 from sagacity.canonical import canonical_bytes
 from sagacity.errors import SagacityError
 from sagacity.signing import SigningKey
-from sagacity.worker.cli_common import console, fail, note, run, say, settings_of
+from sagacity.worker.cli_common import (
+    console,
+    fail,
+    load_signer,
+    note,
+    run,
+    say,
+    settings_of,
+)
 from sagacity.worker.client import connect
 from sagacity.worker.render import dirty_table
 from sagacity.worker.saga_client import SagaClient
@@ -89,18 +97,7 @@ def dirty(
 
 def _signer(actor: str | None, key: Path | None) -> tuple[SigningKey | None, str]:
     """The key the action is signed with (if any), and the identity it is sent as."""
-    signer = None
-    if key is not None:
-        try:
-            signer = SigningKey.from_file(key)
-        except SagacityError as exc:
-            raise fail(str(exc)) from None
-        if actor is not None and actor != signer.approver:
-            raise fail(
-                f"--actor {actor!r} is not the owner of key {signer.key_id} "
-                f"({signer.approver!r}); a key speaks only for its owner"
-            )
-        actor = signer.approver
+    signer, actor = load_signer(key, actor, "--actor")
     if not actor or not actor.strip():
         raise fail(
             "this needs --key KEY_FILE (signed) or --actor NAME (or $SAGACITY_KEY, "

@@ -19,10 +19,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio.client import (
     Client,
@@ -481,26 +481,56 @@ async def decide(
             approve=approve,
             reason=reason,
         )
+    return await send_update(
+        handle,
+        "decide",
+        body,
+        DecisionResult,
+        refusal_type="ApprovalRefused",
+        refused=ApprovalRefusedError,
+        what="decision",
+        recheck="check with `sagacity status` before deciding again",
+    )
+
+
+R = TypeVar("R")
+
+
+async def send_update(
+    handle: SagaHandle,
+    name: str,
+    body: dict[str, Any],
+    result_type: type[R],
+    *,
+    refusal_type: str,
+    refused: Callable[..., SagaClientError],
+    what: str,
+    recheck: str,
+) -> R:
+    """Send a person's update (a decision, a resolution) and return the saga's answer. A
+    refusal the saga raised (its ApplicationError of `refusal_type`, details: reason code,
+    whether journaled) becomes `refused(reason, message, journaled=...)`; no worker in
+    time becomes NoWorkerError saying the update may still be applied."""
     client = _client_of(handle)
-    with _rpc(client, handle.id, call="the decide update", worker_timeout=DECISION_TIMEOUT):
+    with _rpc(client, handle.id, call=f"the {name} update", worker_timeout=DECISION_TIMEOUT):
         try:
-            result: DecisionResult = await handle.execute_update(
-                "decide", body, result_type=DecisionResult, rpc_timeout=DECISION_TIMEOUT
+            result: R = await handle.execute_update(
+                name, body, result_type=result_type, rpc_timeout=DECISION_TIMEOUT
             )
             return result
         except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
             raise NoWorkerError(
-                f"no worker answered the decision for saga {handle.id!r} within "
+                f"no worker answered the {what} for saga {handle.id!r} within "
                 f"{DECISION_TIMEOUT.seconds}s; it may still be applied when a worker polls — "
-                "check with `sagacity status` before deciding again"
+                f"{recheck}"
             ) from exc
         except WorkflowUpdateFailedError as exc:
             cause = exc.cause
-            if not (isinstance(cause, ApplicationError) and cause.type == "ApprovalRefused"):
-                raise SagaClientError(f"decision failed: {cause or exc}") from exc
-            reason_code = str(cause.details[0]) if cause.details else "REFUSED"
+            if not (isinstance(cause, ApplicationError) and cause.type == refusal_type):
+                raise SagaClientError(f"{what} failed: {cause or exc}") from exc
+            code = str(cause.details[0]) if cause.details else "REFUSED"
             journaled = len(cause.details) > 1 and cause.details[1] == "journaled"
-            raise ApprovalRefusedError(reason_code, cause.message, journaled=journaled) from exc
+            raise refused(code, cause.message, journaled=journaled) from exc
 
 
 async def cancel_saga(handle: SagaHandle) -> SagaSummary:

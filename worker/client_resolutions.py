@@ -15,28 +15,20 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from temporalio.client import (
-    Client,
-    WorkflowUpdateFailedError,
-    WorkflowUpdateRPCTimeoutOrCancelledError,
-)
-from temporalio.exceptions import ApplicationError
+from temporalio.client import Client
 
 from sagacity.decision_statement import signed_resolution
 from sagacity.errors import SagacityError
 from sagacity.resolutions import ACTIONS, Action
 from sagacity.signing import SigningKey
 from sagacity.worker.client import (
-    DECISION_TIMEOUT,
-    NoWorkerError,
     SagaClientError,
     SagaHandle,
     SagaSummary,
-    _client_of,
     _query,
-    _rpc,
     list_sagas,
     saga_handle,
+    send_update,
 )
 from sagacity.workflows.models import DirtyStep, ResolutionResult
 
@@ -126,23 +118,13 @@ def resolution_body(
 
 async def resolve(handle: SagaHandle, body: dict[str, Any]) -> ResolutionResult:
     """Send one action and return what the saga did (journaled RESOLVED and its effect)."""
-    client = _client_of(handle)
-    with _rpc(client, handle.id, call="the resolve update", worker_timeout=DECISION_TIMEOUT):
-        try:
-            result: ResolutionResult = await handle.execute_update(
-                "resolve", body, result_type=ResolutionResult, rpc_timeout=DECISION_TIMEOUT
-            )
-            return result
-        except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
-            raise NoWorkerError(
-                f"no worker answered the resolution for saga {handle.id!r} within "
-                f"{DECISION_TIMEOUT.seconds}s; it may still be applied when a worker polls — "
-                "check with `sagacity dirty` before sending it again"
-            ) from exc
-        except WorkflowUpdateFailedError as exc:
-            cause = exc.cause
-            if not (isinstance(cause, ApplicationError) and cause.type == "ResolutionRefused"):
-                raise SagaClientError(f"resolution failed: {cause or exc}") from exc
-            code = str(cause.details[0]) if cause.details else "REFUSED"
-            journaled = len(cause.details) > 1 and cause.details[1] == "journaled"
-            raise ResolutionRefusedError(code, cause.message, journaled=journaled) from exc
+    return await send_update(
+        handle,
+        "resolve",
+        body,
+        ResolutionResult,
+        refusal_type="ResolutionRefused",
+        refused=ResolutionRefusedError,
+        what="resolution",
+        recheck="check with `sagacity dirty` before sending it again",
+    )
