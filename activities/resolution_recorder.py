@@ -71,17 +71,7 @@ class ResolutionRecorder:
         record: dict[str, Any] = {"action": action, "reason": req.reason, **req.evidence}
         try:
             resolved_entry = await store_call(
-                self.store.append,
-                EntryDraft.new(
-                    req.saga_id,
-                    Phase.RESOLVED,
-                    step=req.step,
-                    attempt=req.attempt,
-                    tool=intent.tool,
-                    input={"statement": req.statement, "signature": req.signature},
-                    result=record,
-                    actor=req.actor,
-                ),
+                self.store.append, _resolved(req, intent.tool, record)
             )
             outcome = await store_call(self.store.append, self._outcome_draft(req, intent))
         except JournalConflictError:
@@ -97,19 +87,8 @@ class ResolutionRecorder:
 
     async def _nothing_started(self, req: ResolveStepInput) -> ResolveStepOutcome:
         """RESOLVED alone: with no INTENT there is no attempt whose outcome to record."""
-        entry = await store_call(
-            self.store.append,
-            EntryDraft.new(
-                req.saga_id,
-                Phase.RESOLVED,
-                step=req.step,
-                attempt=req.attempt,
-                tool=req.tool,
-                input={"statement": req.statement, "signature": req.signature},
-                result={"action": "did_not_happen", "reason": req.reason, **req.evidence},
-                actor=req.actor,
-            ),
-        )
+        record = {"action": "did_not_happen", "reason": req.reason, **req.evidence}
+        entry = await store_call(self.store.append, _resolved(req, req.tool, record))
         return ResolveStepOutcome(resolved=entry_ref(entry), compensable=False)
 
     def _outcome_draft(self, req: ResolveStepInput, intent: JournalEntry) -> EntryDraft:
@@ -129,6 +108,20 @@ class ResolutionRecorder:
             error=f"did not take place, as {req.actor} established{why}"[:10_000],
             **common,
         )
+
+
+def _resolved(req: ResolveStepInput, tool: str, record: dict[str, Any]) -> EntryDraft:
+    """The RESOLVED entry: the person's statement and signature, what they said."""
+    return EntryDraft.new(
+        req.saga_id,
+        Phase.RESOLVED,
+        step=req.step,
+        attempt=req.attempt,
+        tool=tool,
+        input={"statement": req.statement, "signature": req.signature},
+        result=record,
+        actor=req.actor,
+    )
 
 
 def _disagrees(found: JournalEntry) -> ResolveStepOutcome:

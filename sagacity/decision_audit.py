@@ -202,23 +202,37 @@ class DecisionAudit:
             elif request is not None and entry.phase is Phase.APPROVED:
                 request["approved"].add(skeleton(entry.actor or ""))
             return
+        if not self._signed_by_actor(entry, stmt, signature, result, "statement"):
+            return
+        self.signed += 1
+        if request is not None and entry.phase is Phase.APPROVED:
+            request["approved"].add(skeleton(entry.actor or ""))
+
+    def _signed_by_actor(
+        self,
+        entry: JournalEntry,
+        stmt: dict[str, Any],
+        signature: Any,
+        result: dict[str, Any],
+        what: str,
+    ) -> bool:
+        """Whether the statement's key is the entry's actor's and its signature verifies
+        (a problem is recorded when not)."""
         key = self._key(entry, stmt.get("key_id"), result.get("key"), stmt.get("issued_at"))
         if key is None:
-            return
+            return False
         owner, public = key
         if owner != entry.actor:
             self._problem(
                 entry, f"key {stmt.get('key_id')} belongs to {owner!r}, not {entry.actor!r}"
             )
-            return
-        if not verify_signature(public, statement_bytes(stmt), signature):
+            return False
+        if not verify_signature(public, statement_bytes(stmt), str(signature)):
             self._problem(
-                entry, f"the signature of {entry.actor!r} does not verify over the statement"
+                entry, f"the signature of {entry.actor!r} does not verify over the {what}"
             )
-            return
-        self.signed += 1
-        if request is not None and entry.phase is Phase.APPROVED:
-            request["approved"].add(skeleton(entry.actor or ""))
+            return False
+        return True
 
     def _resolution(self, entry: JournalEntry) -> None:
         """A person's action on dirty state: its statement says what the entry says (saga,
@@ -250,19 +264,7 @@ class DecisionAudit:
                     entry, "an unsigned resolution accepted where a registry was configured"
                 )
             return
-        key = self._key(entry, stmt.get("key_id"), result.get("key"), stmt.get("issued_at"))
-        if key is None:
-            return
-        owner, public = key
-        if owner != entry.actor:
-            self._problem(
-                entry, f"key {stmt.get('key_id')} belongs to {owner!r}, not {entry.actor!r}"
-            )
-        elif not verify_signature(public, statement_bytes(stmt), signature):
-            self._problem(
-                entry, f"the signature of {entry.actor!r} does not verify over the resolution"
-            )
-        else:
+        if self._signed_by_actor(entry, stmt, signature, result, "resolution"):
             self.signed += 1
 
     def _requester(self, entry: JournalEntry) -> None:
