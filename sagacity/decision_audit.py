@@ -18,22 +18,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sagacity.approval_models import approval_hash
-from sagacity.decision_statement import (
-    DECISION_TYPE,
-    RESOLUTION_TYPE,
-    request_statement,
-    statement_bytes,
-)
+from sagacity.decision_statement import DECISION_TYPE, request_statement, statement_bytes
 from sagacity.entry import JournalEntry, parse_timestamp
 from sagacity.errors import SagacityError
 from sagacity.lookalikes import skeleton
 from sagacity.phases import Phase
 from sagacity.registry import ApproverRegistry
+from sagacity.resolution_audit import ResolutionChecks
 from sagacity.signing import KeyMaterialError, key_id_of, verify_signature
 
 
 @dataclass
-class DecisionAudit:
+class DecisionAudit(ResolutionChecks):
     """Feed it every entry (`observe`), then read the tally and the problems."""
 
     registry: ApproverRegistry | None = None
@@ -53,10 +49,15 @@ class DecisionAudit:
         if entry.saga_id != self._saga:
             self._saga, self._requester_of, self._verified_requester = entry.saga_id, None, False
             self._requests = {}
+            self.start_saga()
         if entry.phase in (Phase.APPROVED, Phase.REJECTED):
             self._decision(entry)
         elif entry.phase is Phase.RESOLVED:
-            self._resolution(entry)
+            self.resolution(entry)
+        elif entry.phase is Phase.NEEDS_HUMAN:
+            self.waiting(entry)
+        elif entry.phase in (Phase.EXECUTED, Phase.FAILED) and entry.actor is not None:
+            self.vouched_outcome(entry)
         elif entry.phase is Phase.SAGA_OPENED:
             self._requester(entry)
         elif entry.phase is Phase.AWAITING_APPROVAL:
@@ -234,39 +235,6 @@ class DecisionAudit:
             return False
         return True
 
-    def _resolution(self, entry: JournalEntry) -> None:
-        """A person's action on dirty state: its statement says what the entry says (saga,
-        action, step or accepted steps, actor), and its signature verifies."""
-        evidence = entry.input if isinstance(entry.input, dict) else {}
-        result = entry.result if isinstance(entry.result, dict) else {}
-        stmt, signature = evidence.get("statement"), evidence.get("signature")
-        if not isinstance(stmt, dict) or stmt.get("type") != RESOLUTION_TYPE:
-            self._problem(entry, "the resolution's statement is not a resolution statement")
-            return
-        accept = result.get("action") == "accept"
-        expected = {
-            "saga_id": entry.saga_id,
-            "action": result.get("action"),
-            "actor": entry.actor,
-            "step": None if accept else entry.step,
-            "steps": result.get("steps") if accept else None,
-        }
-        for name, value in expected.items():
-            if stmt.get(name) != value:
-                self._problem(
-                    entry, f"the statement's {name} is {stmt.get(name)!r}, the entry's {value!r}"
-                )
-                return
-        if signature is None:
-            self.unsigned += 1
-            if result.get("registry") is not None:
-                self._problem(
-                    entry, "an unsigned resolution accepted where a registry was configured"
-                )
-            return
-        if self._signed_by_actor(entry, stmt, signature, result, "resolution"):
-            self.signed += 1
-
     def _requester(self, entry: JournalEntry) -> None:
         opened = entry.input if isinstance(entry.input, dict) else {}
         claim = opened.get("requester")
@@ -295,6 +263,7 @@ class DecisionAudit:
         else:
             self.signed += 1
             self._verified_requester = True
+            self.registry_seen = True
 
     def summary(self) -> str:
         checked = (

@@ -143,7 +143,7 @@ async def test_only_signed_actions_of_an_allowed_resolver_count(signed: Signed) 
 
     # Offline, from the journal alone: the requester and olivia's resolution verify...
     entries = list(signed.store.entries(saga_id))
-    assert _audit(entries, signed.registry).signed == 2
+    assert _audit(entries, signed.registry).signed == 2 and _audit(entries, signed.registry).ok
     assert _audit(entries, None).signed == 2  # with the keys journaled beside them
     # ...and a superuser who rewrites the resolution (and every hash after it) to say
     # "did not happen" is caught by the signature, though the chain verifies again.
@@ -160,8 +160,31 @@ async def test_only_signed_actions_of_an_allowed_resolver_count(signed: Signed) 
     assert verify_chain(saga_id, forged).ok
     problems = _audit(forged, signed.registry).problems
     assert [(seq, "does not verify" in text) for _, seq, text in problems] == [
-        (entries[at].seq, True)
+        (entries[at].seq, True),  # the statement no longer verifies
+        (entries[at].seq + 1, False),  # and the EXECUTED in her name contradicts it
     ]
+    # Every other rewrite of the person's word, hashes recomputed, is caught too.
+    resolved, executed = entries[at], entries[at + 1]
+    assert (executed.phase.value, executed.actor) == ("EXECUTED", "olivia")
+    unsigned_stmt = {**statement, "key_id": "", "issued_at": ""}
+    forgeries = {
+        "signature stripped": _rehash(
+            entries, at, input_json=canonical_text({"statement": unsigned_stmt, "signature": None}),
+            result_json=canonical_text({**resolved.result, "registry": None, "key": None}),
+        ),
+        "result changed": _rehash(entries, at + 1, result_json=canonical_text({"psp": "forged"})),
+        "outcome re-attributed": _rehash(entries, at + 1, actor_json=canonical_text("oscar")),
+        "reason changed": _rehash(
+            entries, at, result_json=canonical_text({**resolved.result, "reason": "rita said so"})
+        ),
+        "RESOLVED dropped": _rehash(entries[:at] + entries[at + 1 :], at),
+        "statement journaled twice": _rehash(
+            [*entries[: at + 1], replace(resolved, attempt=2), *entries[at + 1 :]], at + 1
+        ),
+    }  # fmt: skip
+    for name, rewritten in forgeries.items():
+        assert verify_chain(saga_id, rewritten).ok, name  # the chain alone cannot tell
+        assert _audit(rewritten, signed.registry).problems, f"{name} passed the audit"
 
 
 def _audit(entries: list[JournalEntry], registry: ApproverRegistry | None) -> DecisionAudit:
@@ -172,10 +195,11 @@ def _audit(entries: list[JournalEntry], registry: ApproverRegistry | None) -> De
 
 
 def _rehash(entries: list[JournalEntry], index: int, **changes: Any) -> list[JournalEntry]:
+    """What a superuser does: edit one entry (or drop one) and renumber and rehash all after."""
     out = entries[:index]
     prev = out[-1].hash
     for n, entry in enumerate(entries[index:]):
-        edited = replace(entry, prev_hash=prev, **(changes if n == 0 else {}))
+        edited = replace(entry, seq=index + n + 1, prev_hash=prev, **(changes if n == 0 else {}))
         edited = replace(edited, hash=compute_hash(edited))
         out.append(edited)
         prev = edited.hash
