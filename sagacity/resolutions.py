@@ -300,15 +300,16 @@ def _check_target(view: DeskView, action: Resolution) -> Verdict | None:
     if action.action == "accept":
         seen = sorted(set(action.steps or []))
         dirty = sorted(view.dirty)
-        if seen != dirty or view.in_progress:
-            busy = (
-                f"; an action on step(s) {sorted(view.in_progress)} is being applied"
-                if (view.in_progress)
-                else ""
+        if view.in_progress:
+            return Verdict.refuse(
+                RefusalReason.IN_PROGRESS,
+                f"an action on step(s) {sorted(view.in_progress)} is being applied; wait for "
+                "it, then look again (`sagacity dirty`) before accepting what is left",
             )
+        if seen != dirty:
             return Verdict.refuse(
                 RefusalReason.STALE_VIEW,
-                f"the acceptance names steps {seen} but the dirty steps are now {dirty}{busy}; "
+                f"the acceptance names steps {seen} but the dirty steps are now {dirty}; "
                 "look again (`sagacity dirty`) and accept what it shows",
             )
         return None
