@@ -1,4 +1,5 @@
-"""SagaClient: start, inspect, approve, reject and cancel sagas in one typed call each.
+"""SagaClient: start, inspect, approve, reject, cancel and clean up sagas in one typed
+call each.
 
     client = await SagaClient.connect(task_queue="orders")
     await client.approve("order-42", approver="alice@example.com")
@@ -11,6 +12,11 @@ to go on if the workflow reports another), optionally asks `confirm` (the CLI sh
 payload and prompts there), and sends the decision through the synchronous update, which
 answers with the journaled APPROVED or REJECTED entry. Errors are the typed errors of
 worker.client (SagaNotFoundError, NothingPendingError, ApprovalRefusedError...).
+
+A saga that needs a human (an unknown outcome, a failed compensation) is listed by
+`needing_human` and `dirty`, and cleaned up by `resolve`, `retry_compensation` and
+`accept` (worker.client_resolutions; refusals raise ResolutionRefusedError), signed with
+the client's signer when it has one.
 """
 
 from __future__ import annotations
