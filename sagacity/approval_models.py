@@ -221,6 +221,7 @@ class RefusalReason(StrEnum):
     STALE_VIEW = "STALE_VIEW"
     RESOLVER_NOT_ALLOWED = "RESOLVER_NOT_ALLOWED"
     REQUESTER_CANNOT_RESOLVE = "REQUESTER_CANNOT_RESOLVE"
+    TOO_MANY_ACTIONS = "TOO_MANY_ACTIONS"
     JOURNAL_DISAGREES = "JOURNAL_DISAGREES"
     """The journal holds an outcome the saga did not know of (an append that landed
     late): the step is not dirty, and the action is not applied."""

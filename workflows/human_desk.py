@@ -48,6 +48,9 @@ RESOLVE = "resolve"
 """Name of the update and of the signal that carry a resolution."""
 HUMAN_WAIT = "needs-human-wait"
 """Patch id: sagas that wait for a person when dirty, instead of closing flagged."""
+MAX_ACTIONS = 200
+"""Accepted actions a saga takes (retries included); beyond them only an acceptance is
+taken, so the result that lists every action, and the history, stay bounded."""
 REFUSALS_PER_STEP = 50
 REFUSALS_ELSEWHERE = 20
 ELSEWHERE = 0
@@ -234,6 +237,12 @@ class HumanDesk:
         if not verdict.accepted:
             assert verdict.refusal is not None
             return verdict.refusal, ticket
+        if self._count >= MAX_ACTIONS and parsed.action != "accept":
+            limit = (
+                f"this saga has taken {MAX_ACTIONS} actions; accept what is left "
+                "(close --accept) or let its deadline close it"
+            )
+            return Refusal(reason=RefusalReason.TOO_MANY_ACTIONS, detail=limit), ticket
         if parsed.signature is not None:
             if parsed.signature in self._signatures:
                 replayed = "this signed statement was already acted on; sign a new one"

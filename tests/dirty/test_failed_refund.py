@@ -167,3 +167,29 @@ async def _pending_step(handle: WorkflowHandle[Any, SagaResult], step: int) -> s
         return pending.payload_sha256 if pending is not None and pending.step == step else None
 
     return await eventually(probe)
+
+
+async def test_actions_are_bounded_but_an_acceptance_is_always_taken(saga, monkeypatch) -> None:
+    """Each accepted action adds to the result and the history; past the cap only an
+    acceptance is taken (the cap lowered to 2 here: the worker runs in this process)."""
+    from sagacity.workflows import human_desk
+
+    monkeypatch.setattr(human_desk, "MAX_ACTIONS", 2)
+    saga.shop.set_fault("refund")
+    handle = await saga.start(
+        SagaInput(plan=[RESERVE, CHARGE, SHIP_FAILS], compensation_attempts=1)
+    )
+    await _dirty(handle)
+    for _ in range(2):
+        again = await _resolve(handle, action="retry_compensation", step=2, actor="olivia")
+        assert again.dirty == [2]
+    assert (
+        await _refused(handle, action="retry_compensation", step=2, actor="olivia")
+        == "TOO_MANY_ACTIONS"
+    )
+    done = await _resolve(handle, action="accept", steps=[2], actor="olivia", reason="by hand")
+    assert done.status is SagaStatus.ACCEPTED
+    result = await handle.result()
+    assert [r.action for r in result.resolutions] == [
+        "retry_compensation", "retry_compensation", "accept"
+    ]  # fmt: skip
