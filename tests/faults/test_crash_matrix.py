@@ -119,9 +119,10 @@ async def test_killed_during_a_tool_call(
     workers.start()
     # The saga compensates what it knows and waits for a person with step 3 listed; the
     # carrier never saw the order, so a person says so from the command line.
-    listed = await eventually(
-        lambda: _dirty_listed(workers, handle.id), RECOVERY_S, "dirty", interval=0.5
-    )
+    client = SagaClient(temporal_env.client, task_queue=workers.task_queue)
+    await eventually(lambda: _waiting(client, handle.id), RECOVERY_S, "the saga to wait")
+    listed = _dirty_listed(workers, handle.id)  # what an operator's `sagacity dirty` shows
+    assert listed is not None
     assert [(d["step"], d["tool"], d["kind"]) for d in listed] == [
         (3, "ship_order", "UNKNOWN_OUTCOME")
     ]

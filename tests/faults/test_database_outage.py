@@ -163,12 +163,15 @@ async def test_fence_check_during_an_outage_does_not_fail_the_tool(
     """ship_order checks `ctx.is_fenced()` right before shipping, as tools must. When that
     check meets the outage, the saga must still complete once the database is back: an
     unreachable journal is an infrastructure fault, not the carrier refusing the order."""
-    proxied.shop.set_fault("ship_delay", "2")
+    # The check comes 4 s after INTENT 3; the cut follows INTENT 3 as soon as the test sees
+    # it (under load, a second or more later), and lasts 6 s: the check lands inside it.
+    # (With 2 s and 4 s the check could pass before the cut on a busy machine.)
+    proxied.shop.set_fault("ship_delay", "4")
     handle = await proxied.start([RESERVE, CHARGE, SHIP])
     await eventually(lambda: ("INTENT", 3) in phases(pg_store, handle.id), 20, "INTENT 3")
     # The outage ends on its own clock, in another thread: ship_order is async, so its
     # fence check runs on the event loop this test shares with the worker.
-    restore = threading.Timer(4, proxied.proxy.restore)
+    restore = threading.Timer(6, proxied.proxy.restore)
     proxied.proxy.cut()
     restore.start()
     try:
