@@ -364,7 +364,11 @@ class ApprovalGate(Voting):
                 lookup = self._registry or KeyLookup(configured=False)
             else:
                 ticket = self._ticket(raw)
-                lookup = await self._ask(key_id if key_id and len(key_id) <= 64 else None)
+                try:
+                    lookup = await self._ask(key_id if key_id and len(key_id) <= 64 else None)
+                except (ActivityError, ApplicationError) as exc:  # never fail the saga's task
+                    unusable = f"the worker could not answer about key {key_id}: {exc}"[:1_000]
+                    return Refusal(reason=RefusalReason.UNKNOWN_KEY, detail=unusable), ticket
         # A request decided while the key was looked up is still the one this decision
         # arrived at: it is judged against it (refused as about another step, or as
         # already decided), not against "nothing pending".

@@ -217,7 +217,11 @@ class HumanDesk:
         ):
             ticket = self._ticket(raw)
             key_id = field(raw, "key_id", str)
-            lookup = await self._lookup(key_id if key_id and len(key_id) <= 64 else None)
+            try:
+                lookup = await self._lookup(key_id if key_id and len(key_id) <= 64 else None)
+            except (ActivityError, ApplicationError) as exc:  # never fail the saga's task
+                unusable = f"the worker could not answer about key {key_id}: {exc}"[:1_000]
+                return Refusal(reason=RefusalReason.UNKNOWN_KEY, detail=unusable), ticket
             rolled_back = self.rolled_back(lookup)
             if rolled_back is not None:
                 return rolled_back, ticket

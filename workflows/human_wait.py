@@ -131,7 +131,11 @@ class HumanWait:
 
     async def await_human(self) -> None:
         desk = self.desk
-        registry = await self._lookup_key(None)
+        try:
+            registry = await self._lookup_key(None)
+        except LOCAL_FAILURES as exc:  # the worker cannot say: fail closed, never fail the saga
+            workflow.logger.error("approver registry unusable while waiting: %s", exc)
+            registry = KeyLookup(configured=True)
         refusal = desk.rolled_back(registry)
         if refusal is not None:  # an older registry than this saga saw: sign nothing with it
             registry = KeyLookup(configured=True, version=registry.version)

@@ -24,7 +24,7 @@ from sagacity.decision_statement import signed_resolution, statement_bytes
 from sagacity.entry import JournalEntry
 from sagacity.examples.orders import Shop
 from sagacity.phases import SagaStatus
-from sagacity.registry import ApproverRegistry
+from sagacity.registry import ApproverRegistry, RegistryFile
 from sagacity.signing import SigningKey, verify_signature
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
@@ -253,3 +253,34 @@ async def test_a_signed_statement_acts_once(signed: Signed) -> None:
     resolved = entries_of(signed.store, saga_id, "RESOLVED")
     assert [(e.attempt, e.actor) for e in resolved] == [(1, "olivia"), (2, "olivia")]
     assert [c["refunded"] for c in signed.shop.charges()] == [True]
+
+
+async def test_a_registry_that_cannot_answer_refuses_and_never_fails_the_saga(
+    signed: Signed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker's registry raises while a signed resolution is judged (by signal, where
+    an error would fail the workflow): refused UNKNOWN_KEY and journaled; the saga waits on
+    and takes the next one once the registry answers again."""
+    saga_id = f"signed-broken-{uuid.uuid4().hex[:8]}"
+    inp = SagaInput(plan=[RESERVE, PAY], tool_timeout_seconds=2, tool_heartbeat_timeout_seconds=1)
+    handle = await signed.client("rita").start(inp, saga_id=saga_id)
+    await waiting(signed.client(), saga_id)
+
+    def broken(self: RegistryFile, key_id: str | None) -> Any:
+        raise OSError("registry disk gone")
+
+    monkeypatch.setattr(RegistryFile, "lookup", broken)
+    body = signed_resolution(signed.keys["olivia"], saga_id=saga_id, action="happened", step=2)
+    await handle.signal("resolve", body)
+    [refused] = await eventually(lambda: _refused_entries(signed.store, saga_id), 20)
+    assert (refused.error or "").startswith("UNKNOWN_KEY") and "registry" in (refused.error or "")
+    monkeypatch.undo()
+    done = await signed.client("olivia").resolve(saga_id, 2, happened=True)
+    assert done.outcome == "compensated"
+    assert (await handle.result()).status is SagaStatus.COMPENSATED
+    history = await handle.fetch_history()
+    assert not any(e.HasField("workflow_task_failed_event_attributes") for e in history.events)
+
+
+async def _refused_entries(store: JournalStore, saga_id: str) -> list[JournalEntry] | None:
+    return entries_of(store, saga_id, "RESOLUTION_REFUSED") or None

@@ -351,3 +351,28 @@ async def test_the_cli_starts_and_approves_with_key_files(bench: Bench, temporal
         opened.input["requester"]["verified"] and opened.input["requester"]["requester"] == "rita"
     )
     assert [x["amount"] for x in bench.bank.paid] == [7]
+
+
+async def test_a_registry_that_cannot_answer_refuses_and_never_fails_the_saga(
+    bench: Bench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker's registry raises while a signed decision sent by signal is judged (an
+    error in a signal handler would fail the workflow): refused UNKNOWN_KEY, journaled,
+    still pending; approved once the registry answers again."""
+    from sagacity.registry import RegistryFile
+
+    saga_id = await bench.start(5_000)
+    p = await bench.pending(saga_id)
+
+    def broken(self: RegistryFile, key_id: str | None) -> Any:
+        raise OSError("registry disk gone")
+
+    monkeypatch.setattr(RegistryFile, "lookup", broken)
+    body = signed_decision(bench.keys["alice"], saga_id=saga_id, step=p.step, tool=p.tool,
+                           payload_sha256=p.payload_sha256, approve=True)  # fmt: skip
+    await bench.client.get_workflow_handle(saga_id).signal("approve", body)
+    assert await bench.refused_as(saga_id, 1) == "UNKNOWN_KEY"
+    monkeypatch.undo()
+    await bench.client_of("alice").approve(saga_id)
+    assert (await bench.client_of(None).result(saga_id)).status is SagaStatus.COMPLETED
+    assert bench.bank.paid and len(bench.bank.paid) == 1
