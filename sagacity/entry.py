@@ -214,6 +214,25 @@ class JournalEntry:
             "hash": self.hash,
         }
 
+    def to_values(self) -> dict[str, Any]:
+        """The entry for people and tools like jq: payloads as JSON values (objects, null),
+        not as the canonical text that is hashed (`to_record` is the verifiable form)."""
+        return {
+            "saga_id": self.saga_id,
+            "seq": self.seq,
+            "step": self.step,
+            "attempt": self.attempt,
+            "tool": self.tool,
+            "phase": self.phase.value,
+            "input": self.input,
+            "result": self.result,
+            "error": self.error,
+            "actor": self.actor,
+            "recorded_at": self.recorded_at_text,
+            "prev_hash": self.prev_hash,
+            "hash": self.hash,
+        }
+
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> JournalEntry:
         """Inverse of to_record; raises InvalidEntryError on a malformed record."""

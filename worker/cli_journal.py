@@ -15,6 +15,7 @@ earlier export or Temporal's history shows it (docs/threat-model.md).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -152,11 +153,19 @@ class Tally:
 def journal(
     ctx: typer.Context,
     saga_id: Annotated[str, typer.Argument(help="the saga id", show_default=False)],
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="print the entries as a JSON array, payloads as values"),
+    ] = False,
 ) -> None:
     """A table of the saga's journal entries, in seq order."""
     settings = settings_of(ctx)
     with user_errors(), open_journal(settings) as store:
         _known(store, saga_id)
+        if as_json:
+            entries = [e.to_values() for e in store.entries(saga_id)]
+            say(json.dumps(entries, ensure_ascii=False, indent=2))
+            return
         console.print(journal_table(saga_id, store.entries(saga_id)))
 
 

@@ -124,18 +124,29 @@ def verify_line(report: VerifyReport) -> str:
 def sagas_table(summaries: Iterable[Any]) -> Table:
     """worker.client.SagaSummary rows: what visibility knows without a worker."""
     table = Table(title_justify="left")
-    for column in ("saga", "status", "needs human", "started (UTC)", "closed (UTC)", "workflow"):
+    for column in ("saga", "status", "waits for", "started (UTC)", "closed (UTC)", "workflow"):
         table.add_column(column, overflow="fold")
     for s in summaries:
         table.add_row(
             _t(s.saga_id),
             status_text(s.status or s.execution_status),
-            _t("YES", "bold red") if s.needs_human else _t("no" if s.needs_human is False else ""),
+            _waits_for(s),
             _t(_when(s.started)),
             _t(_when(s.closed)),
             _t(s.execution_status),
         )
     return table
+
+
+def _waits_for(summary: Any) -> Text:
+    """What a person must do for the saga, in one column that cannot read as a
+    contradiction ("AWAITING_APPROVAL | needs human: no" did): an approval, or resolving
+    its dirty state (while it waits, or after it closed UNRESOLVED)."""
+    if summary.status == "AWAITING_APPROVAL":
+        return _t("a decision: sagacity pending", "bold magenta")
+    if summary.needs_human:
+        return _t("a human: sagacity dirty", "bold red")
+    return _t("")
 
 
 def payload_json(payload: Any) -> str:

@@ -80,6 +80,22 @@ def test_journal_shows_the_entries_in_seq_order(journal: Journal) -> None:
     assert head is not None and head.hash[:12] in ran.stdout
 
 
+def test_journal_json_has_real_values(journal: Journal) -> None:
+    """`journal --json`: payloads and actors as JSON values (null, objects), which jq and
+    json read without decoding JSON text inside JSON; the hashes as stored."""
+    store, env = journal
+    ran = run(env, "journal", "saga-b", "--json")
+    assert ran.code == 0, ran.output
+    entries = json.loads(ran.stdout)
+    stored = list(store.entries("saga-b"))
+    assert [e["phase"] for e in entries] == [e.phase.value for e in stored]
+    assert [e["hash"] for e in entries] == [e.hash for e in stored]
+    assert all(e["actor"] is None for e in entries)  # null, not the text "null"
+    executed = next(e for e in entries if e["phase"] == "EXECUTED")
+    assert executed["result"] == {"charge": "ch_1"} and executed["input"] is None
+    assert entries[0]["input"] == {"plan": ["charge_card"]}
+
+
 def test_journal_prints_markup_in_values_as_text(journal: Journal) -> None:
     store, env = journal
     store.append(EntryDraft.new("saga-[/x]", Phase.SAGA_OPENED, actor="[bold]eve[/]"))
