@@ -395,10 +395,17 @@ def cancel(
     async def main() -> SagaSummary | None:
         handle = saga_handle(await connect(settings), saga_id)
         await cancel_saga(handle)
-        say(f"cancel requested for saga {saga_id}; it compensates its executed steps")
+        say(
+            f"cancel requested for saga {saga_id}; it compensates its executed steps (a step "
+            "whose outcome is unknown then waits for a person: `sagacity dirty`)"
+        )
         if not wait:
             return None
-        await _closed_view(handle)
+        watcher = asyncio.ensure_future(_announce_approval(handle))
+        try:
+            await _closed_view(handle)
+        finally:
+            watcher.cancel()
         return await describe_saga(handle)
 
     closed = run(main())
