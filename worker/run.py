@@ -11,6 +11,7 @@ from sagacity.activities.openai_model import OpenAIChatModel
 from sagacity.registry import RegistryFile
 from sagacity.stores import open_store
 from sagacity.worker.app import connect, load_toolbox, load_workflow, new_worker
+from sagacity.worker.quiet_failures import quiet_expected_failures
 from sagacity.worker.search_attributes import register_search_attributes
 from sagacity.worker.settings import Settings
 
@@ -39,6 +40,7 @@ async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) 
     """Open the journal first (a journal that cannot be opened stops the start before any
     task is polled: no half-started worker), then poll until SIGINT/SIGTERM."""
     store = open_store(settings.journal_url)
+    quiet_expected_failures()
     model: OpenAIChatModel | None = None
     try:
         model = openai_model(settings)
