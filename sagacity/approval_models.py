@@ -89,6 +89,11 @@ def _text(value: str) -> str:
     return value
 
 
+IssuedAt = Annotated[str, Field(max_length=32)]
+KeyId = Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")]
+Signature = Annotated[str, Field(max_length=128)]
+"""The fields a signed statement adds (decisions and resolutions alike)."""
+
 _SagaId = Annotated[str, Field(max_length=SAGA_ID_MAX_CHARS), AfterValidator(_identifier)]
 _Hash = Annotated[str, Field(max_length=64), AfterValidator(_hash_or_empty)]
 _Approver = Annotated[str, Field(max_length=APPROVER_MAX_CHARS), AfterValidator(_person)]
@@ -164,9 +169,9 @@ class ApprovalDecision(BaseModel):
     approver: _Approver = ""
     approve: bool
     reason: _Reason = ""
-    issued_at: Annotated[str, Field(max_length=32)] | None = None
-    key_id: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")] | None = None
-    signature: Annotated[str, Field(max_length=128)] | None = None
+    issued_at: IssuedAt | None = None
+    key_id: KeyId | None = None
+    signature: Signature | None = None
 
     @property
     def signed(self) -> bool:

@@ -37,8 +37,11 @@ from sagacity.approval_models import (
     CONTROL_CHARACTERS,
     REASON_MAX_CHARS,
     SAGA_ID_MAX_CHARS,
+    IssuedAt,
+    KeyId,
     Refusal,
     RefusalReason,
+    Signature,
     Verdict,
     is_reserved_actor,
 )
@@ -131,9 +134,9 @@ class Resolution(BaseModel):
     result: Any = None
     reason: Annotated[str, Field(max_length=REASON_MAX_CHARS)] = ""
     actor: Annotated[str, Field(max_length=APPROVER_MAX_CHARS)] = ""
-    issued_at: Annotated[str, Field(max_length=32)] | None = None
-    key_id: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")] | None = None
-    signature: Annotated[str, Field(max_length=128)] | None = None
+    issued_at: IssuedAt | None = None
+    key_id: KeyId | None = None
+    signature: Signature | None = None
 
     @property
     def signed(self) -> bool:

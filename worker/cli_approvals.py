@@ -17,6 +17,9 @@ from typing import Annotated
 import typer
 
 from sagacity.worker.cli_common import (
+    KeyFile,
+    SagaId,
+    Yes,
     console,
     fail,
     load_signer,
@@ -31,7 +34,6 @@ from sagacity.worker.render import pending_panel, text_warning_lines
 from sagacity.worker.saga_client import SagaClient
 from sagacity.workflows.models import DecisionResult, PendingApproval
 
-SagaId = Annotated[str, typer.Argument(help="the saga id (its workflow id)", show_default=False)]
 Approver = Annotated[
     str | None,
     typer.Option(
@@ -41,17 +43,6 @@ Approver = Annotated[
         show_envvar=False,
     ),
 ]
-KeyFile = Annotated[
-    Path | None,
-    typer.Option(
-        "--key",
-        envvar="SAGACITY_KEY",
-        help="your signing key file (sagacity keys new): the decision is signed and your "
-        "identity is the key's owner \\[env: SAGACITY_KEY]",
-        show_envvar=False,
-    ),
-]
-Yes = Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")]
 GivenHash = Annotated[
     str | None,
     typer.Option(

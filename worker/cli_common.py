@@ -14,7 +14,7 @@ import sys
 from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 import typer
@@ -34,6 +34,20 @@ T = TypeVar("T")
 
 console = Console(width=None if sys.stdout.isatty() else 120)
 err = Console(stderr=True)
+
+SagaId = Annotated[str, typer.Argument(help="the saga id (its workflow id)", show_default=False)]
+KeyFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--key",
+        envvar="SAGACITY_KEY",
+        help="your signing key file (sagacity keys new): what you send is signed and you act "
+        "as the key's owner \\[env: SAGACITY_KEY]",
+        show_envvar=False,
+    ),
+]
+Yes = Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON instead of tables")]
 
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130

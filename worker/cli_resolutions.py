@@ -21,6 +21,10 @@ from sagacity.canonical import canonical_bytes
 from sagacity.errors import SagacityError
 from sagacity.signing import SigningKey
 from sagacity.worker.cli_common import (
+    JsonOpt,
+    KeyFile,
+    SagaId,
+    Yes,
     console,
     fail,
     load_signer,
@@ -34,7 +38,6 @@ from sagacity.worker.render import dirty_table
 from sagacity.worker.saga_client import SagaClient
 from sagacity.workflows.models import DirtyStep, ResolutionResult
 
-SagaId = Annotated[str, typer.Argument(help="the saga id (its workflow id)", show_default=False)]
 Step = Annotated[int, typer.Argument(min=1, help="the dirty step", show_default=False)]
 Actor = Annotated[
     str | None,
@@ -45,19 +48,7 @@ Actor = Annotated[
         help="your identity, journaled with the action \\[env: SAGACITY_ACTOR]",
     ),
 ]
-KeyFile = Annotated[
-    Path | None,
-    typer.Option(
-        "--key",
-        envvar="SAGACITY_KEY",
-        show_envvar=False,
-        help="your signing key file: the action is signed and you are the key's owner "
-        "\\[env: SAGACITY_KEY]",
-    ),
-]
 Reason = Annotated[str, typer.Option(help="why: journaled with the action")]
-Yes = Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON instead of tables")]
 
 
 def dirty(

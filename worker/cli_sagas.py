@@ -22,7 +22,16 @@ from sagacity.decision_statement import signed_request
 from sagacity.errors import SagacityError
 from sagacity.phases import SagaStatus
 from sagacity.signing import SigningKey
-from sagacity.worker.cli_common import console, fail, note, run, say, settings_of
+from sagacity.worker.cli_common import (
+    JsonOpt,
+    SagaId,
+    console,
+    fail,
+    note,
+    run,
+    say,
+    settings_of,
+)
 from sagacity.worker.client import (
     NoWorkerError,
     SagaHandle,
@@ -53,9 +62,6 @@ from sagacity.workflows.start_input import check_start_fields
 
 RUNNING = WorkflowExecutionStatus.RUNNING.name
 COMPLETED = WorkflowExecutionStatus.COMPLETED.name
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON instead of tables")]
-SagaId = Annotated[str, typer.Argument(help="the saga id (its workflow id)", show_default=False)]
 
 
 def _echo_json(value: Any) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -61,6 +61,7 @@ __all__ = [
     "NothingPendingError",
     "PendingHashMismatchError",
     "PendingItem",
+    "RefusedError",
     "SagaAlreadyClosedError",
     "SagaClientError",
     "SagaExistsError",
@@ -133,16 +134,27 @@ class PendingHashMismatchError(SagaClientError):
     approve anything until someone finds out why."""
 
 
-class ApprovalRefusedError(SagaClientError):
-    """The saga refused the decision. `journaled` says whether the refusal was re-sent as a
-    signal so the workflow records it in the journal."""
+class RefusedError(SagaClientError):
+    """The saga refused what a person sent: `reason` is the stable code, `detail` the
+    sentence, `journaled` whether the saga recorded the refusal as evidence."""
+
+    what = "request"
+    unjournaled = "not journaled"
 
     def __init__(self, reason: str, detail: str, *, journaled: bool) -> None:
         self.reason = reason
         self.detail = detail
         self.journaled = journaled
-        evidence = "journaled as evidence" if journaled else "could not be journaled"
-        super().__init__(f"decision refused: {detail} ({evidence})")
+        evidence = "journaled as evidence" if journaled else self.unjournaled
+        super().__init__(f"{self.what} refused: {detail} ({evidence})")
+
+
+class ApprovalRefusedError(RefusedError):
+    """The saga refused the decision. `journaled` says whether the refusal was re-sent as a
+    signal so the workflow records it in the journal."""
+
+    what = "decision"
+    unjournaled = "could not be journaled"
 
 
 @dataclass(frozen=True)
@@ -503,7 +515,7 @@ async def send_update(
     result_type: type[R],
     *,
     refusal_type: str,
-    refused: Callable[..., SagaClientError],
+    refused: type[RefusedError],
     what: str,
     recheck: str,
 ) -> R:

@@ -22,6 +22,7 @@ from sagacity.errors import SagacityError
 from sagacity.resolutions import ACTIONS, Action
 from sagacity.signing import SigningKey
 from sagacity.worker.client import (
+    RefusedError,
     SagaClientError,
     SagaHandle,
     SagaSummary,
@@ -43,16 +44,11 @@ __all__ = [
 ]
 
 
-class ResolutionRefusedError(SagaClientError):
+class ResolutionRefusedError(RefusedError):
     """The saga refused the action (what it names is not dirty, the actor may not resolve,
     the signature does not verify...)."""
 
-    def __init__(self, reason: str, detail: str, *, journaled: bool) -> None:
-        self.reason = reason
-        self.detail = detail
-        self.journaled = journaled
-        evidence = "journaled as evidence" if journaled else "not journaled"
-        super().__init__(f"resolution refused: {detail} ({evidence})")
+    what = "resolution"
 
 
 @dataclass(frozen=True)

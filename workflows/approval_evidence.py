@@ -26,6 +26,13 @@ def message(refusal: Refusal) -> str:
     return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…"
 
 
+def cap_note(count: int, cap: int) -> str:
+    """What the last journaled refusal of a bucket says: later ones are only counted."""
+    if count != cap:
+        return ""
+    return f" (refusal {count}: later ones like it are counted, not journaled)"
+
+
 def field(raw: Any, name: str, kind: type) -> Any:
     value = raw.get(name) if isinstance(raw, dict) else None
     return value if isinstance(value, kind) and not isinstance(value, bool) else None

@@ -61,7 +61,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.registry import KeyLookup
     from sagacity.workflows.models import DecisionResult, PendingApproval
 
-from sagacity.workflows.approval_evidence import bounded, field, message
+from sagacity.workflows.approval_evidence import bounded, cap_note, field, message
 from sagacity.workflows.approval_votes import (
     TIMEOUT_ACTOR,
     Accepted,
@@ -512,11 +512,7 @@ class ApprovalGate(Voting):
         if count > cap:
             workflow.logger.warning("refused decision %d (bucket %d) not journaled", count, step)
             return
-        note = (
-            f" (refusal {count}: later ones like it are counted, not journaled)"
-            if count == cap
-            else ""
-        )
+        note = cap_note(count, cap)
         # In a bound saga the name a refused decision claims is kept in its input only: a
         # refusal proves nobody's identity, so it is no actor.
         actor = None if self._bound else field(raw, "approver", str)

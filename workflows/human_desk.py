@@ -42,7 +42,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from sagacity.workflows.models import ResolutionResult
 
-from sagacity.workflows.approval_evidence import bounded, field, message
+from sagacity.workflows.approval_evidence import bounded, cap_note, field, message
 
 RESOLVE = "resolve"
 """Name of the update and of the signal that carry a resolution."""
@@ -276,11 +276,7 @@ class HumanDesk:
         if count > cap:
             workflow.logger.warning("refused resolution %d (step %d) not journaled", count, step)
             return
-        note = (
-            f" (refusal {count}: later ones like it are counted, not journaled)"
-            if count == cap
-            else ""
-        )
+        note = cap_note(count, cap)
         try:
             await self._journal(
                 JournalEventInput(

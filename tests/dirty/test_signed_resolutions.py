@@ -218,7 +218,8 @@ async def test_a_user_workflow_waits_and_is_resolved(signed: Signed) -> None:
     assert done.outcome == "nothing to undo" and done.status is SagaStatus.COMPENSATED
     with pytest.raises(WorkflowFailureError) as failed:
         await handle.result()
-    assert "SagaFailed" in repr(failed.value.cause) or "compensated" in str(failed.value.cause)
+    cause: Any = failed.value.cause  # the saga API's SagaFailedError, with the saga's result
+    assert cause.type == "SagaCompensated" and cause.details[0]["status"] == "COMPENSATED"
     closed = entries_of(signed.store, saga_id, "SAGA_CLOSED")[0].result
     assert closed["status"] == "COMPENSATED" and closed["needs_human"] is False
     assert signed.ledger.payments() == []
