@@ -25,9 +25,9 @@ ENV PATH=/opt/sagacity/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1
 COPY --from=build /opt/sagacity /opt/sagacity
 # An unprivileged user; /app/.sagacity is where the example shop and a SQLite journal
-# would live (a volume in docker-compose.yml).
+# would live, /app/keys the worker's log key (volumes in docker-compose.yml).
 RUN useradd --system --uid 10001 --user-group --home-dir /app --shell /usr/sbin/nologin sagacity \
-    && mkdir -p /app/.sagacity \
+    && mkdir -p /app/.sagacity /app/keys \
     && chown -R sagacity:sagacity /app
 WORKDIR /app
 USER sagacity

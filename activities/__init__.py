@@ -9,6 +9,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from sagacity.activities.checkpointing import DEFAULT_CHECKPOINT_EVERY, CheckpointedStore
 from sagacity.activities.compensation_runner import CompensationRunner
 from sagacity.activities.identity import activity_queue, worker_identity
 from sagacity.activities.io_models import (
@@ -34,6 +35,7 @@ from sagacity.activities.plan_check import check_plan
 from sagacity.activities.resolution_recorder import ResolutionRecorder
 from sagacity.activities.tool_runner import ToolRunner, entry_ref, store_call
 from sagacity.activities.turn_bounds import bounded_turn
+from sagacity.checkpoint_log import CheckpointConflictError, CheckpointLog
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import (
     InvalidEntryError,
@@ -98,7 +100,17 @@ class SagaActivities:
         toolbox: Toolbox,
         models: Mapping[str, ModelClient] | None = None,
         registry: RegistryFile | None = None,
+        checkpoints: CheckpointLog | None = None,
+        checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
     ) -> None:
+        self.checkpointed = (
+            CheckpointedStore(store, checkpoints, checkpoint_every)
+            if checkpoints is not None
+            else None
+        )
+        """The journal with checkpoints (None when this worker holds no log key)."""
+        if self.checkpointed is not None:
+            store = self.checkpointed
         self.store = store
         self.toolbox = toolbox
         self.registry = registry
@@ -226,7 +238,7 @@ class SagaActivities:
                 error=req.error,
                 actor=req.actor,
             )
-            return entry_ref(await store_call(self.store.append, draft))
+            return await self._ref(await store_call(self.store.append, draft))
         except JournalConflictError as exc:
             if req.phase == Phase.SAGA_OPENED:
                 raise ApplicationError(
@@ -251,7 +263,7 @@ class SagaActivities:
             last = await store_call(self.store.head, req.saga_id)
             is_closed = last is not None and last.phase is Phase.SAGA_CLOSED
             if req.phase == Phase.SAGA_CLOSED and last is not None and is_closed:
-                return entry_ref(last)  # the first close stands (see below)
+                return await self._ref(last)  # the first close stands (see below)
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
         except SagaClosedError as exc:
             closed = await store_call(self.store.head, req.saga_id)
@@ -261,10 +273,24 @@ class SagaActivities:
                 # The first close stands; the late refusal or repeated close changes nothing.
                 activity.logger.warning("saga %s already closed; %s not journaled", req.saga_id,
                                         req.phase)  # fmt: skip
-                return entry_ref(closed)
+                return await self._ref(closed)
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
         except InvalidEntryError as exc:
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+
+    async def _ref(self, entry: JournalEntry) -> EntryRef:
+        """Where `entry` landed; for a saga's close, with its signed checkpoint (written
+        now, or the one written by an earlier attempt), which goes into the saga's result."""
+        ref = entry_ref(entry)
+        if entry.phase is Phase.SAGA_CLOSED and self.checkpointed is not None:
+            try:
+                logged = await store_call(self.checkpointed.close_checkpoint, entry)
+            except CheckpointConflictError as exc:  # the journal changed under the log
+                raise ApplicationError(
+                    str(exc), type=type(exc).__name__, non_retryable=True
+                ) from exc
+            ref = ref.model_copy(update={"checkpoint": logged.note})
+        return ref
 
     @activity.defn(name=RESOLVE_STEP)
     async def resolve_step(self, req: ResolveStepInput) -> ResolveStepOutcome:

@@ -57,6 +57,9 @@ class EntryRef(_Model):
     seq: int
     hash: str
     phase: Phase
+    checkpoint: str | None = None
+    """For a saga's close on a worker with a log key: the signed checkpoint of the chain
+    (sagacity.checkpoint), so the saga's Temporal result carries it too."""
 
 
 class OutcomeKind(StrEnum):

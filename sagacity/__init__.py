@@ -19,6 +19,8 @@ from sagacity.approvals import (
 from sagacity.audit import export_jsonl, verify_all, verify_jsonl, verify_store
 from sagacity.canonical import canonical_bytes, canonical_text, payload_sha256
 from sagacity.chain import GENESIS_HASH, BreakReason, VerifyReport, verify_chain
+from sagacity.checkpoint import SagaCheckpoint, TreeHead
+from sagacity.checkpoint_log import CheckpointLog
 from sagacity.compensation import CompensationPlan, plan_compensation
 from sagacity.decision_audit import DecisionAudit
 from sagacity.decision_statement import signed_decision, signed_request
@@ -39,8 +41,11 @@ from sagacity.errors import (
     UnknownStoreURLError,
     UnknownToolError,
 )
+from sagacity.evidence import Finding, Problem
+from sagacity.evidence_walk import check_all, check_saga
 from sagacity.phases import Phase, SagaStatus
 from sagacity.registry import ApproverRegistry
+from sagacity.signed_note import NoteSigner, NoteVerifier
 from sagacity.signing import SigningKey
 from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox, ToolResultError, ToolSpec
@@ -64,10 +69,12 @@ __all__ = [
     "ArgRule",
     "AuditFileError",
     "BreakReason",
+    "CheckpointLog",
     "CompensationContext",
     "CompensationPlan",
     "DecisionAudit",
     "EntryDraft",
+    "Finding",
     "InvalidEntryError",
     "JournalConflictError",
     "JournalEntry",
@@ -75,10 +82,14 @@ __all__ = [
     "JournalStore",
     "JournalWriteError",
     "NotCanonicalError",
+    "NoteSigner",
+    "NoteVerifier",
     "PayloadTooLargeError",
     "Phase",
+    "Problem",
     "Refusal",
     "RefusalReason",
+    "SagaCheckpoint",
     "SagaClosedError",
     "SagaStatus",
     "SagacityError",
@@ -91,6 +102,7 @@ __all__ = [
     "ToolSpec",
     "Toolbox",
     "ToolboxError",
+    "TreeHead",
     "UnknownStoreURLError",
     "UnknownToolError",
     "Verdict",
@@ -99,6 +111,8 @@ __all__ = [
     "approval_payload",
     "canonical_bytes",
     "canonical_text",
+    "check_all",
+    "check_saga",
     "compensable",
     "compensation",
     "export_jsonl",

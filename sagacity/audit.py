@@ -14,8 +14,17 @@ from dataclasses import replace
 from typing import Any, TextIO
 
 from sagacity.chain import BreakReason, ChainVerifier, VerifyReport
+from sagacity.checkpoint import TreeHead
+from sagacity.checkpoint_log import CheckpointLog
 from sagacity.entry import JournalEntry, parse_timestamp, render_timestamp
 from sagacity.errors import AuditFileError, InvalidEntryError, UnreadableEntryError
+from sagacity.export_evidence import (
+    CheckpointLine,
+    checkpoint_lines,
+    is_evidence,
+    parse_evidence,
+    tree_head_line,
+)
 from sagacity.phases import Phase
 from sagacity.stores.base import JournalStore
 
@@ -29,6 +38,8 @@ __all__ = [
     "verify_store",
 ]
 
+Evidence = Callable[[int, TreeHead | CheckpointLine], None]
+"""Receives each evidence line of an export (line number, what it holds)."""
 _INT_FIELDS = ("seq", "step", "attempt")
 _TEXT_FIELDS = ("saga_id", "tool", "phase", "input", "result", "error", "actor", "recorded_at")
 _HASH_FIELDS = ("prev_hash", "hash")
@@ -50,16 +61,32 @@ def entry_line(entry: JournalEntry) -> str:
     return line
 
 
-def export_jsonl(store: JournalStore, out: TextIO, saga_ids: Iterable[str] | None = None) -> int:
+def export_jsonl(
+    store: JournalStore,
+    out: TextIO,
+    saga_ids: Iterable[str] | None = None,
+    *,
+    log: CheckpointLog | None = None,
+    head: TreeHead | None = None,
+    write_head: bool = True,
+) -> int:
     """Write the journal (or the named sagas) to `out` as JSON Lines; returns the number of
     entries written.
 
     Entries are streamed from the store one at a time, in seq order per saga, sagas in
     `store.sagas()` order (or the order of `saga_ids`), so memory does not grow with the
-    journal. An unknown saga id writes nothing.
+    journal. An unknown saga id writes nothing. With the checkpoint `log` and its tree
+    `head`, the export carries the evidence lines of sagacity.export_evidence: the head
+    first (unless `write_head` is False: a caller writing sagas one call at a time), and
+    each saga's checkpoints with their inclusion proofs before its entries.
     """
     written = 0
+    if log is not None and head is not None and write_head:
+        out.write(tree_head_line(head) + "\n")
     for saga_id in store.sagas() if saga_ids is None else saga_ids:
+        if log is not None:
+            for line in checkpoint_lines(log, saga_id, head):
+                out.write(line + "\n")
         for entry in store.entries(saga_id):
             out.write(entry_line(entry))
             out.write("\n")
@@ -100,8 +127,9 @@ def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return record
 
 
-def _parse_line(number: int, line: str) -> JournalEntry:
-    """One line as an entry, or AuditFileError saying which line and what is wrong."""
+def _parse_line(number: int, line: str) -> JournalEntry | TreeHead | CheckpointLine:
+    """One line as an entry (or an evidence line), or AuditFileError saying which line and
+    what is wrong."""
     try:
         record = json.loads(line, object_pairs_hook=_refuse_duplicate_keys)
     except json.JSONDecodeError as exc:
@@ -113,6 +141,8 @@ def _parse_line(number: int, line: str) -> JournalEntry:
             f"line {number}: expected a JSON object (one journal entry), "
             f"got {type(record).__name__}"
         )
+    if is_evidence(record):
+        return parse_evidence(number, record)
     missing = sorted(RECORD_FIELDS - record.keys())
     if missing:
         raise AuditFileError(f"line {number}: missing field(s) {', '.join(missing)}")
@@ -167,11 +197,18 @@ def _check_timestamp(number: int, text: str) -> None:
         )
 
 
-def read_entries(lines: Iterable[str]) -> Iterator[tuple[int, JournalEntry]]:
-    """(line number, entry) for each non-blank line, parsed lazily. Raises AuditFileError."""
+def read_entries(
+    lines: Iterable[str], evidence: Evidence | None = None
+) -> Iterator[tuple[int, JournalEntry]]:
+    """(line number, entry) for each non-blank entry line, parsed lazily; evidence lines
+    (checkpoints, a tree head) go to `evidence`. Raises AuditFileError."""
     for number, line in enumerate(lines, start=1):
         if line.strip():
-            yield number, _parse_line(number, line)
+            parsed = _parse_line(number, line)
+            if isinstance(parsed, JournalEntry):
+                yield number, parsed
+            elif evidence is not None:
+                evidence(number, parsed)
 
 
 class _Block:
@@ -209,7 +246,9 @@ def _resumed(earlier: VerifyReport, number: int, entry: JournalEntry) -> VerifyR
 
 
 def verify_jsonl(
-    lines: Iterable[str], observe: Callable[[JournalEntry], None] | None = None
+    lines: Iterable[str],
+    observe: Callable[[JournalEntry], None] | None = None,
+    evidence: Evidence | None = None,
 ) -> list[VerifyReport]:
     """Verify an export from its lines alone: one report per saga, in order of appearance.
 
@@ -220,7 +259,7 @@ def verify_jsonl(
     reports: dict[str, VerifyReport] = {}
     current: str | None = None
     block: _Block | None = None  # None while skipping the lines of a resumed saga
-    for number, entry in read_entries(lines):
+    for number, entry in read_entries(lines, evidence):
         if observe is not None:
             observe(entry)
         if entry.saga_id != current:

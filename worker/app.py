@@ -14,9 +14,11 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
 from sagacity.activities import activity_queue
+from sagacity.activities.checkpointing import DEFAULT_CHECKPOINT_EVERY
 from sagacity.activities.model_clients import ModelClient
 from sagacity.errors import SagacityError
 from sagacity.registry import RegistryFile
+from sagacity.signed_note import NoteSigner
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
 from sagacity.worker.plugin import SagacityPlugin
@@ -127,16 +129,21 @@ def new_worker(
     register_attributes: bool = False,
     workflows: Sequence[type] = (),
     approvers: RegistryFile | Path | str | None = None,
+    log_key: NoteSigner | None = None,
+    checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
 ) -> SagaWorker:
     """The saga worker: AgentSaga, the user's `workflows` on the saga API and the saga
     activities, through SagacityPlugin. The client must use the pydantic data converter
-    (see `connect`)."""
+    (see `connect`). With `log_key` the worker signs checkpoints of its sagas' chains
+    into the journal's checkpoint log (sagacity.checkpoint_log)."""
     plugin = SagacityPlugin(
         store=store,
         toolbox=toolbox,
         models=models,
         register_attributes=register_attributes,
         approvers=approvers,
+        log_key=log_key,
+        checkpoint_every=checkpoint_every,
     )
     worker = Worker(
         client,

@@ -19,9 +19,11 @@ from sagacity.worker import (
     cli_approvals,
     cli_journal,
     cli_keys,
+    cli_log,
     cli_resolutions,
     cli_sagas,
     cli_server,
+    cli_verify,
 )
 from sagacity.worker.cli_common import CliState, err, fail
 
@@ -89,11 +91,12 @@ app.command()(cli_resolutions.resolve)
 app.command("retry-compensation")(cli_resolutions.retry_compensation)
 app.command()(cli_resolutions.close)
 app.command()(cli_journal.journal)
-app.command()(cli_journal.verify)
+app.command()(cli_verify.verify)
 app.command()(cli_journal.export)
-app.command("verify-file")(cli_journal.verify_file)
+app.command("verify-file")(cli_verify.verify_file)
 app.command()(cli_server.demo)
 app.add_typer(cli_keys.keys, name="keys")
+app.add_typer(cli_log.log, name="log")
 
 
 def main() -> None:

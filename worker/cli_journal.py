@@ -25,7 +25,7 @@ from typing import Annotated, TextIO
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from sagacity.audit import export_jsonl, verify_jsonl, verify_store
+from sagacity.audit import export_jsonl
 from sagacity.chain import VerifyReport
 from sagacity.decision_audit import DecisionAudit
 from sagacity.errors import JournalError
@@ -41,7 +41,7 @@ from sagacity.worker.cli_common import (
     settings_of,
     user_errors,
 )
-from sagacity.worker.render import journal_table, verify_line
+from sagacity.worker.render import journal_table
 
 SagaArg = Annotated[
     str | None, typer.Argument(help="the saga id; omit with --all", show_default=False)
@@ -194,53 +194,6 @@ def _conclude_decisions(audit: DecisionAudit) -> None:
         raise fail(f"decision signature check failed at saga {first[0]} seq {first[1]}")
 
 
-def verify(
-    ctx: typer.Context,
-    saga_id: SagaArg = None,
-    every: AllOpt = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="a line per saga")] = False,
-    require_closed: RequireClosedOpt = False,
-    approvers: ApproversOpt = None,
-) -> None:
-    """Walk hash chains in the journal; exit 1 naming the first broken seq and why.
-
-    The summary counts closed and open chains and lists the open ones: an open chain is a
-    running saga or one that lost its tail, which no hash can show.
-    """
-    _one_or_all(saga_id, every)
-    settings = settings_of(ctx)
-    tally = Tally()
-    decisions = _decision_audit(approvers or settings.approvers)
-    with user_errors(), open_journal(settings) as store:
-        if saga_id is not None:
-            _known(store, saga_id)
-            report = verify_store(store, saga_id, decisions.observe)
-            console.print(verify_line(report), soft_wrap=True)
-            if not report.ok:
-                raise fail(f"journal of saga {saga_id} is broken at {_broken(report)}")
-            _conclude_decisions(decisions)
-            if not report.closed:
-                note(OPEN_CHAIN_NOTE)
-                if require_closed:
-                    raise fail(
-                        f"journal of saga {saga_id} is open (no SAGA_CLOSED); "
-                        "--require-closed expects it closed",
-                        EXIT_OPEN,
-                    )
-            return
-        ids = list(store.sagas())
-        with _progress() as progress:
-            task = progress.add_task("verifying", total=len(ids))
-            for sid in ids:
-                report = verify_store(store, sid, decisions.observe)
-                tally.add(report)
-                if verbose or not report.ok:
-                    console.print(verify_line(report), soft_wrap=True)
-                progress.advance(task)
-    _conclude_decisions(decisions)
-    tally.conclude(store.url, require_closed=require_closed)
-
-
 @contextlib.contextmanager
 def _output(out: Path | None) -> Iterator[TextIO]:
     """stdout, or a file written beside its target and renamed into place when complete,
@@ -269,7 +222,8 @@ def export(
     """Export journal entries as JSON Lines, verifiable offline with verify-file.
 
     One entry per line in seq order; written to stdout, or to --out FILE (renamed into
-    place only when complete).
+    place only when complete). With a checkpoint log, the file also carries the log's
+    signed tree head and each saga's checkpoints with their inclusion proofs.
     """
     _one_or_all(saga_id, every)
     settings = settings_of(ctx)
@@ -280,47 +234,20 @@ def export(
         else:
             ids = list(store.sagas())
         written = 0
+        log = store.checkpoint_log()
+        head = log.head()
         with _output(out) as fh:
             if out is None or saga_id is not None:
-                written = export_jsonl(store, fh, ids)
+                written = export_jsonl(store, fh, ids, log=log, head=head)
             else:
                 with _progress() as progress:
                     task = progress.add_task(f"exporting to {out}", total=len(ids))
-                    for sid in ids:
-                        written += export_jsonl(store, fh, [sid])
+                    for number, sid in enumerate(ids):
+                        written += export_jsonl(
+                            store, fh, [sid], log=log, head=head, write_head=number == 0
+                        )
                         progress.advance(task)
     where = str(out) if out is not None else "stdout"
     note(
         f"exported {written} entries of {len(ids)} saga(s) to {where}",
     )
-
-
-def verify_file(
-    file: Annotated[
-        Path, typer.Argument(help='a JSON Lines export ("-" for stdin)', show_default=False)
-    ],
-    require_closed: RequireClosedOpt = False,
-    approvers: ApproversOpt = None,
-) -> None:
-    """Verify an export offline, from the file alone; exit 1 naming the first broken seq.
-    Every signed decision's signature is re-checked too; with --approvers (the registry
-    file), also that its key was enrolled to that person and valid at that time.
-
-    The summary counts closed and open chains and lists the open ones (a saga exported
-    while running, or whose last lines were cut).
-    """
-    decisions = _decision_audit(approvers)
-    with user_errors():
-        if str(file) == "-":
-            reports = verify_jsonl(sys.stdin, decisions.observe)
-        else:
-            with file.open(encoding="utf-8") as fh:
-                reports = verify_jsonl(fh, decisions.observe)
-    if not reports:
-        raise fail(f"{file} holds no journal entries")
-    tally = Tally()
-    for report in reports:
-        tally.add(report)
-        console.print(verify_line(report), soft_wrap=True)
-    _conclude_decisions(decisions)
-    tally.conclude(str(file), require_closed=require_closed, prefix=f"{file}: ")

@@ -48,6 +48,7 @@ async def run_dev(settings: Settings, *, port: int, ui_port: int, db_file: Path 
     SIGTERM. The journal and toolbox are opened first, so a bad one starts nothing."""
     from sagacity.worker.app import load_toolbox, new_worker
     from sagacity.worker.devserver import start_dev_server
+    from sagacity.worker.log_keys import worker_log_key
     from sagacity.worker.run import openai_model
 
     store = open_store(settings.journal_url)
@@ -55,6 +56,7 @@ async def run_dev(settings: Settings, *, port: int, ui_port: int, db_file: Path 
     try:
         model = openai_model(settings)
         toolbox = load_toolbox(settings.tools)
+        log_key = worker_log_key(settings, create=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -72,6 +74,8 @@ async def run_dev(settings: Settings, *, port: int, ui_port: int, db_file: Path 
                 max_concurrent_workflow_tasks=settings.max_concurrent_workflow_tasks,
                 models={"openai": model} if model is not None else None,
                 approvers=settings.approvers,
+                log_key=log_key,
+                checkpoint_every=settings.checkpoint_every,
             )
             async with worker:
                 address = f"127.0.0.1:{port}"
@@ -89,6 +93,8 @@ async def run_dev(settings: Settings, *, port: int, ui_port: int, db_file: Path 
                         "--approver YOU`, `sagacity keys enroll --registry approvers.json ...`, "
                         "then SAGACITY_APPROVERS=approvers.json sagacity dev"
                     )
+                if log_key is not None:
+                    say(f"checkpoints signed by log {log_key.name}: {log_key.verifier.encode()}")
                 if settings.temporal_address != address:
                     say(f"point other commands here: export SAGACITY_TEMPORAL_ADDRESS={address}")
                 say("press Ctrl-C to stop")

@@ -12,21 +12,26 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from sagacity.audit import verify_store
+from sagacity.checkpoint import open_saga_checkpoint
+from sagacity.evidence_walk import check_saga
 from sagacity.examples.orders import Shop
 from sagacity.phases import SagaStatus
 from sagacity.registry import ApproverRegistry
+from sagacity.signed_note import NoteSigner
 from sagacity.signing import SigningKey
 from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox
 from sagacity.worker.app import new_worker
 from sagacity.worker.devserver import start_dev_server
+from sagacity.worker.log_keys import worker_log_key
 from sagacity.worker.quiet_failures import ACTIVITY_LOGGER
 from sagacity.worker.render import journal_table, verify_line
 from sagacity.worker.saga_client import SagaClient
 from sagacity.worker.settings import Settings
-from sagacity.workflows.models import SagaInput, ToolCall
+from sagacity.workflows.models import SagaInput, SagaResult, ToolCall
 
 RESERVE = ToolCall(tool="reserve_inventory", args={"sku": "widget", "qty": 2})
 CHARGE = ToolCall(tool="charge_card", args={"amount": 4_999, "currency": "EUR"})
@@ -108,6 +113,7 @@ async def _run_sagas(
     shop: Shop,
     console: Console,
     run_id: str,
+    log_key: NoteSigner | None,
 ) -> bool:
     all_good = True
     for index, (title, plan, expected) in enumerate(SAGAS, start=1):
@@ -127,8 +133,37 @@ async def _run_sagas(
         report = verify_store(store, saga_id)
         console.print(f"  final status: [bold]{result.status.value}[/]")
         console.print("  " + verify_line(report))
-        all_good = all_good and report.ok and result.status is expected
+        checked = _show_checkpoint(store, saga_id, result, log_key, console)
+        all_good = all_good and report.ok and checked and result.status is expected
     return all_good
+
+
+def _show_checkpoint(
+    store: JournalStore,
+    saga_id: str,
+    result: SagaResult,
+    log_key: NoteSigner | None,
+    console: Console,
+) -> bool:
+    """The saga's signed checkpoint, from its Temporal result, checked against the journal
+    and the checkpoint log (sagacity verify does the same for every saga)."""
+    if log_key is None or result.checkpoint is None:
+        console.print("  [yellow]no checkpoint[/] (the worker has no log key)")
+        return log_key is None
+    log = store.checkpoint_log()
+    saga = check_saga(store, saga_id, log.of_saga(saga_id), [log_key.verifier])
+    head = log.head()
+    signed = open_saga_checkpoint(result.checkpoint, [log_key.verifier])
+    ok = not saga.findings and head is not None and signed.head_hash == result.head_hash
+    mark = "[green]checkpoint[/]" if ok else "[red]checkpoint problem[/]"
+    leaf = log.of_saga(saga_id)[-1].index if saga.checkpoints else "?"
+    size = head.size if head else 0
+    console.print(
+        f"  {mark} by {escape(log_key.name)}: {signed.entries} entries, head "
+        f"{signed.head_hash[:16]}; leaf {leaf} of the log's signed tree of {size}"
+        + "".join(f"\n  [red]✗[/] {escape(f.describe())}" for f in saga.findings)
+    )
+    return ok
 
 
 async def run_demo(*, keep_server: bool, console: Console) -> int:
@@ -145,6 +180,7 @@ async def run_demo(*, keep_server: bool, console: Console) -> int:
     env = await start_dev_server(ui=True, port=_free_port(), ui_port=ui_port)
     store = open_store(settings.journal_url)
     try:
+        log_key = worker_log_key(settings, create=True)
         registry, requester_key, approver_key = enroll_demo_keys(workdir / "demo-keys")
         console.print(
             f"approver registry {registry}: demo-requester starts the sagas, demo-approver "
@@ -156,11 +192,14 @@ async def run_demo(*, keep_server: bool, console: Console) -> int:
             toolbox=Toolbox.build(shop),
             task_queue="sagacity-demo",
             approvers=registry,
+            log_key=log_key,
         )
         requester = SagaClient(env.client, task_queue="sagacity-demo", signer=requester_key)
         approver = SagaClient(env.client, task_queue="sagacity-demo", signer=approver_key)
         async with worker:
-            ok = await _run_sagas(requester, approver, store, shop, console, uuid.uuid4().hex[:6])
+            ok = await _run_sagas(
+                requester, approver, store, shop, console, uuid.uuid4().hex[:6], log_key
+            )
         console.rule()
         console.print(f"journal: {store.url}   Temporal UI: http://127.0.0.1:{ui_port}")
         console.print(

@@ -38,9 +38,11 @@ from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from sagacity.activities import SagaActivities, activity_queue
+from sagacity.activities.checkpointing import DEFAULT_CHECKPOINT_EVERY
 from sagacity.activities.model_clients import ModelClient
 from sagacity.errors import SagacityError
 from sagacity.registry import RegistryFile
+from sagacity.signed_note import NoteSigner
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
 from sagacity.worker.search_attributes import register_search_attributes
@@ -96,12 +98,21 @@ class SagacityPlugin(SimplePlugin):
         toolbox: Toolbox | None = None,
         models: Mapping[str, ModelClient] | None = None,
         approvers: RegistryFile | Path | str | None = None,
+        log_key: NoteSigner | None = None,
+        checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
         agent_saga: bool = True,
         identity_queue: bool = True,
         register_attributes: bool = True,
     ) -> None:
         self.saga_activities = (
-            SagaActivities(store, toolbox, models, registry=_registry(approvers))
+            SagaActivities(
+                store,
+                toolbox,
+                models,
+                registry=_registry(approvers),
+                checkpoints=store.checkpoint_log(log_key) if log_key is not None else None,
+                checkpoint_every=checkpoint_every,
+            )
             if store is not None and toolbox is not None
             else None
         )

@@ -11,6 +11,7 @@ from sagacity.activities.openai_model import OpenAIChatModel
 from sagacity.registry import RegistryFile
 from sagacity.stores import open_store
 from sagacity.worker.app import connect, load_toolbox, load_workflow, new_worker
+from sagacity.worker.log_keys import worker_log_key
 from sagacity.worker.quiet_failures import quiet_expected_failures
 from sagacity.worker.search_attributes import register_search_attributes
 from sagacity.worker.settings import Settings
@@ -49,11 +50,14 @@ async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) 
         client = await connect(settings)
         await register_search_attributes(client)
         registry = RegistryFile(Path(settings.approvers)) if settings.approvers else None
+        log_key = worker_log_key(settings, create=True)
         worker = new_worker(
             client,
             store=store,
             toolbox=toolbox,
             approvers=registry,
+            log_key=log_key,
+            checkpoint_every=settings.checkpoint_every,
             workflows=workflows,
             task_queue=settings.task_queue,
             models={"openai": model} if model is not None else None,
@@ -76,6 +80,12 @@ async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) 
                     "only signed decisions count"
                     if registry
                     else "no approver registry: decisions are not signed (see `sagacity keys`)"
+                )
+                + (
+                    f", checkpoints signed by log {log_key.name} ({log_key.verifier.encode()})"
+                    if log_key is not None
+                    else ", no log key: chain heads are not checkpointed (set SAGACITY_LOG_KEY, "
+                    "see `sagacity log keygen`)"
                 ),
                 flush=True,
             )

@@ -35,6 +35,19 @@ class Settings(BaseSettings):
         default=None,
         description="approver registry file (JSON); with one, only signed decisions count",
     )
+    log_key: str | None = Field(
+        default=None,
+        description="the worker's log key file (`sagacity log keygen`): it signs checkpoints "
+        "of chain heads; default for a SQLite journal: log-key.json beside it, made on first use",
+    )
+    log_verifier: str | None = Field(
+        default=None,
+        description="the log's public key (`sagacity log key` prints it), or a file holding "
+        "it, for checking checkpoints without the private key",
+    )
+    checkpoint_every: int = Field(
+        default=1000, ge=1, description="also checkpoint a long saga every N entries"
+    )
     graceful_shutdown_seconds: float = Field(
         default=60, ge=0, description="how long running tool calls may finish on shutdown"
     )

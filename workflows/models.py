@@ -260,6 +260,9 @@ class SagaResult(_Model):
     needs_human: bool = False
     head_seq: int | None = None
     head_hash: str | None = None
+    checkpoint: str | None = None
+    """The worker's signed checkpoint of the closed chain (a C2SP note), when the worker
+    holds a log key: evidence of the journal's end kept in Temporal, outside the database."""
     dirty: list[DirtyStep] = Field(default_factory=list)
     """Steps still dirty at the close (UNRESOLVED), or accepted as dirty (ACCEPTED)."""
     resolutions: list[ResolutionReport] = Field(default_factory=list)

@@ -466,6 +466,7 @@ class SagaCore(SagaDisplay):
                 needs_human=needs_human,
                 head_seq=ref.seq,
                 head_hash=ref.hash,
+                checkpoint=ref.checkpoint,
                 dirty=dirty,
                 resolutions=self.resolutions,
             )

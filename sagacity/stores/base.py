@@ -11,12 +11,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from sagacity.chain import GENESIS_HASH, seal
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import JournalConflictError, SagaClosedError
 from sagacity.phases import Phase
+
+if TYPE_CHECKING:
+    from sagacity.checkpoint_log import CheckpointLog
+    from sagacity.signed_note import NoteSigner
 
 Clock = Callable[[], datetime]
 
@@ -155,6 +159,11 @@ class JournalStore(ABC):
     @abstractmethod
     def is_fenced(self, saga_id: str, step: int) -> bool:
         """True once `fence` was called for this step."""
+
+    def checkpoint_log(self, signer: NoteSigner | None = None) -> CheckpointLog:
+        """The checkpoint log kept beside this journal (sagacity.checkpoint_log), on the
+        same database; `signer` (the log key) is needed only to append to it."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no checkpoint log")
 
     def close(self) -> None:  # noqa: B027 - optional for stores without resources
         """Release connections."""

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.stores.base import Clock, JournalStore, StepClaim, decide_step, next_entry
+
+if TYPE_CHECKING:
+    from sagacity.checkpoint_log import CheckpointLog
+    from sagacity.signed_note import NoteSigner
 
 
 class MemoryJournalStore(JournalStore):
@@ -19,6 +24,7 @@ class MemoryJournalStore(JournalStore):
         self._chains: dict[str, list[JournalEntry]] = {}
         self._keys: dict[tuple[str, int, str, int], JournalEntry] = {}
         self._fences: set[tuple[str, int]] = set()
+        self._log_database: Any = None
 
     def append(self, draft: EntryDraft) -> JournalEntry:
         with self._lock:
@@ -74,6 +80,14 @@ class MemoryJournalStore(JournalStore):
     def is_fenced(self, saga_id: str, step: int) -> bool:
         with self._lock:
             return (saga_id, step) in self._fences
+
+    def checkpoint_log(self, signer: NoteSigner | None = None) -> CheckpointLog:
+        from sagacity.stores.checkpoint_tables import memory_database, memory_log
+
+        with self._lock:
+            if self._log_database is None:
+                self._log_database = memory_database()
+        return memory_log(self._log_database, signer, self.clock)
 
     def replace_for_test(self, saga_id: str, chain: list[JournalEntry]) -> None:
         """Overwrite a saga's chain: lets tamper tests edit 'stored' entries in memory."""

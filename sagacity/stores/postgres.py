@@ -34,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg.pq import TransactionStatus
@@ -79,6 +79,10 @@ __all__ = [
     "row_to_entry",
     "split_schema",
 ]
+
+if TYPE_CHECKING:
+    from sagacity.checkpoint_log import CheckpointLog
+    from sagacity.signed_note import NoteSigner
 
 T = TypeVar("T")
 
@@ -366,6 +370,11 @@ class PostgresJournalStore(JournalStore):
     def is_fenced(self, saga_id: str, step: int) -> bool:
         rows = self._fetch(self._q.is_fenced, (saga_id, step))
         return bool(rows and rows[0][0])
+
+    def checkpoint_log(self, signer: NoteSigner | None = None) -> CheckpointLog:
+        from sagacity.stores.checkpoint_tables import postgres_log
+
+        return postgres_log(self, signer, self.clock)
 
     def close(self) -> None:
         self._pool.close()

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import unquote, urlparse
 
 from sagacity.entry import EntryDraft, JournalEntry, parse_timestamp, render_timestamp
@@ -28,6 +28,11 @@ from sagacity.errors import (
 )
 from sagacity.phases import Phase
 from sagacity.stores.base import Clock, JournalStore, StepClaim, decide_step, next_entry
+from sagacity.stores.checkpoint_tables import SQLITE_LOG_SCHEMA, sqlite_log
+
+if TYPE_CHECKING:
+    from sagacity.checkpoint_log import CheckpointLog
+    from sagacity.signed_note import NoteSigner
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS journal (
@@ -115,6 +120,18 @@ def _parse_row(row: tuple[object, ...]) -> JournalEntry:
     )
 
 
+def sqlite_path(url: str) -> Path:
+    """The file a sqlite: URL names (SQLAlchemy convention: sqlite:///relative.db,
+    sqlite:////absolute/path.db)."""
+    parsed = urlparse(url)
+    raw = unquote(parsed.netloc + parsed.path)
+    if not raw or raw == "/":
+        raise StoreUnavailableError(
+            f"SQLite URL {url!r} names no file; use sqlite:///path/journal.db"
+        )
+    return Path(raw[1:] if raw.startswith("/") else raw)
+
+
 @dataclass
 class _Slot:
     conn: sqlite3.Connection
@@ -137,7 +154,7 @@ class SqliteJournalStore(JournalStore):
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             with self._using() as conn:
-                conn.executescript(_SCHEMA)
+                conn.executescript(_SCHEMA + SQLITE_LOG_SCHEMA)
         except (OSError, sqlite3.Error) as exc:
             self.close()
             raise StoreUnavailableError(
@@ -146,14 +163,7 @@ class SqliteJournalStore(JournalStore):
 
     @classmethod
     def from_url(cls, url: str, *, clock: Clock | None = None) -> SqliteJournalStore:
-        parsed = urlparse(url)
-        raw = unquote(parsed.netloc + parsed.path)
-        if not raw or raw == "/":
-            raise StoreUnavailableError(
-                f"SQLite URL {url!r} names no file; use sqlite:///path/journal.db"
-            )
-        # SQLAlchemy convention: sqlite:///relative.db, sqlite:////absolute/path.db
-        return cls(Path(raw[1:] if raw.startswith("/") else raw), clock)
+        return cls(sqlite_path(url), clock)
 
     @contextmanager
     def _using(self) -> Iterator[sqlite3.Connection]:
@@ -321,6 +331,9 @@ class SqliteJournalStore(JournalStore):
 
     def is_fenced(self, saga_id: str, step: int) -> bool:
         return bool(self._rows("SELECT 1 FROM fences WHERE saga_id=? AND step=?", (saga_id, step)))
+
+    def checkpoint_log(self, signer: NoteSigner | None = None) -> CheckpointLog:
+        return sqlite_log(self, signer, self.clock)
 
     def close(self) -> None:
         with self._all_lock:

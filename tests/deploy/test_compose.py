@@ -216,6 +216,19 @@ def test_the_worker_settings_parse_and_point_at_the_compose_services(
     assert url.username == "sagacity_app"
 
 
+def test_the_worker_signs_checkpoints_with_the_key_the_migration_makes(
+    services: dict[str, Any],
+) -> None:
+    """The log key is made by journal-migrate into a volume the worker reads, read-only:
+    never in the database, whose owner the checkpoints guard against."""
+    key = environment(services["worker"])["SAGACITY_LOG_KEY"]
+    assert environment(services["journal-migrate"])["SAGACITY_LOG_KEY"] == key
+    folder = key.rsplit("/", 1)[0]
+    assert f"log-keys:{folder}" in services["journal-migrate"]["volumes"]
+    assert f"log-keys:{folder}:ro" in services["worker"]["volumes"]
+    assert "NoteSigner.generate" in " ".join(services["journal-migrate"]["command"])
+
+
 def test_the_migration_opens_the_same_journal_as_its_owner(
     services: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -284,6 +297,8 @@ def test_the_init_script_creates_what_the_services_connect_to(compose: dict[str,
     assert re.findall(r"^GRANT [^;]*;$", grants, re.M) == [
         "GRANT SELECT ON ALL TABLES IN SCHEMA public TO sagacity_app;",
         "GRANT INSERT ON sagacity_journal, sagacity_fences TO sagacity_app;",
+        "GRANT INSERT ON sagacity_checkpoints, sagacity_log_nodes, sagacity_log_heads\n"
+        "    TO sagacity_app;",
     ]
 
 

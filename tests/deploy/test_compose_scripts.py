@@ -213,7 +213,8 @@ def run_init_sql(postgres_url: str, renamed: dict[str, str], workdir: Path) -> N
 
 def run_journal_migrate(owner_url: str, renamed: dict[str, str], workdir: Path) -> None:
     """The journal-migrate service's command, as its container runs it: the migration as
-    the journal's owner, then the worker role's grants from the journal-grants.sql config."""
+    the journal's owner, then the worker role's grants from the journal-grants.sql config,
+    then the worker's log key (made once, kept on every later run)."""
     compose = interpolated(load_compose(), {})
     service = compose["services"]["journal-migrate"]
     pattern = re.compile(r"\b(" + "|".join(NAMES) + r")\b")
@@ -227,11 +228,16 @@ def run_journal_migrate(owner_url: str, renamed: dict[str, str], workdir: Path) 
     command = service["command"]
     assert command[:2] == ["python", "-c"], command
     env = {k: v for k, v in os.environ.items() if not k.startswith("SAGACITY_")}
+    keys = workdir / "keys"
+    keys.mkdir(exist_ok=True)
+    key_file = keys / Path(environment(service)["SAGACITY_LOG_KEY"]).name
     env.update(
         PYTHONPATH=str(Path(__file__).resolve().parents[2]),
         SAGACITY_JOURNAL_URL=owner_url,
+        SAGACITY_LOG_KEY=str(key_file),
         JOURNAL_GRANTS_FILE=str(grants),
     )
+    before = key_file.read_bytes() if key_file.exists() else None
     done = subprocess.run(
         [sys.executable, *command[1:]],
         env=env,
@@ -242,6 +248,9 @@ def run_journal_migrate(owner_url: str, renamed: dict[str, str], workdir: Path) 
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    assert key_file.stat().st_mode & 0o077 == 0, "the log key is readable by its owner only"
+    assert before is None or key_file.read_bytes() == before, "a second run keeps the key"
+    assert "checkpoint log key" in done.stdout
     assert "worker role grants applied" in done.stdout
 
 
@@ -303,6 +312,9 @@ WORKER_PRIVILEGES = {
     ("schema", "public"): {"USAGE"},
     ("table", "sagacity_journal"): {"SELECT", "INSERT"},
     ("table", "sagacity_fences"): {"SELECT", "INSERT"},
+    ("table", "sagacity_checkpoints"): {"SELECT", "INSERT"},
+    ("table", "sagacity_log_nodes"): {"SELECT", "INSERT"},
+    ("table", "sagacity_log_heads"): {"SELECT", "INSERT"},
     ("table", "sagacity_schema_version"): {"SELECT"},
     # Functions are executable by PUBLIC; both run as the caller (SECURITY INVOKER), so
     # they can do nothing the role could not do itself.

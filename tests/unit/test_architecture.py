@@ -123,6 +123,8 @@ def test_public_api_is_pinned() -> None:
             "verify_all", "verify_chain", "verify_jsonl", "verify_store",
             "ApprovalPolicy", "ApprovalRequirement", "ApproverRegistry", "ArgRule",
             "DecisionAudit", "SigningKey", "signed_decision", "signed_request",
+            "CheckpointLog", "Finding", "NoteSigner", "NoteVerifier", "Problem",
+            "SagaCheckpoint", "TreeHead", "check_all", "check_saga",
         ]
     )  # fmt: skip
     for name in sagacity.__all__:

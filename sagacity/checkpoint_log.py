@@ -1,0 +1,306 @@
+"""The checkpoint log: an append-only Merkle log (RFC 6962) of saga checkpoints.
+
+Every saga checkpoint the worker signs (sagacity.checkpoint) becomes a leaf; after each
+leaf the worker signs a tree head over all leaves so far, in the same transaction. An
+auditor who once kept a tree head can later ask for a consistency proof that the log
+only grew since, and for an inclusion proof that a saga's checkpoint is in it; neither
+needs the database's cooperation to check, only the worker's public key.
+
+The log lives in three append-only tables beside the journal (never in it): the leaves
+(`checkpoints`: index, saga, entry count, head hash, the signed note), the hashes of
+every complete subtree (`log_nodes`: level, index, hash; what makes a root or a proof
+O(log n) lookups instead of a re-read of every leaf) and the signed tree heads
+(`log_heads`). Appends are serialized by one lock for the whole log (an advisory lock on
+PostgreSQL, the write lock on SQLite): one short transaction per checkpoint.
+
+The SQL is written once with `?` placeholders and table names filled in per backend
+(sagacity.stores.checkpoint_tables).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+
+from sagacity.checkpoint import TreeHead, sign_saga_checkpoint, sign_tree_head
+from sagacity.entry import JournalEntry
+from sagacity.errors import JournalError, JournalWriteError
+from sagacity.merkle import (
+    consistency_proof,
+    inclusion_proof,
+    leaf_hash,
+    nodes_completed,
+    tree_root,
+)
+from sagacity.signed_note import NoteSigner
+from sagacity.stores.base import Clock, utc_now
+
+Rows = list[tuple[object, ...]]
+Execute = Callable[[str, Sequence[object]], Rows]
+"""Run one statement inside the log's locked transaction; returns its rows."""
+
+_PAGE = 1000
+_CP_COLUMNS = "log_index, saga_id, entries, head_hash, note"
+
+
+class CheckpointConflictError(JournalError):
+    """The log already holds a checkpoint of this saga at this entry count with another
+    head: the journal changed after it was checkpointed. The first checkpoint stands."""
+
+
+class CheckpointLogUnavailableError(JournalWriteError):
+    """The checkpoint log could not be written (retry: the entry it checkpoints is
+    already journaled, and appends are idempotent), or this process has no log key."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedCheckpoint:
+    """A leaf of the log as stored. The columns are an index: the signed note is the
+    evidence, and verification checks the columns against it."""
+
+    index: int
+    saga_id: str
+    entries: int
+    head_hash: str
+    note: str
+
+
+def _int(value: object) -> int:
+    if not isinstance(value, int):
+        raise TypeError(f"expected an integer column, got {type(value).__name__}")
+    return value
+
+
+def _bytes(value: object) -> bytes:
+    if not isinstance(value, (bytes, bytearray, memoryview)):
+        raise TypeError(f"expected a binary column, got {type(value).__name__}")
+    return bytes(value)
+
+
+def _checkpoint(row: tuple[object, ...]) -> LoggedCheckpoint:
+    index, saga_id, entries, head_hash, note = row
+    return LoggedCheckpoint(_int(index), str(saga_id), _int(entries), str(head_hash), str(note))
+
+
+def _head(row: tuple[object, ...]) -> TreeHead:
+    size, root, note = row
+    return TreeHead(_int(size), _bytes(root), str(note))
+
+
+def _perfect_pieces(size: int) -> list[tuple[int, int]]:
+    """The (level, index) of the perfect subtrees whose roots make up a tree of `size`
+    leaves, left to right (one per set bit of `size`)."""
+    pieces: list[tuple[int, int]] = []
+    start = 0
+    for level in range(size.bit_length() - 1, -1, -1):
+        if size >> level & 1:
+            pieces.append((level, start >> level))
+            start += 1 << level
+    return pieces
+
+
+def _left_siblings(index: int) -> list[tuple[int, int]]:
+    """The stored subtrees a leaf appended at `index` combines with (one per trailing 1)."""
+    keys: list[tuple[int, int]] = []
+    level = 0
+    while index >> level & 1:
+        keys.append((level, (index >> level) - 1))
+        level += 1
+    return keys
+
+
+class CheckpointLog(ABC):
+    """The log of one journal database. Readers need no key; `record` needs the signer."""
+
+    url: str
+
+    def __init__(self, signer: NoteSigner | None = None, clock: Clock | None = None) -> None:
+        self.signer = signer
+        self.clock: Clock = clock or utc_now
+
+    # ---- backend ----------------------------------------------------------------------
+
+    @abstractmethod
+    def _locked(self) -> AbstractContextManager[Execute]:
+        """A transaction holding the log's lock; commits on exit, rolls back on error."""
+
+    @abstractmethod
+    def _read(self, sql: str, params: Sequence[object]) -> Rows:
+        """One read outside any transaction of ours."""
+
+    @abstractmethod
+    def _sql(self, template: str) -> str:
+        """`template` with {cp}, {nodes}, {heads} and placeholders for this backend."""
+
+    # ---- writing ----------------------------------------------------------------------
+
+    def record(self, entry: JournalEntry) -> LoggedCheckpoint:
+        """Sign a checkpoint of the chain ending at `entry` and append it, with the new
+        tree head. Idempotent: the same saga and entry count returns the stored leaf (an
+        activity retried after its commit); another head for them raises
+        CheckpointConflictError."""
+        signer = self.signer
+        if signer is None:
+            raise CheckpointLogUnavailableError(
+                "this process has no log key, so it cannot sign checkpoints"
+            )
+        with self._locked() as execute:
+            found = execute(
+                self._sql(f"SELECT {_CP_COLUMNS} FROM {{cp}} WHERE saga_id=? AND entries=?"),
+                (entry.saga_id, entry.seq),
+            )
+            if found:
+                existing = _checkpoint(found[0])
+                if existing.head_hash != entry.hash:
+                    raise CheckpointConflictError(
+                        f"saga {entry.saga_id!r}: the checkpoint log already holds its head at "
+                        f"{entry.seq} entries as {existing.head_hash[:16]}…, the journal now "
+                        f"says {entry.hash[:16]}…: the journal changed after it was "
+                        "checkpointed (run `sagacity verify`)"
+                    )
+                return existing
+            size_rows = execute(self._sql("SELECT COALESCE(MAX(log_index) + 1, 0) FROM {cp}"), ())
+            index = _int(size_rows[0][0])
+            note = sign_saga_checkpoint(
+                signer,
+                saga_id=entry.saga_id,
+                entries=entry.seq,
+                head_hash=entry.hash,
+                now=self.clock(),
+            )
+            known = self._fetch_nodes(execute, _left_siblings(index) + _perfect_pieces(index + 1))
+            new_nodes = nodes_completed(index, leaf_hash(note.encode("utf-8")), _lookup(known))
+            known.update({(level, idx): digest for level, idx, digest in new_nodes})
+            head = sign_tree_head(signer, size=index + 1, root=tree_root(index + 1, _lookup(known)))
+            logged = LoggedCheckpoint(index, entry.saga_id, entry.seq, entry.hash, note)
+            execute(
+                self._sql(f"INSERT INTO {{cp}} ({_CP_COLUMNS}) VALUES (?, ?, ?, ?, ?)"),
+                (index, entry.saga_id, entry.seq, entry.hash, note),
+            )
+            for level, idx, digest in new_nodes:
+                execute(
+                    self._sql("INSERT INTO {nodes} (level, idx, hash) VALUES (?, ?, ?)"),
+                    (level, idx, digest),
+                )
+            execute(
+                self._sql("INSERT INTO {heads} (size, root, note) VALUES (?, ?, ?)"),
+                (head.size, head.root, head.note),
+            )
+            return logged
+
+    def _fetch_nodes(
+        self, execute: Execute, keys: list[tuple[int, int]]
+    ) -> dict[tuple[int, int], bytes]:
+        wanted = sorted(set(keys))
+        if not wanted:
+            return {}
+        where = " OR ".join("(level=? AND idx=?)" for _ in wanted)
+        params = [value for key in wanted for value in key]
+        rows = execute(self._sql(f"SELECT level, idx, hash FROM {{nodes}} WHERE {where}"), params)
+        return {(_int(r[0]), _int(r[1])): _bytes(r[2]) for r in rows}
+
+    # ---- reading ----------------------------------------------------------------------
+
+    def head(self) -> TreeHead | None:
+        """The newest signed tree head, or None for an empty log."""
+        rows = self._read(
+            self._sql("SELECT size, root, note FROM {heads} ORDER BY size DESC LIMIT 1"), ()
+        )
+        return _head(rows[0]) if rows else None
+
+    def heads(self) -> Iterator[TreeHead]:
+        """Every stored tree head, oldest first, streamed."""
+        last = 0
+        while True:
+            rows = self._read(
+                self._sql(
+                    "SELECT size, root, note FROM {heads} WHERE size>? ORDER BY size LIMIT ?"
+                ),
+                (last, _PAGE),
+            )
+            yield from (_head(row) for row in rows)
+            if len(rows) < _PAGE:
+                return
+            last = _int(rows[-1][0])
+
+    def leaves(self) -> Iterator[LoggedCheckpoint]:
+        """Every leaf in log order, streamed."""
+        last = -1
+        while True:
+            rows = self._read(
+                self._sql(
+                    f"SELECT {_CP_COLUMNS} FROM {{cp}} WHERE log_index>? ORDER BY log_index LIMIT ?"
+                ),
+                (last, _PAGE),
+            )
+            yield from (_checkpoint(row) for row in rows)
+            if len(rows) < _PAGE:
+                return
+            last = _int(rows[-1][0])
+
+    def by_saga(self) -> Iterator[LoggedCheckpoint]:
+        """Every leaf ordered by saga id (code-point order, as `JournalStore.sagas()`) and
+        entry count, streamed: verify merges it with the journal's sagas."""
+        saga, entries = "", 0
+        while True:
+            rows = self._read(
+                self._sql(
+                    f"SELECT {_CP_COLUMNS} FROM {{cp}} WHERE saga_id>? OR (saga_id=? AND "
+                    "entries>?) ORDER BY saga_id, entries LIMIT ?"
+                ),
+                (saga, saga, entries, _PAGE),
+            )
+            yield from (_checkpoint(row) for row in rows)
+            if len(rows) < _PAGE:
+                return
+            saga, entries = str(rows[-1][1]), _int(rows[-1][2])
+
+    def of_saga(self, saga_id: str) -> list[LoggedCheckpoint]:
+        """The saga's leaves by entry count (a handful: one per N entries and the close)."""
+        rows = self._read(
+            self._sql(f"SELECT {_CP_COLUMNS} FROM {{cp}} WHERE saga_id=? ORDER BY entries"),
+            (saga_id,),
+        )
+        return [_checkpoint(row) for row in rows]
+
+    def subtree(self, level: int, index: int) -> bytes:
+        rows = self._read(
+            self._sql("SELECT hash FROM {nodes} WHERE level=? AND idx=?"), (level, index)
+        )
+        if not rows:
+            raise KeyError((level, index))
+        return _bytes(rows[0][0])
+
+    def prove_inclusion(self, index: int, size: int) -> list[bytes]:
+        """The audit path of leaf `index` in the tree of `size` leaves, from stored nodes."""
+        return inclusion_proof(index, size, _cached(self.subtree))
+
+    def prove_consistency(self, old_size: int, new_size: int) -> list[bytes]:
+        return consistency_proof(old_size, new_size, _cached(self.subtree))
+
+    def root(self, size: int) -> bytes:
+        return tree_root(size, _cached(self.subtree))
+
+    def close(self) -> None:  # noqa: B027 - the store owns the connections
+        """Nothing to release: the journal store owns the connections."""
+
+
+def _lookup(known: dict[tuple[int, int], bytes]) -> Callable[[int, int], bytes]:
+    def subtree(level: int, index: int) -> bytes:
+        return known[(level, index)]
+
+    return subtree
+
+
+def _cached(subtree: Callable[[int, int], bytes]) -> Callable[[int, int], bytes]:
+    seen: dict[tuple[int, int], bytes] = {}
+
+    def lookup(level: int, index: int) -> bytes:
+        key = (level, index)
+        if key not in seen:
+            seen[key] = subtree(level, index)
+        return seen[key]
+
+    return lookup

@@ -1,0 +1,57 @@
+"""No false alarms: honest sagas (completed, compensated, continued as new) verify with
+every kind of evidence, on PostgreSQL and SQLite, online and from an export."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.evidence.conftest import EvidenceRig
+
+
+async def test_honest_sagas_verify_with_every_kind_of_evidence(
+    rig: EvidenceRig, tmp_path: Path
+) -> None:
+    count = 200 if rig.kind == "postgres" else 30
+    first = await rig.run_sagas(count // 2, "honest")
+    kept = await rig.cli("log", "head")
+    assert kept.code == 0, kept.output
+    (tmp_path / "head-1.txt").write_text(kept.stdout, encoding="utf-8")
+    second = await rig.run_sagas(count - count // 2, "honest")
+    ids = first + second
+    statuses = [rig.results[saga_id].status.value for saga_id in ids]
+    kinds = ("COMPLETED", "COMPENSATED", "COMPLETED")  # plan_for(i), per run_sagas call
+    expected = [kinds[i % 3] for i in range(count // 2)] * 2
+    assert statuses == expected
+    assert all(r.checkpoint for r in rig.results.values()), "every result carries its checkpoint"
+    continued = 0
+    for saga_id in ids[2:30:3]:
+        history = await rig.client.get_workflow_handle(saga_id).fetch_history()
+        started = history.events[0].workflow_execution_started_event_attributes
+        continued += bool(started.continued_execution_run_id)
+    assert continued == len(ids[2:30:3]), "their last run continues another"
+
+    verified = await rig.cli("verify", "--all", "--witness", "temporal", "--require-closed")
+    assert verified.code == 0, verified.output
+    assert f"verified {count} sagas" in verified.output
+    assert f"checkpoints of {count} saga(s) (signatures checked with sagacity.test/evidence)" in (
+        verified.output
+    )
+    assert "checkpoint log of" in verified.output and "signed tree head" in verified.output
+    assert f"Temporal history of {count} saga(s)" in verified.output
+
+    grown = await rig.cli("log", "consistency", str(tmp_path / "head-1.txt"))
+    assert grown.code == 0, grown.output
+    assert "only by appending" in grown.output
+    proved = await rig.cli("log", "prove", ids[-1])
+    assert proved.code == 0 and "proof of" in proved.output, proved.output
+
+    export = tmp_path / "all.jsonl"
+    exported = await rig.cli("export", "--all", "--out", str(export))
+    assert exported.code == 0, exported.output
+    checked = await rig.cli("verify-file", str(export), "--log-key", rig.vkey)
+    assert checked.code == 0, checked.output
+    head = rig.store.checkpoint_log().head()
+    assert head is not None and head.size > count  # the closes and the periodic ones
+    proofs = f"{head.size} checkpoint(s) (signatures checked with sagacity.test/evidence); "
+    proofs += f"{head.size} inclusion proof(s) against the signed tree head of size {head.size}"
+    assert proofs in checked.output

@@ -1,0 +1,95 @@
+"""Checkpoints, proofs and the tree head inside an export: written by export_jsonl, checked
+by verify_jsonl with FileEvidence, and refused when they are malformed or lie."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from sagacity.audit import export_jsonl, verify_jsonl
+from sagacity.entry import EntryDraft
+from sagacity.errors import AuditFileError
+from sagacity.evidence import Problem
+from sagacity.export_evidence import FileEvidence
+from sagacity.phases import Phase
+from sagacity.signed_note import NoteSigner
+from sagacity.stores import MemoryJournalStore
+
+SIGNER = NoteSigner.generate("sagacity.test/export")
+
+
+def exported(sagas: int = 3) -> list[str]:
+    store = MemoryJournalStore()
+    log = store.checkpoint_log(SIGNER)
+    for i in range(sagas):
+        saga_id = f"e{i}"
+        store.append(EntryDraft.new(saga_id, Phase.SAGA_OPENED))
+        store.append(EntryDraft.new(saga_id, Phase.EXECUTED, step=1, tool="t", result=i))
+        log.record(store.append(EntryDraft.new(saga_id, Phase.SAGA_CLOSED, result={})))
+    out = io.StringIO()
+    export_jsonl(store, out, log=log, head=log.head())
+    return out.getvalue().splitlines()
+
+
+def check(lines: list[str], keys: bool = True) -> set[tuple[str, Problem]]:
+    evidence = FileEvidence([SIGNER.verifier] if keys else None)
+    reports = verify_jsonl(lines, evidence.observe, evidence.evidence)
+    assert all(r.ok for r in reports)
+    return {(f.saga_id, f.problem) for f in evidence.finish(reports)}
+
+
+def test_an_honest_export_carries_and_passes_every_proof() -> None:
+    lines = exported()
+    assert json.loads(lines[0]).keys() == {"tree_head"}
+    assert json.loads(lines[1]).keys() == {"checkpoint", "log_index", "inclusion_proof"}
+    evidence = FileEvidence([SIGNER.verifier])
+    verify_jsonl(lines, evidence.observe, evidence.evidence)
+    assert (evidence.checkpoints, evidence.proved) == (3, 3)
+    assert check(lines, keys=False) == set()  # no key: shapes and proofs still checked
+
+
+def test_a_checkpoint_that_the_chain_in_the_file_does_not_reach_is_found() -> None:
+    lines = exported()
+    last_entry = max(i for i, line in enumerate(lines) if '"seq":3' in line)
+    assert check(lines[:last_entry]) == {("e2", Problem.TRUNCATED)}
+    without = [line for line in lines if "/saga/e1\\n" not in line]
+    assert ("e1", Problem.NOT_CHECKPOINTED) in check(without)
+
+
+def test_a_forged_checkpoint_or_a_wrong_proof_is_found() -> None:
+    lines = exported()
+    record = json.loads(lines[1])
+    forged = dict(
+        record, checkpoint=NoteSigner.generate(SIGNER.name).sign("x\n1\n" + "A" * 43 + "=\n")
+    )
+    assert ("(export)", Problem.BAD_CHECKPOINT) in check([lines[0], json.dumps(forged), *lines[2:]])
+    moved = dict(record, log_index=record["log_index"] + 1)
+    assert ("e0", Problem.NOT_INCLUDED) in check([lines[0], json.dumps(moved), *lines[2:]])
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda r: {**r, "extra": 1}, "exactly the fields"),
+        (lambda r: {**r, "inclusion_proof": ["not base64!"]}, "non-base64"),
+        (lambda r: {**r, "inclusion_proof": ["AA=="] * 65}, "a list of hashes"),
+        (lambda r: {**r, "log_index": -1}, "non-negative"),
+        (lambda r: {**r, "log_index": True}, "non-negative"),
+        (lambda r: {**r, "checkpoint": 7}, "signed note"),
+    ],
+)
+def test_malformed_evidence_lines_are_refused_by_line(change: object, message: str) -> None:
+    lines = exported(1)
+    record = change(json.loads(lines[1]))  # type: ignore[operator]
+    with pytest.raises(AuditFileError, match=f"line 2: .*{message}"):
+        check([lines[0], json.dumps(record), *lines[2:]])
+
+
+def test_the_tree_head_must_come_first_and_once() -> None:
+    lines = exported(1)
+    with pytest.raises(AuditFileError, match="first line"):
+        check([lines[1], lines[0], *lines[2:]])
+    with pytest.raises(AuditFileError, match="first line"):
+        check([lines[0], lines[0], *lines[1:]])

@@ -1,0 +1,201 @@
+"""`sagacity log …`: the checkpoint log from the auditor's side.
+
+- `log keygen` makes a worker's log key; `log key` prints its public (verifier) key,
+  which is all an auditor needs.
+- `log head` prints the newest signed tree head, checked: keep it somewhere the
+  database's owner cannot reach, and every later check can start from it.
+- `log prove SAGA` prints the saga's checkpoints with their inclusion proofs against the
+  current head, each proof checked.
+- `log consistency OLD_HEAD` proves that the log only grew since a head you kept; a log
+  rewritten since (a leaf changed, removed, or the whole log rebuilt) fails here.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sagacity.checkpoint import CheckpointError, TreeHead, open_tree_head
+from sagacity.checkpoint_log import CheckpointLog
+from sagacity.merkle import leaf_hash, verify_consistency, verify_inclusion
+from sagacity.signed_note import NoteSigner, NoteVerifier
+from sagacity.worker.cli_common import (
+    JsonOpt,
+    SagaId,
+    fail,
+    note,
+    open_journal,
+    say,
+    settings_of,
+    user_errors,
+)
+from sagacity.worker.cli_verify import LogKeyOpt
+from sagacity.worker.log_keys import DEFAULT_LOG_NAME, log_verifiers, worker_log_key
+
+log = typer.Typer(help="the checkpoint log: signed heads, inclusion and consistency proofs")
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _verifiers(ctx: typer.Context, given: str | None) -> list[NoteVerifier]:
+    keys = log_verifiers(settings_of(ctx), given)
+    if not keys:
+        raise fail(
+            "no log key to check signatures with: give --log-key (the text `sagacity log key` "
+            "prints on the worker's machine) or set SAGACITY_LOG_VERIFIER"
+        )
+    return keys
+
+
+def _current_head(log_db: CheckpointLog, keys: list[NoteVerifier]) -> TreeHead:
+    stored = log_db.head()
+    if stored is None:
+        raise fail(f"the checkpoint log at {log_db.url} is empty: no saga was checkpointed yet")
+    head = open_tree_head(stored.note, keys)
+    if log_db.root(head.size) != head.root:
+        raise fail(
+            f"the checkpoint log at {log_db.url} does not hash to its newest signed tree head "
+            f"(size {head.size}): the log's stored nodes were changed; run `sagacity verify --all`"
+        )
+    return head
+
+
+@log.command()
+def keygen(
+    out: Annotated[Path, typer.Option("--out", "-o", help="the key file to write (0600)")],
+    name: Annotated[
+        str, typer.Option("--name", help="the log's name: the key name in every signature")
+    ] = DEFAULT_LOG_NAME,
+) -> None:
+    """Make a log key for workers (SAGACITY_LOG_KEY=FILE); prints its public key."""
+    with user_errors():
+        signer = NoteSigner.generate(name)
+        signer.to_file(out)
+    say(signer.verifier.encode())
+    note(f"log key written to {out}; give auditors the line above (`sagacity log key` prints it)")
+
+
+@log.command()
+def key(ctx: typer.Context) -> None:
+    """Print the public (verifier) key of this worker's log key."""
+    with user_errors():
+        signer = worker_log_key(settings_of(ctx))
+    if signer is None:
+        raise fail("no log key here: set SAGACITY_LOG_KEY (make one with `sagacity log keygen`)")
+    say(signer.verifier.encode())
+
+
+@log.command()
+def head(ctx: typer.Context, log_key: LogKeyOpt = None) -> None:
+    """Print the newest signed tree head of the checkpoint log, after checking its
+    signature and that the stored log hashes to it. Keep the output: `log consistency`
+    checks later that the log only grew since."""
+    keys = _verifiers(ctx, log_key)
+    with user_errors(), open_journal(settings_of(ctx)) as store:
+        current = _current_head(store.checkpoint_log(), keys)
+    console_text = current.note
+    typer.echo(console_text, nl=False)
+    note(f"tree head: {current.size} checkpoints, root {current.root.hex()[:16]}…")
+
+
+@log.command()
+def prove(
+    ctx: typer.Context, saga_id: SagaId, log_key: LogKeyOpt = None, as_json: JsonOpt = False
+) -> None:
+    """The saga's checkpoints with their inclusion proofs in the current tree head, each
+    proof checked; exit 1 if the saga has none or a proof fails."""
+    keys = _verifiers(ctx, log_key)
+    with user_errors(), open_journal(settings_of(ctx)) as store:
+        log_db = store.checkpoint_log()
+        current = _current_head(log_db, keys)
+        leaves = [leaf for leaf in log_db.of_saga(saga_id) if leaf.index < current.size]
+        if not leaves:
+            raise fail(f"saga {saga_id!r} has no checkpoint in the log's current tree head")
+        proofs = []
+        for leaf in leaves:
+            path = log_db.prove_inclusion(leaf.index, current.size)
+            if not verify_inclusion(
+                leaf_hash(leaf.note.encode("utf-8")), leaf.index, current.size, path, current.root
+            ):
+                raise fail(
+                    f"saga {saga_id!r}: the checkpoint at leaf {leaf.index} is not in the signed "
+                    f"tree head of size {current.size}: the log was changed"
+                )
+            proofs.append((leaf, path))
+    if as_json:
+        say(
+            json.dumps(
+                {
+                    "tree_head": current.note,
+                    "checkpoints": [
+                        {
+                            "checkpoint": leaf.note,
+                            "log_index": leaf.index,
+                            "entries": leaf.entries,
+                            "inclusion_proof": [_b64(h) for h in path],
+                        }
+                        for leaf, path in proofs
+                    ],
+                },
+                indent=2,
+            )
+        )
+        return
+    for leaf, path in proofs:
+        say(
+            f"{saga_id}: checkpoint at {leaf.entries} entries (head {leaf.head_hash[:16]}…) is "
+            f"leaf {leaf.index} of the signed tree of size {current.size}: proof of "
+            f"{len(path)} hashes checked"
+        )
+
+
+@log.command()
+def consistency(
+    ctx: typer.Context,
+    old_head: Annotated[
+        Path, typer.Argument(help="a tree head kept earlier (`sagacity log head > FILE`)")
+    ],
+    log_key: LogKeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Prove that the checkpoint log only grew since OLD_HEAD; exit 1 if it was rewritten."""
+    keys = _verifiers(ctx, log_key)
+    with user_errors():
+        try:
+            old = open_tree_head(old_head.read_text(encoding="utf-8"), keys)
+        except CheckpointError as exc:
+            raise fail(f"{old_head}: {exc}") from None
+    with user_errors(), open_journal(settings_of(ctx)) as store:
+        log_db = store.checkpoint_log()
+        stored = log_db.head()
+        if stored is None or stored.size < old.size:
+            size = 0 if stored is None else stored.size
+            raise fail(
+                f"the log holds {size} checkpoints, fewer than the {old.size} of the head you "
+                "kept: checkpoints were removed (the log was rolled back)"
+            )
+        new = open_tree_head(stored.note, keys)
+        proof = log_db.prove_consistency(old.size, new.size)
+    if not verify_consistency(old.size, new.size, old.root, new.root, proof):
+        raise fail(
+            f"the checkpoint log is not an extension of the head you kept (size {old.size}, root "
+            f"{old.root.hex()[:16]}…): no consistency proof to the current head (size "
+            f"{new.size}); the log was rewritten"
+        )
+    if as_json:
+        say(
+            json.dumps(
+                {"old": old.note, "new": new.note, "proof": [_b64(h) for h in proof]}, indent=2
+            )
+        )
+        return
+    say(
+        f"consistent: the log grew from {old.size} to {new.size} checkpoints and only by "
+        f"appending (proof of {len(proof)} hashes checked)"
+    )

@@ -1,0 +1,302 @@
+"""`sagacity verify` and `sagacity verify-file`: every kind of evidence the journal has.
+
+A chain alone shows edits in its middle. The checkpoint log (signed checkpoints of chain
+heads, an RFC 6962 tree of them with signed heads) shows a cut tail, a deleted saga, a
+recomputed chain and a saga inserted by hand; Temporal history (`--witness temporal`)
+shows the same from outside the database. The summary names which kinds were checked,
+so "verified" never claims more than was looked at; every problem names the saga.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sagacity.audit import verify_jsonl
+from sagacity.checkpoint_log import CheckpointLog
+from sagacity.decision_audit import DecisionAudit
+from sagacity.entry import JournalEntry
+from sagacity.evidence import Finding, LogAudit
+from sagacity.evidence_walk import SagaEvidence, audit_log, check_all, check_saga, checkpointed
+from sagacity.export_evidence import FileEvidence
+from sagacity.signed_note import NoteVerifier
+from sagacity.stores import JournalStore
+from sagacity.worker.cli_common import (
+    console,
+    fail,
+    note,
+    open_journal,
+    run,
+    settings_of,
+    user_errors,
+)
+from sagacity.worker.cli_journal import (
+    EXIT_OPEN,
+    OPEN_CHAIN_NOTE,
+    AllOpt,
+    ApproversOpt,
+    RequireClosedOpt,
+    SagaArg,
+    Tally,
+    UnknownSagaError,
+    _broken,
+    _conclude_decisions,
+    _decision_audit,
+    _one_or_all,
+    _progress,
+)
+from sagacity.worker.log_keys import log_verifiers, parse_verifier_text
+from sagacity.worker.render import verify_line
+from sagacity.worker.settings import Settings
+
+LogKeyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--log-key",
+        help="the checkpoint log's public key (`sagacity log key`), or a file of them: "
+        "checkpoint signatures are checked with it (default: $SAGACITY_LOG_VERIFIER, or the "
+        "worker's log key if readable here)",
+    ),
+]
+WitnessOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--witness",
+        help="also compare the journal with another record of it: 'temporal' (the hashes "
+        "in each saga's workflow history)",
+    ),
+]
+
+
+class Evidence:
+    """What was checked beyond the chains, and what it found."""
+
+    def __init__(self, verifiers: Sequence[NoteVerifier]) -> None:
+        self.verifiers: Sequence[NoteVerifier] | None = verifiers or None
+        self.findings: list[Finding] = []
+        self.checkpointed = 0
+        self.log: LogAudit | None = None
+        self.witnessed: int | None = None
+        self.expected = True
+        """Whether closed chains must be checkpointed (see evidence_walk.checkpointed)."""
+
+    def add(self, saga: SagaEvidence) -> None:
+        self.findings += saga.findings
+        self.checkpointed += saga.checkpoints > 0
+
+    def kinds(self) -> str:
+        parts = ["hash chains"]
+        keyed = (
+            f"signatures checked with {', '.join(v.name for v in self.verifiers)}"
+            if self.verifiers
+            else "signatures NOT checked: no log key (give --log-key)"
+        )
+        if self.expected:
+            parts.append(f"checkpoints of {self.checkpointed} saga(s) ({keyed})")
+        else:
+            parts.append("no checkpoints: the checkpoint log is empty and no log key is known")
+        if self.log is not None:
+            head = self.log.latest
+            parts.append(
+                f"checkpoint log of {self.log.leaves} leaves"
+                + (f" against its signed tree head of size {head.size}" if head else "")
+            )
+        if self.witnessed is not None:
+            parts.append(f"Temporal history of {self.witnessed} saga(s)")
+        return "evidence checked: " + "; ".join(parts)
+
+    def conclude(self, *, quiet: bool = False) -> None:
+        """Print the findings and the kinds checked; exit 1 on any finding (with `quiet`,
+        print only: the caller fails with its own message)."""
+        for finding in self.findings[:50]:
+            console.print(f"[red]✗[/] {finding.describe()}", markup=True, soft_wrap=True)
+        if len(self.findings) > 50:
+            note(f"… and {len(self.findings) - 50} more findings")
+        console.print(("  " if not self.findings else "[red]✗[/] ") + self.kinds(), soft_wrap=True)
+        if self.findings and not quiet:
+            first = self.findings[0]
+            raise fail(
+                f"{len(self.findings)} evidence problem(s); first: {first.saga_id}: "
+                f"{first.problem.value}"
+            )
+
+
+def _witness(
+    settings: Settings, store: JournalStore, saga_ids: list[str] | None, evidence: Evidence
+) -> None:
+    """Compare the journal with Temporal history: the named sagas, or (None) every saga of
+    the journal and every saga workflow on the task queue."""
+    from sagacity.worker.app import connect
+    from sagacity.worker.witness import saga_workflows, witness_all
+
+    async def main() -> tuple[int, list[Finding]]:
+        client = await connect(settings)
+        ids = saga_ids
+        if ids is None:
+            on_queue = await saga_workflows(client, settings.task_queue)
+            ids = sorted(set(store.sagas()) | set(on_queue))
+        return await witness_all(client, store, ids)
+
+    evidence.witnessed, found = run(main())
+    evidence.findings += found
+
+
+def _check_witness(witness: str | None) -> None:
+    if witness not in (None, "temporal"):
+        raise fail(f"--witness {witness!r}: the only witness is 'temporal'")
+
+
+def verify(
+    ctx: typer.Context,
+    saga_id: SagaArg = None,
+    every: AllOpt = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="a line per saga")] = False,
+    require_closed: RequireClosedOpt = False,
+    approvers: ApproversOpt = None,
+    log_key: LogKeyOpt = None,
+    witness: WitnessOpt = None,
+) -> None:
+    """Walk hash chains in the journal and compare them with their signed checkpoints
+    (and, with --witness temporal, with Temporal history); exit 1 naming the saga and
+    what is wrong.
+
+    The summary counts closed and open chains and lists the open ones, and says which
+    kinds of evidence were checked.
+    """
+    _one_or_all(saga_id, every)
+    _check_witness(witness)
+    settings = settings_of(ctx)
+    decisions = _decision_audit(approvers or settings.approvers)
+    with user_errors():
+        evidence = Evidence(log_verifiers(settings, log_key))
+        store = open_journal(settings)
+    with user_errors(), store:
+        log: CheckpointLog = store.checkpoint_log()
+        expect = checkpointed(log, evidence.verifiers)
+        evidence.expected = expect
+        if saga_id is not None:
+            saga = check_saga(
+                store,
+                saga_id,
+                log.of_saga(saga_id),
+                evidence.verifiers,
+                decisions.observe,
+                expect_close=expect,
+            )
+            if saga.report is None and not saga.findings:
+                raise UnknownSagaError(f"no journal entries for saga {saga_id!r} in {store.url}")
+            evidence.add(saga)
+            if witness:
+                _witness(settings, store, [saga_id], evidence)
+            _conclude_one(saga, evidence, decisions, require_closed)
+            return
+        evidence.log = audit_log(log, evidence.verifiers)
+        evidence.findings += evidence.log.findings
+        tally = Tally()
+        ids = list(store.sagas())
+        with _progress() as progress:
+            task = progress.add_task("verifying", total=len(ids))
+            walk = check_all(store, log, evidence.verifiers, decisions.observe, expect_close=expect)
+            for saga in walk:
+                evidence.add(saga)
+                if saga.report is None:
+                    continue
+                tally.add(saga.report)
+                if verbose or not saga.report.ok:
+                    console.print(verify_line(saga.report), soft_wrap=True)
+                progress.advance(task)
+        if witness:
+            _witness(settings, store, None, evidence)
+    _conclude_decisions(decisions)
+    evidence.conclude()
+    tally.conclude(store.url, require_closed=require_closed)
+
+
+def _conclude_one(
+    saga: SagaEvidence, evidence: Evidence, decisions: DecisionAudit, require_closed: bool
+) -> None:
+    report = saga.report
+    if report is not None:
+        console.print(verify_line(report), soft_wrap=True)
+    _conclude_decisions(decisions)
+    if report is not None and not report.ok:
+        evidence.conclude(quiet=True)
+        raise fail(f"journal of saga {saga.saga_id} is broken at {_broken(report)}")
+    evidence.conclude()
+    if report is not None and not report.closed:
+        note(OPEN_CHAIN_NOTE)
+        if require_closed:
+            raise fail(
+                f"journal of saga {saga.saga_id} is open (no SAGA_CLOSED); "
+                "--require-closed expects it closed",
+                EXIT_OPEN,
+            )
+
+
+def verify_file(
+    file: Annotated[
+        Path, typer.Argument(help='a JSON Lines export ("-" for stdin)', show_default=False)
+    ],
+    require_closed: RequireClosedOpt = False,
+    approvers: ApproversOpt = None,
+    log_key: LogKeyOpt = None,
+) -> None:
+    """Verify an export offline, from the file alone; exit 1 naming the first broken seq.
+    Every signed decision's signature is re-checked too; with --approvers (the registry
+    file), also that its key was enrolled to that person and valid at that time. The
+    export's checkpoints are checked against its chains, and their inclusion proofs
+    against its signed tree head (signatures with --log-key).
+
+    The summary counts closed and open chains and lists the open ones (a saga exported
+    while running, or whose last lines were cut).
+    """
+    decisions = _decision_audit(approvers)
+    with user_errors():
+        verifiers = parse_verifier_text(log_key) if log_key else []
+        evidence = FileEvidence(verifiers or None)
+
+        def observe(entry: JournalEntry) -> None:
+            decisions.observe(entry)
+            evidence.observe(entry)
+
+        if str(file) == "-":
+            reports = verify_jsonl(sys.stdin, observe, evidence.evidence)
+        else:
+            with file.open(encoding="utf-8") as fh:
+                reports = verify_jsonl(fh, observe, evidence.evidence)
+    if not reports:
+        raise fail(f"{file} holds no journal entries")
+    tally = Tally()
+    for report in reports:
+        tally.add(report)
+        console.print(verify_line(report), soft_wrap=True)
+    _conclude_decisions(decisions)
+    findings = evidence.finish(reports)
+    for finding in findings[:50]:
+        console.print(f"[red]✗[/] {finding.describe()}", soft_wrap=True)
+    kinds = ["hash chains"]
+    if evidence.checkpoints or evidence.head:
+        keyed = (
+            f"signatures checked with {', '.join(v.name for v in verifiers)}"
+            if verifiers
+            else "signatures NOT checked: no log key (give --log-key)"
+        )
+        kinds.append(f"{evidence.checkpoints} checkpoint(s) ({keyed})")
+        if evidence.head is not None:
+            kinds.append(
+                f"{evidence.proved} inclusion proof(s) against the signed tree head of size "
+                f"{evidence.head.size}"
+            )
+    else:
+        kinds.append("no checkpoints in this export")
+    console.print(
+        ("  " if not findings else "[red]✗[/] ") + "evidence checked: " + "; ".join(kinds),
+        soft_wrap=True,
+    )
+    if findings:
+        raise fail(f"{file}: {len(findings)} evidence problem(s); first: {findings[0].describe()}")
+    tally.conclude(str(file), require_closed=require_closed, prefix=f"{file}: ")

@@ -1,0 +1,98 @@
+"""Which log key a worker signs checkpoints with, and which public keys check them.
+
+The worker's key is a file (`SAGACITY_LOG_KEY`, made by `sagacity log keygen`). For the
+embedded SQLite journal a key is made beside the journal file on the worker's first
+start, so `make demo` has checkpoints with no set-up; that key is only as safe as the
+journal file itself (whoever can rewrite one can read the other), which is fine for
+development and not for evidence: a deployment keeps its key where the database's owner
+cannot read it. A PostgreSQL journal with no key configured gets no checkpoints, and the
+worker says so when it starts.
+
+An auditor needs only the public key (`SAGACITY_LOG_VERIFIER` or `--log-key`): the
+verifier text `sagacity log key` prints, or a file holding one per line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sagacity.checkpoint import CheckpointError
+from sagacity.signed_note import NoteError, NoteSigner, NoteVerifier
+from sagacity.stores.sqlite import sqlite_path
+from sagacity.worker.settings import Settings
+
+DEFAULT_LOG_NAME = "sagacity.local/journal"
+EMBEDDED_KEY_FILE = "log-key.json"
+
+
+def embedded_key_path(journal_url: str) -> Path | None:
+    """Where the embedded journal's own log key lives (None for other journals)."""
+    if not journal_url.startswith("sqlite:"):
+        return None
+    return sqlite_path(journal_url).parent / EMBEDDED_KEY_FILE
+
+
+def worker_log_key(settings: Settings, *, create: bool = False) -> NoteSigner | None:
+    """The key this worker signs checkpoints with, or None (no key configured and no
+    embedded default). With `create`, the embedded default is made if missing."""
+    if settings.log_key:
+        return _load(Path(settings.log_key))
+    path = embedded_key_path(settings.journal_url)
+    if path is None:
+        return None
+    if not path.exists():
+        if not create:
+            return None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            NoteSigner.generate(DEFAULT_LOG_NAME).to_file(path)
+        except NoteError:
+            if not path.exists():
+                raise
+            # another worker made it first
+    return _load(path)
+
+
+def _load(path: Path) -> NoteSigner:
+    try:
+        return NoteSigner.from_file(path)
+    except NoteError as exc:
+        raise CheckpointError(f"log key {path}: {exc}") from None
+
+
+def log_verifiers(settings: Settings, given: str | None = None) -> list[NoteVerifier]:
+    """The public keys that check checkpoints: `given` (--log-key), else
+    SAGACITY_LOG_VERIFIER, else the public half of the worker's own key if this machine
+    can read it; [] when none is known (checkpoints then cannot be checked, and the
+    commands say so)."""
+    text = given or settings.log_verifier
+    if text:
+        return parse_verifier_text(text)
+    try:
+        key = worker_log_key(settings)
+    except CheckpointError:
+        return []
+    return [key.verifier] if key is not None else []
+
+
+def parse_verifier_text(text: str) -> list[NoteVerifier]:
+    """A verifier key, or a file holding verifier keys one per line (blank lines and
+    lines starting with # ignored)."""
+    source = text
+    path = Path(text)
+    if "+" not in text or path.is_file():
+        try:
+            source = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise CheckpointError(
+                f"log key {text!r} is neither a verifier key (NAME+HASH+KEY, from "
+                f"`sagacity log key`) nor a readable file ({exc.strerror})"
+            ) from None
+    lines = [line.strip() for line in source.splitlines()]
+    keys = [line for line in lines if line and not line.startswith("#")]
+    if not keys:
+        raise CheckpointError(f"log key {text!r} holds no verifier key")
+    try:
+        return [NoteVerifier.parse(key) for key in keys]
+    except NoteError as exc:
+        raise CheckpointError(f"log key {text!r}: {exc}") from None

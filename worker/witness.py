@@ -1,0 +1,229 @@
+"""Temporal as a witness of the journal (`sagacity verify --witness temporal`).
+
+Every journal write an activity makes comes back to the workflow as an EntryRef (seq and
+hash), and a saga's result names its head: so Temporal history holds, outside the
+journal's database, the hash of each entry the saga wrote, in the history of every run
+of the workflow (continue-as-new chains are followed back to the first run). This module
+reads those histories and compares them with the journal:
+
+- an entry of the history whose hash differs from the journal's at that seq: rewritten;
+- an entry of the history past the journal's end: the tail was cut;
+- a saga workflow whose journal has no entry: the journal is gone;
+- a journal saga with no workflow: inserted by hand (or its history is past the
+  namespace's retention — the finding says so, since Temporal forgets on purpose).
+
+It trusts Temporal's history, which a Temporal administrator can delete but the
+journal's database owner cannot touch: the two are separate failure (and attack)
+domains. With `--all` it lists the saga workflows of the task queue (those with the
+SagaStatus search attribute), so a namespace shared by several journals should be
+checked saga by saga, or per task queue.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from temporalio.api.common.v1 import Payload
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.client import Client, WorkflowHistory
+from temporalio.service import RPCError, RPCStatusCode
+
+from sagacity.evidence import Finding, Problem
+from sagacity.stores.base import JournalStore
+from sagacity.workflows.inspection import SAGA_STATUS
+
+_HASH = re.compile(r"^[0-9a-f]{64}$")
+_MAX_RUNS = 10_000
+"""Runs followed back through continue-as-new before giving up (a loop guard)."""
+
+
+@dataclass
+class Witnessed:
+    """What the histories of one saga's runs say about its journal."""
+
+    saga_id: str
+    runs: int = 0
+    refs: dict[int, str] = field(default_factory=dict)
+    """seq -> hash, from every activity result, update result and run result."""
+    closed_at: int | None = None
+    """The head seq the saga's result names (None while it runs)."""
+    conflicts: list[str] = field(default_factory=list)
+
+
+def _payloads(event: HistoryEvent) -> Iterator[Payload]:
+    kind = event.WhichOneof("attributes")
+    if kind == "activity_task_completed_event_attributes":
+        yield from event.activity_task_completed_event_attributes.result.payloads
+    elif kind == "marker_recorded_event_attributes":
+        details = event.marker_recorded_event_attributes.details
+        if "result" in details:
+            yield from details["result"].payloads
+    elif kind == "workflow_execution_completed_event_attributes":
+        yield from event.workflow_execution_completed_event_attributes.result.payloads
+    elif kind == "workflow_execution_continued_as_new_event_attributes":
+        yield from event.workflow_execution_continued_as_new_event_attributes.input.payloads
+    elif kind == "workflow_execution_update_completed_event_attributes":
+        outcome = event.workflow_execution_update_completed_event_attributes.outcome
+        if outcome.HasField("success"):
+            yield from outcome.success.payloads
+
+
+def _values(payload: Payload) -> Any:
+    if payload.metadata.get("encoding") != b"json/plain":
+        return None
+    try:
+        return json.loads(payload.data)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _refs(value: Any) -> Iterator[tuple[int, str]]:
+    """Every (seq, hash) a decoded payload names: EntryRef-shaped objects and a saga
+    result's head."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for seq_key, hash_key in (("seq", "hash"), ("head_seq", "head_hash")):
+                seq, digest = item.get(seq_key), item.get(hash_key)
+                if isinstance(seq, int) and isinstance(digest, str) and _is_ref(seq, digest):
+                    yield seq, digest
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _is_ref(seq: object, digest: object) -> bool:
+    return (
+        isinstance(seq, int)
+        and not isinstance(seq, bool)
+        and seq >= 1
+        and isinstance(digest, str)
+        and bool(_HASH.match(digest))
+    )
+
+
+def read_history(seen: Witnessed, history: WorkflowHistory) -> str | None:
+    """Add one run's refs to `seen`; returns the run it continued from, if any."""
+    previous: str | None = None
+    for event in history.events:
+        kind = event.WhichOneof("attributes")
+        if kind == "workflow_execution_started_event_attributes":
+            previous = event.workflow_execution_started_event_attributes.continued_execution_run_id
+        for payload in _payloads(event):
+            value = _values(payload)
+            for seq, digest in _refs(value):
+                known = seen.refs.setdefault(seq, digest)
+                if known != digest:
+                    seen.conflicts.append(f"history names two hashes for entry {seq}")
+            if kind == "workflow_execution_completed_event_attributes" and isinstance(value, dict):
+                head = value.get("head_seq")
+                if isinstance(head, int) and seen.closed_at is None:
+                    seen.closed_at = head
+    seen.runs += 1
+    return previous or None
+
+
+async def witness_saga(client: Client, saga_id: str) -> Witnessed | None:
+    """The refs of every run of the saga's workflow, newest run first back to the
+    first; None when Temporal has no workflow with this id."""
+    seen = Witnessed(saga_id)
+    run_id: str | None = None
+    while seen.runs < _MAX_RUNS:
+        handle = client.get_workflow_handle(saga_id, run_id=run_id)
+        try:
+            history = await handle.fetch_history()
+        except RPCError as exc:
+            if exc.status is RPCStatusCode.NOT_FOUND:
+                return None if seen.runs == 0 else seen
+            raise
+        run_id = read_history(seen, history)
+        if run_id is None:
+            return seen
+    return seen
+
+
+def compare(store: JournalStore, seen: Witnessed | None, saga_id: str) -> list[Finding]:
+    """The journal of `saga_id` against what its workflow's histories hold."""
+    if seen is None:
+        if store.head(saga_id) is None:
+            return []
+        return [
+            Finding(
+                saga_id,
+                Problem.WITNESS,
+                "Temporal has no workflow with this id: the saga was inserted into the "
+                "journal by hand, or its history is past the namespace's retention",
+            )
+        ]
+    findings = [Finding(saga_id, Problem.WITNESS, text) for text in seen.conflicts]
+    wanted = dict(seen.refs)
+    last = 0
+    for entry in store.entries(saga_id):
+        last = entry.seq
+        digest = wanted.pop(entry.seq, None)
+        if digest is not None and digest != entry.hash:
+            findings.append(
+                Finding(
+                    saga_id,
+                    Problem.WITNESS,
+                    f"entry {entry.seq} hashes to {entry.hash[:16]}… in the journal, Temporal "
+                    f"history recorded {digest[:16]}…: the chain was rewritten",
+                )
+            )
+    if last == 0 and seen.refs:
+        findings.append(
+            Finding(
+                saga_id,
+                Problem.WITNESS,
+                f"its workflow ({seen.runs} run(s)) journaled {len(seen.refs)} entries, but "
+                "the journal holds none: the saga's journal was deleted",
+            )
+        )
+    elif wanted:
+        findings.append(
+            Finding(
+                saga_id,
+                Problem.WITNESS,
+                f"Temporal history holds entries up to {max(wanted)}, the journal ends at "
+                f"{last}: its tail was cut",
+            )
+        )
+    if seen.closed_at is not None and last > seen.closed_at:
+        findings.append(
+            Finding(
+                saga_id,
+                Problem.WITNESS,
+                f"the saga's result closed it at entry {seen.closed_at}, the journal holds "
+                f"{last}: entries were added after the close",
+            )
+        )
+    return findings
+
+
+async def saga_workflows(client: Client, task_queue: str) -> list[str]:
+    """The ids of the saga workflows on `task_queue` (they carry SagaStatus)."""
+    query = f"{SAGA_STATUS.name} IS NOT NULL AND TaskQueue = '{_quoted(task_queue)}'"
+    ids = {execution.id async for execution in client.list_workflows(query)}
+    return sorted(ids)
+
+
+def _quoted(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
+async def witness_all(
+    client: Client, store: JournalStore, saga_ids: Iterable[str]
+) -> tuple[int, list[Finding]]:
+    """Compare each saga; returns how many were witnessed and the findings."""
+    findings: list[Finding] = []
+    count = 0
+    for saga_id in saga_ids:
+        seen = await witness_saga(client, saga_id)
+        count += seen is not None
+        findings += compare(store, seen, saga_id)
+    return count, findings
