@@ -43,9 +43,9 @@ from sagacity.errors import (
 )
 from sagacity.evidence import Finding, Problem
 from sagacity.evidence_walk import check_all, check_saga
+from sagacity.note_keys import NoteSigner, NoteVerifier
 from sagacity.phases import Phase, SagaStatus
 from sagacity.registry import ApproverRegistry
-from sagacity.signed_note import NoteSigner, NoteVerifier
 from sagacity.signing import SigningKey
 from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox, ToolResultError, ToolSpec

@@ -26,15 +26,9 @@ from urllib.parse import quote, unquote
 
 from sagacity.entry import parse_timestamp, render_timestamp
 from sagacity.errors import SagacityError
-from sagacity.signed_note import (
-    Checkpoint,
-    NoteError,
-    NoteSigner,
-    NoteVerifier,
-    open_note,
-    parse_note,
-    sign_checkpoint,
-)
+from sagacity.note_keys import NoteSigner, NoteVerifier, open_note
+from sagacity.signed_note import NoteError, parse_note
+from sagacity.tlog_checkpoint import Checkpoint, sign_checkpoint
 
 SAGA_ORIGIN_PART = "/saga/"
 TIME_PREFIX = "time "

@@ -34,7 +34,7 @@ from sagacity.merkle import (
     nodes_completed,
     tree_root,
 )
-from sagacity.signed_note import NoteSigner
+from sagacity.note_keys import NoteSigner
 from sagacity.stores.base import Clock, utc_now
 
 Rows = list[tuple[object, ...]]

@@ -27,7 +27,7 @@ from sagacity.checkpoint import (
 from sagacity.checkpoint_log import LoggedCheckpoint
 from sagacity.entry import JournalEntry
 from sagacity.merkle import leaf_hash, node_hash, verify_inclusion
-from sagacity.signed_note import NoteVerifier
+from sagacity.note_keys import NoteVerifier
 
 
 class Problem(StrEnum):

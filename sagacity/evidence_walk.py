@@ -16,7 +16,7 @@ from sagacity.checkpoint import SagaCheckpoint
 from sagacity.checkpoint_log import CheckpointLog, LoggedCheckpoint
 from sagacity.entry import JournalEntry
 from sagacity.evidence import ChainCheckpoints, Finding, LogAudit, open_leaf
-from sagacity.signed_note import NoteVerifier
+from sagacity.note_keys import NoteVerifier
 from sagacity.stores.base import JournalStore
 
 Observe = Callable[[JournalEntry], None]

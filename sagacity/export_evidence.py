@@ -36,7 +36,7 @@ from sagacity.checkpoint_log import CheckpointLog
 from sagacity.entry import JournalEntry
 from sagacity.errors import AuditFileError
 from sagacity.evidence import ChainCheckpoints, Finding, Problem, check_inclusion
-from sagacity.signed_note import NoteVerifier
+from sagacity.note_keys import NoteVerifier
 
 TREE_HEAD_FIELDS = frozenset({"tree_head"})
 CHECKPOINT_FIELDS = frozenset({"checkpoint", "log_index", "inclusion_proof"})

@@ -1,4 +1,6 @@
-"""Signed notes and checkpoints in the C2SP formats, so anyone can check our log heads.
+"""Signed notes in the C2SP format, so anyone can check our log heads: the text rules,
+signature lines, and strict parsing. Keys are sagacity.note_keys; checkpoint bodies are
+sagacity.tlog_checkpoint.
 
 The worker signs the heads of its hash chains and Merkle trees as C2SP checkpoints
 (https://c2sp.org/tlog-checkpoint) inside C2SP signed notes (https://c2sp.org/signed-note)
@@ -19,16 +21,9 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import json
-import os
 import re
 import unicodedata
-from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from sagacity.errors import SagacityError
 
@@ -157,76 +152,6 @@ def check_note_text(text: str) -> None:
     _check_no_control(text, "note text")
 
 
-@dataclass(frozen=True)
-class NoteVerifier:
-    """A known Ed25519 note key: what `open_note` checks signatures against. Built only
-    from consistent parts (the key hash is the name's and key's), so a verifier in hand is
-    always well-formed."""
-
-    name: str
-    key_hash: bytes
-    public_key: bytes
-
-    def __post_init__(self) -> None:
-        expected = key_hash(self.name, self.public_key)
-        if self.key_hash != expected:
-            raise NoteError(
-                f"key hash {_hex(self.key_hash)} of {self.name} is not its key's ({expected.hex()})"
-            )
-
-    @classmethod
-    def from_public_key(cls, name: str, public_key: bytes) -> NoteVerifier:
-        """The verifier of a raw 32-byte Ed25519 public key under `name`."""
-        return cls(name, key_hash(name, public_key), public_key)
-
-    def encode(self) -> str:
-        """The verifier key text `name+hash+base64(0x01 || key)`, as Go's note package
-        writes it."""
-        material = bytes([ALG_ED25519]) + self.public_key
-        return f"{self.name}+{self.key_hash.hex()}+{_b64(material)}"
-
-    @classmethod
-    def parse(cls, vkey: str) -> NoteVerifier:
-        """Read a verifier key text, strictly: a valid name, the key hash in 8 lower-case
-        hex digits, canonical base64 of exactly 0x01 and 32 key bytes, and a key hash that
-        is the name's and key's. Anything else is a NoteError."""
-        if not isinstance(vkey, str):
-            raise NoteError(f"verifier key must be text, not {type(vkey).__name__}")
-        parts = vkey.split("+", 2)  # base64 may itself contain "+"; names and hex cannot
-        if len(parts) != 3:
-            raise NoteError("verifier key is not of the form NAME+HASH+KEY")
-        name, hash_hex, material_b64 = parts
-        check_key_name(name)
-        if not _HEX8.fullmatch(hash_hex):
-            raise NoteError(f"verifier key hash {hash_hex!r} is not 8 lower-case hex digits")
-        material = _unb64(material_b64, "verifier public key")
-        if material[0] != ALG_ED25519:
-            raise NoteError(
-                f"verifier key type 0x{material[0]:02x} is not Ed25519 (0x{ALG_ED25519:02x})"
-            )
-        if len(material) != 1 + ED25519_PUBLIC_BYTES:
-            raise NoteError(
-                f"verifier public key is {len(material) - 1} bytes, not {ED25519_PUBLIC_BYTES}"
-            )
-        public_key = material[1:]
-        if bytes.fromhex(hash_hex) != key_hash(name, public_key):
-            raise NoteError(f"verifier key hash {hash_hex} does not match name {name} and key")
-        return cls(name, bytes.fromhex(hash_hex), public_key)
-
-    def verify(self, text: bytes, signature: bytes) -> bool:
-        """Whether `signature` (the raw Ed25519 signature, without the key hash) signs
-        `text` under this key. Malformed input is False, never an exception."""
-        try:
-            if len(signature) != ED25519_SIGNATURE_BYTES:
-                return False
-            Ed25519PublicKey.from_public_bytes(self.public_key).verify(
-                bytes(signature), bytes(text)
-            )
-        except (InvalidSignature, ValueError, TypeError):
-            return False
-        return True
-
-
 def _hex(value: object) -> str:
     return value.hex() if isinstance(value, bytes) else repr(value)
 
@@ -273,102 +198,6 @@ class SignedNote:
     def encode(self) -> str:
         """The note as text: the text, a blank line, one line per signature."""
         return self.text + "\n" + "".join(s.encode() for s in self.signatures)
-
-
-class NoteSigner:
-    """An Ed25519 note key: its repr never shows the private key."""
-
-    __slots__ = ("_private", "name", "public_key", "verifier")
-
-    name: str
-    public_key: bytes
-    verifier: NoteVerifier
-    _private: Ed25519PrivateKey
-
-    def __init__(self, name: str, private_key: Ed25519PrivateKey) -> None:
-        check_key_name(name)
-        if not isinstance(private_key, Ed25519PrivateKey):
-            raise NoteError("a note signer needs an Ed25519 private key")
-        self.name = name
-        self._private = private_key
-        self.public_key = private_key.public_key().public_bytes_raw()
-        self.verifier = NoteVerifier.from_public_key(name, self.public_key)
-
-    def __repr__(self) -> str:
-        return f"NoteSigner({self.verifier.encode()!r})"
-
-    @property
-    def key_hash(self) -> bytes:
-        return self.verifier.key_hash
-
-    @classmethod
-    def generate(cls, name: str) -> NoteSigner:
-        """A new random key under `name`."""
-        return cls(name, Ed25519PrivateKey.generate())
-
-    @classmethod
-    def from_private_bytes(cls, name: str, private_key: bytes) -> NoteSigner:
-        """The signer of a raw 32-byte Ed25519 private key (RFC 8032 seed)."""
-        if not isinstance(private_key, bytes) or len(private_key) != 32:
-            raise NoteError("an Ed25519 private key is 32 bytes")
-        return cls(name, Ed25519PrivateKey.from_private_bytes(private_key))
-
-    def sign(self, text: str) -> str:
-        """The whole signed note of `text`, which must be a valid note text
-        (`check_note_text`). Ed25519 is deterministic: the same text, the same note."""
-        check_note_text(text)
-        signature = self._private.sign(text.encode("utf-8"))
-        return SignedNote(text, (NoteSignature(self.name, self.key_hash, signature),)).encode()
-
-    def to_file(self, path: Path) -> None:
-        """Write the key to a new file readable by its owner only (0600). An existing file
-        is never overwritten: a log key lost to a typo orphans every checkpoint it signed."""
-        record = {
-            "type": KEY_FILE_TYPE,
-            "name": self.name,
-            "public_key": _b64(self.public_key),
-            "private_key": _b64(self._private.private_bytes_raw()),
-            "vkey": self.verifier.encode(),
-        }
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            raise NoteKeyFileError(f"key file {path} exists; it is never overwritten") from None
-        except OSError as exc:
-            raise NoteKeyFileError(f"cannot create key file {path}: {exc.strerror}") from None
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(record, out, indent=2)
-            out.write("\n")
-
-    @classmethod
-    def from_file(cls, path: Path) -> NoteSigner:
-        """Read a key written by `to_file`. Refuses a file others can read (as ssh does):
-        a log key anyone on the machine could copy proves nothing about who signed."""
-        try:
-            mode = path.stat().st_mode & 0o077
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
-            raise NoteKeyFileError(f"cannot read key file {path}: {reason}") from None
-        if mode and os.name == "posix":
-            raise NoteKeyFileError(
-                f"key file {path} can be read by others (mode {oct(mode)}); run `chmod 600 {path}`"
-            )
-        try:
-            record = json.loads(text)
-            if not isinstance(record, dict) or record.get("type") != KEY_FILE_TYPE:
-                raise ValueError(f"not a {KEY_FILE_TYPE} file")
-            signer = cls.from_private_bytes(
-                record["name"], _unb64(record["private_key"], "private key")
-            )
-        except (ValueError, KeyError, TypeError) as exc:
-            raise NoteKeyFileError(f"{path} is not a sagacity log key file ({exc})") from None
-        if (
-            record.get("public_key") != _b64(signer.public_key)
-            or record.get("vkey") != signer.verifier.encode()
-        ):
-            raise NoteKeyFileError(f"{path}: its public key or vkey is not its private key's")
-        return signer
 
 
 def _note_text_of(note: str | bytes) -> str:
@@ -430,153 +259,18 @@ def parse_note(note: str | bytes) -> SignedNote:
     return SignedNote(text, signatures)
 
 
-def _index(verifiers: Iterable[NoteVerifier]) -> dict[tuple[str, bytes], NoteVerifier]:
-    """Verifiers by (name, key hash). Two different keys under one name and hash would
-    make a signature's meaning depend on which is tried: refused, as Go does."""
-    known: dict[tuple[str, bytes], NoteVerifier] = {}
-    for verifier in verifiers:
-        if not isinstance(verifier, NoteVerifier):
-            raise NoteError(f"not a NoteVerifier: {type(verifier).__name__}")
-        key = (verifier.name, verifier.key_hash)
-        if key in known and known[key] != verifier:
-            raise NoteError(f"ambiguous key {verifier.name}+{verifier.key_hash.hex()}")
-        known[key] = verifier
-    return known
-
-
-def parse_verifiers(texts: Iterable[str]) -> list[NoteVerifier]:
-    """Parse verifier key texts (say, lines of configuration), in order, without
-    repeats. Two different keys with the same name and key hash are refused."""
-    parsed: list[NoteVerifier] = []
-    for number, text in enumerate(texts, 1):
-        try:
-            parsed.append(NoteVerifier.parse(text))
-        except NoteError as exc:
-            raise NoteError(f"verifier key {number}: {exc}") from None
-    return list(_index(parsed).values())
-
-
-def open_note(note: str | bytes, verifiers: Iterable[NoteVerifier]) -> SignedNote:
-    """Parse a note and return it with only the signatures of known keys, all verified.
-
-    A signature whose name and key hash match a known key must verify, or the whole note
-    is refused ("bad signature by NAME"): a known key that signed something else is a
-    forgery or a bug, either worth stopping for. Signatures of unknown keys are ignored
-    (witnesses and rotated keys add them), but at least one known key must have signed
-    ("no signature by a known key"). A key's repeated signatures are all checked and
-    kept once.
-    """
-    known = _index(verifiers)
-    parsed = parse_note(note)
-    text = parsed.text.encode("utf-8")
-    verified: list[NoteSignature] = []
-    for signature in parsed.signatures:
-        verifier = known.get((signature.name, signature.key_hash))
-        if verifier is None:
-            continue
-        if not verifier.verify(text, signature.signature):
-            raise NoteError(f"bad signature by {signature.name}+{signature.key_hash.hex()}")
-        if all((s.name, s.key_hash) != (signature.name, signature.key_hash) for s in verified):
-            verified.append(signature)
-    if not verified:
-        raise NoteError("no signature by a known key")
-    return SignedNote(parsed.text, tuple(verified))
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """A tlog-checkpoint note body: the log's origin, its tree size and root hash, and
-    optional extension lines. Only well-formed checkpoints can be built."""
-
-    origin: str
-    size: int
-    root_hash: bytes
-    extensions: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.origin, str) or not self.origin.strip():
-            raise NoteError("checkpoint origin is empty")
-        if "\n" in self.origin:
-            raise NoteError("checkpoint origin contains a newline")
-        if type(self.size) is not int or not 0 <= self.size <= MAX_TREE_SIZE:
-            raise NoteError(f"checkpoint size must be an integer from 0 to {MAX_TREE_SIZE}")
-        if not isinstance(self.root_hash, bytes) or len(self.root_hash) != 32:
-            raise NoteError("checkpoint root hash must be 32 bytes")
-        if not isinstance(self.extensions, tuple):
-            raise NoteError("checkpoint extensions must be a tuple of lines")
-        for number, line in enumerate(self.extensions, 1):
-            if not isinstance(line, str) or not line:
-                raise NoteError(f"checkpoint extension line {number} is empty")
-            if "\n" in line:
-                raise NoteError(f"checkpoint extension line {number} contains a newline")
-        check_note_text(self.body())
-
-    def body(self) -> str:
-        """The note text: origin, size, base64 root hash and extensions, one per line."""
-        lines = [self.origin, str(self.size), _b64(self.root_hash), *self.extensions]
-        return "".join(line + "\n" for line in lines)
-
-    @classmethod
-    def parse(cls, text: str) -> Checkpoint:
-        """Read a checkpoint body strictly: a valid note text of at least three lines; a
-        non-blank origin; a decimal size without sign, exponent or leading zero ("0" for
-        the empty tree) below 2**63; the root hash in canonical base64 of 32 bytes; and
-        non-empty extension lines."""
-        check_note_text(text)
-        lines = text[:-1].split("\n")
-        if len(lines) < 3:
-            raise NoteError(f"checkpoint has {len(lines)} lines, not origin, size and root hash")
-        origin, size_text, root_b64, *extensions = lines
-        if not origin.strip():
-            raise NoteError("checkpoint origin is empty")
-        if not _DECIMAL.fullmatch(size_text) or int(size_text) > MAX_TREE_SIZE:
-            raise NoteError(
-                f"checkpoint size {size_text[:32]!r} is not a decimal from 0 to {MAX_TREE_SIZE} "
-                "without leading zeros"
-            )
-        root_hash = _unb64(root_b64, "checkpoint root hash")
-        if len(root_hash) != 32:
-            raise NoteError(f"checkpoint root hash is {len(root_hash)} bytes, not 32")
-        return cls(origin, int(size_text), root_hash, tuple(extensions))
-
-
-def sign_checkpoint(signer: NoteSigner, checkpoint: Checkpoint) -> str:
-    """The checkpoint as a note signed by `signer`. The spec recommends (does not require)
-    that the key name be the origin; that is the caller's choice of name."""
-    return signer.sign(checkpoint.body())
-
-
-def open_checkpoint(
-    note: str | bytes, verifiers: Iterable[NoteVerifier], *, origin: str | None = None
-) -> Checkpoint:
-    """The checkpoint in a note signed by a known key (`open_note`), parsed strictly.
-    With `origin`, a checkpoint of another log is refused too: a valid signature by a key
-    that signs for several logs does not make one log's head another's."""
-    checkpoint = Checkpoint.parse(open_note(note, verifiers).text)
-    if origin is not None and checkpoint.origin != origin:
-        raise NoteError(f"checkpoint is of {checkpoint.origin!r}, not {origin!r}")
-    return checkpoint
-
-
 __all__ = [
     "ALG_ED25519",
     "KEY_FILE_TYPE",
     "MAX_NOTE_BYTES",
     "MAX_SIGNATURES",
     "MAX_TEXT_BYTES",
-    "Checkpoint",
     "NoteError",
     "NoteKeyFileError",
     "NoteSignature",
-    "NoteSigner",
-    "NoteVerifier",
     "SignedNote",
     "check_key_name",
     "check_note_text",
     "key_hash",
-    "open_checkpoint",
-    "open_note",
     "parse_note",
-    "parse_verifiers",
-    "sign_checkpoint",
 ]

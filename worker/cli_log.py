@@ -22,7 +22,7 @@ import typer
 from sagacity.checkpoint import CheckpointError, TreeHead, open_tree_head
 from sagacity.checkpoint_log import CheckpointLog
 from sagacity.merkle import leaf_hash, verify_consistency, verify_inclusion
-from sagacity.signed_note import NoteSigner, NoteVerifier
+from sagacity.note_keys import NoteSigner, NoteVerifier
 from sagacity.worker.cli_common import (
     JsonOpt,
     SagaId,

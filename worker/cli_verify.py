@@ -23,7 +23,7 @@ from sagacity.entry import JournalEntry
 from sagacity.evidence import Finding, LogAudit
 from sagacity.evidence_walk import SagaEvidence, audit_log, check_all, check_saga, checkpointed
 from sagacity.export_evidence import FileEvidence
-from sagacity.signed_note import NoteVerifier
+from sagacity.note_keys import NoteVerifier
 from sagacity.stores import JournalStore
 from sagacity.worker.cli_common import (
     console,

@@ -18,9 +18,9 @@ from sagacity.audit import verify_store
 from sagacity.checkpoint import open_saga_checkpoint
 from sagacity.evidence_walk import check_saga
 from sagacity.examples.orders import Shop
+from sagacity.note_keys import NoteSigner
 from sagacity.phases import SagaStatus
 from sagacity.registry import ApproverRegistry
-from sagacity.signed_note import NoteSigner
 from sagacity.signing import SigningKey
 from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox

@@ -17,7 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from sagacity.checkpoint import CheckpointError
-from sagacity.signed_note import NoteError, NoteSigner, NoteVerifier
+from sagacity.note_keys import NoteSigner, NoteVerifier
+from sagacity.signed_note import NoteError
 from sagacity.stores.sqlite import sqlite_path
 from sagacity.worker.settings import Settings
 

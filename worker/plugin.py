@@ -41,8 +41,8 @@ from sagacity.activities import SagaActivities, activity_queue
 from sagacity.activities.checkpointing import DEFAULT_CHECKPOINT_EVERY
 from sagacity.activities.model_clients import ModelClient
 from sagacity.errors import SagacityError
+from sagacity.note_keys import NoteSigner
 from sagacity.registry import RegistryFile
-from sagacity.signed_note import NoteSigner
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
 from sagacity.worker.search_attributes import register_search_attributes

@@ -20,7 +20,7 @@ from sagacity.phases import Phase
 
 if TYPE_CHECKING:
     from sagacity.checkpoint_log import CheckpointLog
-    from sagacity.signed_note import NoteSigner
+    from sagacity.note_keys import NoteSigner
 
 Clock = Callable[[], datetime]
 

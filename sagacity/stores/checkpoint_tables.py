@@ -20,7 +20,7 @@ from sagacity.checkpoint_log import (
     Rows,
 )
 from sagacity.errors import JournalError, StoreUnavailableError
-from sagacity.signed_note import NoteSigner
+from sagacity.note_keys import NoteSigner
 from sagacity.stores.base import Clock
 
 if TYPE_CHECKING:

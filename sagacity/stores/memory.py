@@ -11,7 +11,7 @@ from sagacity.stores.base import Clock, JournalStore, StepClaim, decide_step, ne
 
 if TYPE_CHECKING:
     from sagacity.checkpoint_log import CheckpointLog
-    from sagacity.signed_note import NoteSigner
+    from sagacity.note_keys import NoteSigner
 
 
 class MemoryJournalStore(JournalStore):

@@ -82,7 +82,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from sagacity.checkpoint_log import CheckpointLog
-    from sagacity.signed_note import NoteSigner
+    from sagacity.note_keys import NoteSigner
 
 T = TypeVar("T")
 

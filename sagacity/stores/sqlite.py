@@ -32,7 +32,7 @@ from sagacity.stores.checkpoint_tables import SQLITE_LOG_SCHEMA, sqlite_log
 
 if TYPE_CHECKING:
     from sagacity.checkpoint_log import CheckpointLog
-    from sagacity.signed_note import NoteSigner
+    from sagacity.note_keys import NoteSigner
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS journal (

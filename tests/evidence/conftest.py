@@ -23,7 +23,7 @@ from psycopg import sql
 from temporalio.testing import WorkflowEnvironment
 
 from sagacity.examples.orders import Shop
-from sagacity.signed_note import NoteSigner
+from sagacity.note_keys import NoteSigner
 from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox
 from sagacity.worker.app import new_worker

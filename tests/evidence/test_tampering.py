@@ -13,8 +13,8 @@ from sagacity.chain import GENESIS_HASH, compute_hash, seal, verify_chain
 from sagacity.checkpoint import sign_saga_checkpoint, sign_tree_head
 from sagacity.entry import EntryDraft, JournalEntry, render_timestamp
 from sagacity.merkle import leaf_hash, nodes_completed, tree_root
+from sagacity.note_keys import NoteSigner
 from sagacity.phases import Phase
-from sagacity.signed_note import NoteSigner
 from sagacity.stores.base import utc_now
 from tests.evidence.conftest import EvidenceRig
 

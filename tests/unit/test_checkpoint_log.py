@@ -21,8 +21,8 @@ from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.evidence import ChainCheckpoints, LogAudit, Problem, RootBuilder
 from sagacity.evidence_walk import audit_log, check_all
 from sagacity.merkle import MemoryTree, leaf_hash, verify_consistency, verify_inclusion
+from sagacity.note_keys import NoteSigner
 from sagacity.phases import Phase
-from sagacity.signed_note import NoteSigner
 from sagacity.stores import JournalStore, MemoryJournalStore, open_store
 from sagacity.stores.base import utc_now
 

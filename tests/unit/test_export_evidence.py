@@ -13,8 +13,8 @@ from sagacity.entry import EntryDraft
 from sagacity.errors import AuditFileError
 from sagacity.evidence import Problem
 from sagacity.export_evidence import FileEvidence
+from sagacity.note_keys import NoteSigner
 from sagacity.phases import Phase
-from sagacity.signed_note import NoteSigner
 from sagacity.stores import MemoryJournalStore
 
 SIGNER = NoteSigner.generate("sagacity.test/export")

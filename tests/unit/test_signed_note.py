@@ -15,27 +15,22 @@ from pathlib import Path
 import pytest
 
 from sagacity.errors import SagacityError
+from sagacity.note_keys import NoteSigner, NoteVerifier, open_note, parse_verifiers
 from sagacity.signed_note import (
     ALG_ED25519,
     MAX_NOTE_BYTES,
     MAX_SIGNATURES,
     MAX_TEXT_BYTES,
-    Checkpoint,
     NoteError,
     NoteKeyFileError,
     NoteSignature,
-    NoteSigner,
-    NoteVerifier,
     SignedNote,
     check_key_name,
     check_note_text,
     key_hash,
-    open_checkpoint,
-    open_note,
     parse_note,
-    parse_verifiers,
-    sign_checkpoint,
 )
+from sagacity.tlog_checkpoint import Checkpoint, open_checkpoint, sign_checkpoint
 
 # Known-answer vectors from golang.org/x/mod/sumdb/note (github.com/golang/mod,
 # sumdb/note/example_test.go and note_test.go, BSD-licensed data): the PeterNeumann key
