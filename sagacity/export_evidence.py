@@ -122,7 +122,9 @@ class FileEvidence:
     proved: int = 0
     findings: list[Finding] = field(default_factory=list)
     _sagas: dict[str, ChainCheckpoints] = field(default_factory=dict)
-    _current: ChainCheckpoints | None = None
+    _started: set[str] = field(default_factory=set)
+    """Sagas whose entry lines have begun: a checkpoint line for one of them comes too
+    late to be checked against the entries already read, so it is refused."""
 
     def evidence(self, number: int, item: TreeHead | CheckpointLine) -> None:
         if isinstance(item, TreeHead):
@@ -139,6 +141,11 @@ class FileEvidence:
         except CheckpointError as exc:
             self._found("(export)", Problem.BAD_CHECKPOINT, f"line {number}: {exc}")
             return
+        if checkpoint.saga_id in self._started:
+            raise AuditFileError(
+                f"line {item.number}: the checkpoint of saga {checkpoint.saga_id!r} comes after "
+                "its entries; an export puts each saga's checkpoint lines before its entries"
+            )
         self._chain(checkpoint.saga_id).add(checkpoint)
         self._prove(item, checkpoint)
 
@@ -157,6 +164,7 @@ class FileEvidence:
         return self._sagas[saga_id]
 
     def observe(self, entry: JournalEntry) -> None:
+        self._started.add(entry.saga_id)
         check = self._sagas.get(entry.saga_id)
         if check is not None:
             check.observe(entry)

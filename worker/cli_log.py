@@ -44,7 +44,8 @@ def _b64(data: bytes) -> str:
 
 
 def _verifiers(ctx: typer.Context, given: str | None) -> list[NoteVerifier]:
-    keys = log_verifiers(settings_of(ctx), given)
+    with user_errors():
+        keys = log_verifiers(settings_of(ctx), given)
     if not keys:
         raise fail(
             "no log key to check signatures with: give --log-key (the text `sagacity log key` "

@@ -93,3 +93,11 @@ def test_the_tree_head_must_come_first_and_once() -> None:
         check([lines[1], lines[0], *lines[2:]])
     with pytest.raises(AuditFileError, match="first line"):
         check([lines[0], lines[0], *lines[1:]])
+
+
+def test_a_checkpoint_line_after_its_sagas_entries_is_refused() -> None:
+    """Moved after the entries, it could not be checked against them: a chain rewritten
+    in the file would pass. Refused by line instead."""
+    lines = exported(1)
+    with pytest.raises(AuditFileError, match="line 5: the checkpoint of saga 'e0' comes after"):
+        check([lines[0], *lines[2:], lines[1]])
