@@ -4,8 +4,6 @@ signatures of known keys that verify. The note format itself is sagacity.signed_
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +11,7 @@ from pathlib import Path
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from sagacity.key_files import read_private, write_private
 from sagacity.signed_note import (
     _HEX8,
     ALG_ED25519,
@@ -158,34 +157,14 @@ class NoteSigner:
             "private_key": _b64(self._private.private_bytes_raw()),
             "vkey": self.verifier.encode(),
         }
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            raise NoteKeyFileError(f"key file {path} exists; it is never overwritten") from None
-        except OSError as exc:
-            raise NoteKeyFileError(f"cannot create key file {path}: {exc.strerror}") from None
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(record, out, indent=2)
-            out.write("\n")
+        write_private(path, record, NoteKeyFileError)
 
     @classmethod
     def from_file(cls, path: Path) -> NoteSigner:
         """Read a key written by `to_file`. Refuses a file others can read (as ssh does):
         a log key anyone on the machine could copy proves nothing about who signed."""
+        record = read_private(path, KEY_FILE_TYPE, NoteKeyFileError)
         try:
-            mode = path.stat().st_mode & 0o077
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
-            raise NoteKeyFileError(f"cannot read key file {path}: {reason}") from None
-        if mode and os.name == "posix":
-            raise NoteKeyFileError(
-                f"key file {path} can be read by others (mode {oct(mode)}); run `chmod 600 {path}`"
-            )
-        try:
-            record = json.loads(text)
-            if not isinstance(record, dict) or record.get("type") != KEY_FILE_TYPE:
-                raise ValueError(f"not a {KEY_FILE_TYPE} file")
             signer = cls.from_private_bytes(
                 record["name"], _unb64(record["private_key"], "private key")
             )

@@ -16,8 +16,6 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +23,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from sagacity.errors import SagacityError
+from sagacity.key_files import read_private, write_private
 
 KEY_FILE_TYPE = "sagacity/approver-key/v1"
 KEY_ID_HEX = 16
@@ -101,28 +100,14 @@ class SigningKey:
             "public_key": self.public_key,
             "private_key": _b64(self._private.private_bytes_raw()),
         }
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(record, out, indent=2)
-            out.write("\n")
+        write_private(path, record, KeyFileError)
 
     @classmethod
     def from_file(cls, path: Path) -> SigningKey:
         """Read a key written by `to_file`. Refuses a file others can read (as ssh does):
         a key anyone on the machine could copy does not identify its owner."""
+        record = read_private(path, KEY_FILE_TYPE, KeyFileError)
         try:
-            mode = path.stat().st_mode & 0o077
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise KeyFileError(f"cannot read key file {path}: {exc.strerror}") from None
-        if mode and os.name == "posix":
-            raise KeyFileError(
-                f"key file {path} can be read by others (mode {oct(mode)}); run `chmod 600 {path}`"
-            )
-        try:
-            record = json.loads(text)
-            if not isinstance(record, dict) or record.get("type") != KEY_FILE_TYPE:
-                raise ValueError(f"not a {KEY_FILE_TYPE} file")
             private = Ed25519PrivateKey.from_private_bytes(
                 _unb64(record["private_key"], 32, "private key")
             )

@@ -16,7 +16,7 @@ import typer
 
 from sagacity.errors import SagacityError
 from sagacity.registry import ApproverRegistry
-from sagacity.signing import SigningKey, key_id_of
+from sagacity.signing import KeyFileError, SigningKey, key_id_of
 from sagacity.worker.cli_common import fail, say
 
 keys = typer.Typer(help="Approvers' signing keys and the approver registry.", no_args_is_help=True)
@@ -56,10 +56,8 @@ def new(
     key = SigningKey.generate(approver)
     try:
         key.to_file(path)
-    except FileExistsError:
-        raise fail(f"{path} exists; a key file is never overwritten (choose --out)") from None
-    except OSError as exc:
-        raise fail(f"cannot write {path}: {exc.strerror}") from None
+    except KeyFileError as exc:
+        raise fail(f"{exc} (choose --out)") from None
     say(f"wrote {path} (mode 0600; keep it on this machine)")
     say(json.dumps({"approver": approver, "key_id": key.key_id, "public_key": key.public_key}))
     say(

@@ -49,6 +49,26 @@ def test_keys_new_writes_an_owner_only_file_and_never_overwrites(tmp_path: Path)
         SigningKey.from_file(out)
 
 
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"\xff\xfe not text", "not UTF-8"),
+        (b"{not json", "not JSON"),
+        (b'{"type": "sagacity/log-key/v1"}', "is not a sagacity/approver-key/v1 key file"),
+    ],
+)
+def test_an_approver_key_file_that_is_not_one_is_a_typed_error(
+    tmp_path: Path, content: bytes, message: str
+) -> None:
+    """Bytes that are not UTF-8 once escaped as a bare UnicodeDecodeError; a log key's file
+    must not pass for an approver's."""
+    path = tmp_path / "bad.key"
+    path.write_bytes(content)
+    os.chmod(path, 0o600)
+    with pytest.raises(KeyFileError, match=message):
+        SigningKey.from_file(path)
+
+
 def test_a_registry_refuses_a_key_id_that_is_not_its_keys_and_system_names() -> None:
     a, b = SigningKey.generate("alice"), SigningKey.generate("bob")
     reg = ApproverRegistry().enroll("alice", a.public_key, valid_from=NOW)
