@@ -32,6 +32,7 @@ from sagacity.approval_models import (
     approval_payload,
     is_reserved_actor,
 )
+from sagacity.bounds import echo
 from sagacity.signed_checks import CLOCK_SKEW, JudgeContext, check_requirement, check_signature
 
 _DECISION_SHAPE = (
@@ -160,7 +161,7 @@ def _check_request(
     if bound and decision.tool is not None and decision.tool != pending.tool:
         return Verdict.refuse(
             RefusalReason.WRONG_TOOL,
-            f"the decision is about tool {decision.tool[:80]!r} but step {pending.step} "
+            f"the decision is about tool {echo(decision.tool, 80)} but step {pending.step} "
             f"calls {pending.tool!r}; review the pending step and decide on it",
         )
     if not decision.payload_sha256.strip():

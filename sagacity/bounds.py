@@ -83,6 +83,12 @@ def check_value(
             )
 
 
+def cut(text: str, limit: int) -> str:
+    """`text` whole if it fits in `limit` characters, else its first characters and "…":
+    a reader must never take a cut message for the whole of it."""
+    return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
+
+
 def echo(text: object, limit: int = MAX_TEXT_ECHO) -> str:
     """Caller-supplied text as it may appear in a message: repr-quoted, cut to `limit`."""
     shown = str(text)

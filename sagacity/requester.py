@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from sagacity.approvals import CLOCK_SKEW, is_reserved_actor
+from sagacity.bounds import echo
 from sagacity.decision_statement import request_statement, statement_bytes
 from sagacity.entry import parse_timestamp
 from sagacity.registry import KeyLookup
@@ -40,11 +41,11 @@ def judge_requester(
         return None, None
     name = claim.requester
     if is_reserved_actor(name):
-        return f"requester {name[:80]!r} reads as one of the saga's own actors", None
+        return f"requester {echo(name, 80)} reads as one of the saga's own actors", None
     if claim.signature is None:
         if lookup.configured:
             return (
-                f"the requester {name[:80]!r} is not signed, and this worker has an "
+                f"the requester {echo(name, 80)} is not signed, and this worker has an "
                 f"approver registry; {HOW}",
                 None,
             )
@@ -67,7 +68,7 @@ def judge_requester(
         return "the requester's signature does not verify over the request statement", None
     if claim.saga_id != saga_id:
         return (
-            f"the requester signed a start of saga {str(claim.saga_id)[:80]!r}, not of "
+            f"the requester signed a start of saga {echo(claim.saga_id, 80)}, not of "
             f"{saga_id!r}; sign a request for this saga"
         ), None
     problem = key.invalid_at(now)
@@ -75,7 +76,7 @@ def judge_requester(
         return problem, None
     if key.approver != name:
         return (
-            f"the requester says {name[:80]!r} but key {key.key_id} is enrolled to "
+            f"the requester says {echo(name, 80)} but key {key.key_id} is enrolled to "
             f"{key.approver!r}",
             None,
         )

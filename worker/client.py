@@ -37,6 +37,7 @@ from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from sagacity.approvals import approval_hash
+from sagacity.bounds import cut
 from sagacity.decision_statement import signed_decision
 from sagacity.errors import SagacityError
 from sagacity.phases import SagaStatus
@@ -267,7 +268,7 @@ def connect_reason(exc: BaseException) -> str:
     if found:
         return found.group(1)
     lines = text.strip().splitlines()
-    return lines[0][:200] if lines else type(exc).__name__
+    return cut(lines[0], 200) if lines else type(exc).__name__
 
 
 # ---- starting and reading --------------------------------------------------------------------

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from sagacity.audit import verify_store
+from sagacity.bounds import cut
 from sagacity.checkpoint import open_saga_checkpoint
 from sagacity.evidence_walk import check_saga
 from sagacity.examples.orders import Shop
@@ -99,7 +100,9 @@ async def _resolve_when_dirty(
     while (view := await person.status(saga_id)).status is not SagaStatus.NEEDS_HUMAN:
         await asyncio.sleep(0.2)
     for d in view.dirty:
-        console.print(f"  needs a human: step {d.step} {d.tool}: {d.kind.value}: {d.known[:90]}…")
+        console.print(
+            f"  needs a human: step {d.step} {d.tool}: {d.kind.value}: {cut(d.known, 90)}"
+        )
     shop.clear_fault("refund")
     console.print("  the payment provider is back; demo-approver retries the compensation")
     done = await person.retry_compensation(saga_id, view.dirty[0].step, reason="provider back")

@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
         ResolveStepOutcome,
     )
     from sagacity.approvals import Refusal, RefusalReason
+    from sagacity.bounds import cut
     from sagacity.compensation import ExecutedStep
     from sagacity.phases import Phase, SagaStatus, StepStatus
     from sagacity.registry import KeyLookup
@@ -296,7 +297,7 @@ class HumanWait:
         self._on_compensated(done)
         if done.ok:
             return "compensated"
-        return f"its compensation failed: {(done.error or '')[:500]}"
+        return f"its compensation failed: {cut(done.error or '', 500)}"
 
     async def _accept(self, queued: Queued) -> ResolutionResult:
         dirty = self.dirty_steps()

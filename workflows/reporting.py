@@ -13,6 +13,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from sagacity.activities.io_models import ToolOutcome
+    from sagacity.bounds import cut
     from sagacity.canonical import canonical_text
     from sagacity.phases import StepStatus
     from sagacity.workflows.models import SagaCarry, SagaInput, SagaResult, SagaRunInput, StepReport
@@ -80,7 +81,7 @@ def compact_report(report: StepReport) -> StepReport:
         update={
             "args": {},
             "result": None,
-            "error": report.error[:200] if report.error else report.error,
+            "error": cut(report.error, 200) if report.error else report.error,
         }
     )
 

@@ -12,7 +12,7 @@ from sagacity.activities.identity import worker_identity
 from sagacity.activities.io_models import REFUSED_ARGUMENTS_KEY, ChatMessage, ModelTurn, ToolCall
 from sagacity.activities.plan_check import check_plan
 from sagacity.activities.turn_bounds import bounded_turn
-from sagacity.bounds import MAX_ARGS_BYTES, MAX_CALLS_PER_TURN, check_value, depth_of, echo
+from sagacity.bounds import MAX_ARGS_BYTES, MAX_CALLS_PER_TURN, check_value, cut, depth_of, echo
 from sagacity.canonical import canonical_bytes
 from sagacity.errors import BoundsError, ForgedStateError, NotCanonicalError
 from sagacity.examples.orders import Shop
@@ -51,6 +51,13 @@ def test_canonical_json_refuses_deep_values_with_a_typed_error() -> None:
 def test_echo_cuts_caller_text() -> None:
     shown = echo("x" * 700_000)
     assert len(shown) < 300 and "+699,800 characters" in shown
+
+
+def test_a_cut_text_says_so_and_a_whole_one_is_left_alone() -> None:
+    assert cut("refund failed", 90) == "refund failed"
+    assert cut("x" * 90, 90) == "x" * 90
+    shown = cut("provider said " + "y" * 200, 90)
+    assert len(shown) == 90 and shown.endswith("…") and shown.startswith("provider said ")
 
 
 def test_a_model_turn_over_the_bounds_is_refused_call_by_call() -> None:
