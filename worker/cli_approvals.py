@@ -10,12 +10,14 @@ module's prompt as its `confirm`.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from sagacity.bounds import echo
 from sagacity.worker.cli_common import (
     KeyFile,
     SagaId,
@@ -43,10 +45,24 @@ Approver = Annotated[
         show_envvar=False,
     ),
 ]
+
+
+def _hex_digest(value: str | None) -> str | None:
+    """A CLI-level message for a mistyped --hash, before anything is sent: a value that
+    is not a SHA-256 could never match, and the API's own refusal names no option."""
+    if value is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", value.strip()):
+        raise typer.BadParameter(
+            f"{echo(value, 20)} is not a SHA-256: give the 64 hex digits that `sagacity "
+            "pending` shows, or leave --hash out to bind the payload shown"
+        )
+    return value
+
+
 GivenHash = Annotated[
     str | None,
     typer.Option(
         "--hash",
+        callback=_hex_digest,
         help="the payload sha256 you reviewed (e.g. from `sagacity pending`); sent as given, "
         "so a stale hash is refused and journaled. Default: the hash of the payload shown",
     ),

@@ -135,6 +135,20 @@ async def test_a_wrong_hash_is_refused_journaled_and_leaves_the_request_pending(
     assert cli.shop.wires() == []
 
 
+async def test_a_malformed_hash_is_a_cli_mistake_and_sends_nothing(cli: CliHarness) -> None:
+    handle = await cli.start(SagaInput(plan=[RESERVE, WIRE]))
+    pending = await cli.pending(handle.id)
+
+    ran = await cli("approve", handle.id, "--approver", "alice", "--yes", "--hash", "abc123")
+
+    assert ran.code == 2
+    said = " ".join(ran.stderr.replace("│", " ").split())  # rich wraps the message in a box
+    assert "Invalid value for '--hash'" in said and "give the 64 hex digits" in said
+    assert "Traceback" not in ran.stderr and "HASH_MISMATCH" not in ran.stderr
+    assert phases(cli, handle.id, "APPROVAL_REFUSED") == []
+    assert (await cli.pending(handle.id)).payload_sha256 == pending.payload_sha256
+
+
 async def test_an_approver_not_on_the_list_is_refused(cli: CliHarness) -> None:
     handle = await cli.start(SagaInput(plan=[WIRE], approvers=["alice"]))
     await cli.pending(handle.id)
