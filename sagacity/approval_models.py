@@ -44,6 +44,11 @@ CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u
 that make a name display as another (an RLO in "olivia\u202e" reorders what follows it)."""
 
 
+def is_sha256_hex(value: str) -> bool:
+    """Whether `value` is a SHA-256 as the saga spells it: 64 lowercase hex characters."""
+    return _HEX64.fullmatch(value) is not None
+
+
 def approval_payload(tool: str, args: JsonValue) -> dict[str, Any]:
     """The value an approval hash covers: the tool name and its validated JSON args."""
     return {"tool": tool, "args": args}
@@ -60,7 +65,7 @@ def _hash_or_empty(value: str) -> str:
     # which tells the approver what they actually forgot.
     if not value.strip():
         return ""
-    if not _HEX64.fullmatch(value):
+    if not is_sha256_hex(value):
         raise ValueError("must be 64 lowercase hex characters, as shown by the pending request")
     return value
 

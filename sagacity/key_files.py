@@ -34,8 +34,8 @@ def read_private(path: Path, key_type: str, error: type[SagacityError]) -> dict[
     """The JSON object in a private key file of type `key_type`.
 
     Raises `error` when the file cannot be read, is not UTF-8, can be read by others, or
-    holds something else; raises ValueError for nothing, so a caller's own checks of the
-    record's fields stay its own."""
+    holds something else. It never raises a bare ValueError, so a caller's `except
+    ValueError` around its own checks of the record's fields cannot swallow a file problem."""
     try:
         mode = path.stat().st_mode & 0o077
         text = path.read_text(encoding="utf-8")

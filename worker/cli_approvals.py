@@ -10,13 +10,13 @@ module's prompt as its `confirm`.
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from sagacity.approval_models import is_sha256_hex
 from sagacity.bounds import echo
 from sagacity.worker.cli_common import (
     KeyFile,
@@ -50,7 +50,7 @@ Approver = Annotated[
 def _hex_digest(value: str | None) -> str | None:
     """A CLI-level message for a mistyped --hash, before anything is sent: a value that
     is not a SHA-256 could never match, and the API's own refusal names no option."""
-    if value is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", value.strip()):
+    if value is not None and not is_sha256_hex(value.strip().lower()):
         raise typer.BadParameter(
             f"{echo(value, 20)} is not a SHA-256: give the 64 hex digits that `sagacity "
             "pending` shows, or leave --hash out to bind the payload shown"
