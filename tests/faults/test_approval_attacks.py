@@ -200,10 +200,12 @@ async def test_approver_outside_the_allow_list_is_refused(saga: Any) -> None:
         "   ": "EMPTY_APPROVER",
         "alice\n": "MALFORMED",  # control characters are never an identity
     }
-    for approver, reason in attempts.items():
+    for sent, (approver, reason) in enumerate(attempts.items(), start=1):
         assert reason in await refused_by_update(handle, {**body(p, approver=approver),
                                                           "approve": True})  # fmt: skip
         await handle.signal("approve", body(p, approver=approver))
+        # A signal's refusal is journaled by an activity the next update can overtake.
+        await refusals(saga, handle, 2 * sent)
     refused = await refusals(saga, handle, 2 * len(attempts))  # update, then signal
     assert reasons(refused) == [reason for reason in attempts.values() for _ in range(2)]
     assert saga.shop.wires() == [] and (await pending(handle)).step == p.step
