@@ -273,9 +273,30 @@ class CheckpointLog(ABC):
             raise KeyError((level, index))
         return _bytes(rows[0][0])
 
+    def subtrees(self, keys: Sequence[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+        """The stored nodes at (level, index) `keys`, in one query; missing ones absent."""
+        unique = sorted(set(keys))
+        if not unique:
+            return {}
+        where = " OR ".join(["(level=? AND idx=?)"] * len(unique))
+        rows = self._read(
+            self._sql(f"SELECT level, idx, hash FROM {{nodes}} WHERE {where}"),
+            [value for key in unique for value in key],
+        )
+        return {(_int(row[0]), _int(row[1])): _bytes(row[2]) for row in rows}
+
     def prove_inclusion(self, index: int, size: int) -> list[bytes]:
-        """The audit path of leaf `index` in the tree of `size` leaves, from stored nodes."""
-        return inclusion_proof(index, size, _cached(self.subtree))
+        """The audit path of leaf `index` in the tree of `size` leaves, from stored nodes.
+        The nodes it needs depend only on (index, size): they are named first and read in
+        one query (an export proves every leaf; one query per node made it 6x slower)."""
+        wanted: list[tuple[int, int]] = []
+
+        def name(level: int, at: int) -> bytes:
+            wanted.append((level, at))
+            return bytes(32)
+
+        inclusion_proof(index, size, name)
+        return inclusion_proof(index, size, _lookup(self.subtrees(wanted)))
 
     def prove_consistency(self, old_size: int, new_size: int) -> list[bytes]:
         return consistency_proof(old_size, new_size, _cached(self.subtree))
