@@ -11,20 +11,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
-from typing import Any, TextIO
+from typing import Any
 
 from sagacity.chain import BreakReason, ChainVerifier, VerifyReport
-from sagacity.checkpoint import TreeHead
-from sagacity.checkpoint_log import CheckpointLog
 from sagacity.entry import JournalEntry, parse_timestamp, render_timestamp
 from sagacity.errors import AuditFileError, InvalidEntryError, UnreadableEntryError
-from sagacity.export_evidence import (
-    CheckpointLine,
-    checkpoint_lines,
-    is_evidence,
-    parse_evidence,
-    tree_head_line,
-)
+from sagacity.export_evidence import CheckpointLine, HeadLine, is_evidence, parse_evidence
+from sagacity.export_writer import entry_line, export_jsonl
 from sagacity.phases import Phase
 from sagacity.stores.base import JournalStore
 
@@ -32,13 +25,14 @@ __all__ = [
     "RECORD_FIELDS",
     "entry_line",
     "export_jsonl",
+    "export_lines",
     "read_entries",
     "verify_all",
     "verify_jsonl",
     "verify_store",
 ]
 
-Evidence = Callable[[int, TreeHead | CheckpointLine], None]
+Evidence = Callable[[int, HeadLine | CheckpointLine], None]
 """Receives each evidence line of an export (line number, what it holds)."""
 _INT_FIELDS = ("seq", "step", "attempt")
 _TEXT_FIELDS = ("saga_id", "tool", "phase", "input", "result", "error", "actor", "recorded_at")
@@ -46,52 +40,6 @@ _HASH_FIELDS = ("prev_hash", "hash")
 RECORD_FIELDS = frozenset(_INT_FIELDS + _TEXT_FIELDS + _HASH_FIELDS)
 _PHASES = frozenset(phase.value for phase in Phase)
 """Exactly the fields of an exported line: the thirteen hashed fields, nothing unverified."""
-
-# json.dumps(ensure_ascii=False) leaves these unescaped, and str.splitlines() and many
-# editors break lines on them; escaping them keeps one entry per physical line.
-_LINE_BREAKERS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-
-
-def entry_line(entry: JournalEntry) -> str:
-    """One entry as a JSON Lines line (without the newline): stable, diffable, valid JSON."""
-    line = json.dumps(entry.to_record(), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-    for char, escape in _LINE_BREAKERS.items():
-        if char in line:
-            line = line.replace(char, escape)
-    return line
-
-
-def export_jsonl(
-    store: JournalStore,
-    out: TextIO,
-    saga_ids: Iterable[str] | None = None,
-    *,
-    log: CheckpointLog | None = None,
-    head: TreeHead | None = None,
-    write_head: bool = True,
-) -> int:
-    """Write the journal (or the named sagas) to `out` as JSON Lines; returns the number of
-    entries written.
-
-    Entries are streamed from the store one at a time, in seq order per saga, sagas in
-    `store.sagas()` order (or the order of `saga_ids`), so memory does not grow with the
-    journal. An unknown saga id writes nothing. With the checkpoint `log` and its tree
-    `head`, the export carries the evidence lines of sagacity.export_evidence: the head
-    first (unless `write_head` is False: a caller writing sagas one call at a time), and
-    each saga's checkpoints with their inclusion proofs before its entries.
-    """
-    written = 0
-    if log is not None and head is not None and write_head:
-        out.write(tree_head_line(head) + "\n")
-    for saga_id in store.sagas() if saga_ids is None else saga_ids:
-        if log is not None:
-            for line in checkpoint_lines(log, saga_id, head):
-                out.write(line + "\n")
-        for entry in store.entries(saga_id):
-            out.write(entry_line(entry))
-            out.write("\n")
-            written += 1
-    return written
 
 
 def verify_store(
@@ -127,7 +75,7 @@ def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return record
 
 
-def _parse_line(number: int, line: str) -> JournalEntry | TreeHead | CheckpointLine:
+def _parse_line(number: int, line: str) -> JournalEntry | HeadLine | CheckpointLine:
     """One line as an entry (or an evidence line), or AuditFileError saying which line and
     what is wrong."""
     try:
@@ -197,12 +145,32 @@ def _check_timestamp(number: int, text: str) -> None:
         )
 
 
+def export_lines(raw: Iterable[bytes]) -> Iterator[str]:
+    """The lines of an export read in binary (a file opened "rb", stdin's buffer), each
+    decoded as UTF-8 on its own so a bad byte is refused naming its line. Text mode
+    would turn CRLF into LF and hide that the file is not the bytes exported."""
+    for number, line in enumerate(raw, start=1):
+        try:
+            yield line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise AuditFileError(
+                f"line {number}: not UTF-8 (byte {exc.start + 1} of the line); an export is "
+                "written in UTF-8"
+            ) from None
+
+
 def read_entries(
     lines: Iterable[str], evidence: Evidence | None = None
 ) -> Iterator[tuple[int, JournalEntry]]:
     """(line number, entry) for each non-blank entry line, parsed lazily; evidence lines
-    (checkpoints, a tree head) go to `evidence`. Raises AuditFileError."""
+    (checkpoints, a tree head) go to `evidence`. Raises AuditFileError; a carriage return
+    anywhere (CRLF line ends, a lone CR) is refused: an export never writes one."""
     for number, line in enumerate(lines, start=1):
+        if "\r" in line:
+            raise AuditFileError(
+                f"line {number}: holds a carriage return (CRLF line ends?); an export ends "
+                "lines with LF only and escapes CR inside strings: the file was altered"
+            )
         if line.strip():
             parsed = _parse_line(number, line)
             if isinstance(parsed, JournalEntry):

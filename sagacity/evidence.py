@@ -26,7 +26,7 @@ from sagacity.checkpoint import (
 )
 from sagacity.checkpoint_log import LoggedCheckpoint
 from sagacity.entry import JournalEntry
-from sagacity.merkle import leaf_hash, node_hash, verify_inclusion
+from sagacity.merkle import EMPTY_ROOT, leaf_hash, node_hash, verify_inclusion
 from sagacity.note_keys import NoteVerifier
 
 
@@ -159,7 +159,10 @@ class RootBuilder:
         self._stack: list[tuple[int, bytes]] = []  # (level, hash), levels decreasing
 
     def add(self, data: bytes) -> None:
-        level, digest = 0, leaf_hash(data)
+        self.add_leaf_hash(leaf_hash(data))
+
+    def add_leaf_hash(self, digest: bytes) -> None:
+        level = 0
         while self._stack and self._stack[-1][0] == level:
             _, left = self._stack.pop()
             digest = node_hash(left, digest)
@@ -169,8 +172,6 @@ class RootBuilder:
 
     def root(self) -> bytes:
         if not self._stack:
-            from sagacity.merkle import EMPTY_ROOT
-
             return EMPTY_ROOT
         digest = self._stack[-1][1]
         for _, left in reversed(self._stack[:-1]):

@@ -24,6 +24,7 @@ from sagacity.worker import (
     cli_sagas,
     cli_server,
     cli_verify,
+    cli_verify_file,
 )
 from sagacity.worker.cli_common import CliState, err, fail
 
@@ -93,7 +94,7 @@ app.command()(cli_resolutions.close)
 app.command()(cli_journal.journal)
 app.command()(cli_verify.verify)
 app.command()(cli_journal.export)
-app.command("verify-file")(cli_verify.verify_file)
+app.command("verify-file")(cli_verify_file.verify_file)
 app.command()(cli_server.demo)
 app.add_typer(cli_keys.keys, name="keys")
 app.add_typer(cli_log.log, name="log")

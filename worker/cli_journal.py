@@ -5,11 +5,11 @@ auditor can check a journal with the engine down. A broken chain exits non-zero 
 the first broken seq and why.
 
 An unbroken chain is not proof that nothing is missing: deleting a chain's last entries
-leaves a shorter chain that verifies. A closed saga that lost its tail looks exactly like
-a saga still running, so the verify commands count closed and open chains, list the open
-ones, and with --require-closed exit non-zero on any open chain (for an audit of sagas
-that should all have finished). A saga deleted whole leaves no chain at all; only an
-earlier export or Temporal's history shows it (docs/threat-model.md).
+leaves a shorter chain that verifies. The signed checkpoints show a cut tail or a deleted
+saga (cli_verify); what no checkpoint covers yet (a running saga's newest entries) still
+looks like a saga running, so the verify commands count closed and open chains, list the
+open ones, and with --require-closed exit non-zero on any open chain (for an audit of
+sagas that should all have finished). docs/threat-model.md says what remains.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from typing import Annotated, TextIO
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from sagacity.audit import export_jsonl
 from sagacity.chain import VerifyReport
 from sagacity.decision_audit import DecisionAudit
 from sagacity.errors import JournalError
+from sagacity.export_writer import JournalExport
 from sagacity.registry import ApproverRegistry
 from sagacity.stores import JournalStore
 from sagacity.worker.cli_common import (
@@ -59,9 +59,9 @@ RequireClosedOpt = Annotated[
 EXIT_OPEN = 1
 
 OPEN_CHAIN_NOTE = (
-    "an open chain is a saga still running, or a closed saga whose last entries were "
-    "deleted: the journal alone cannot tell them apart (check `sagacity status ID`, or "
-    "compare with an earlier export); --require-closed makes an open chain an error"
+    "an open chain is a saga still running, or one whose entries after its newest "
+    "checkpoint were deleted: no evidence tells those apart (check `sagacity status ID`); "
+    "--require-closed makes an open chain an error"
 )
 
 
@@ -69,7 +69,7 @@ class UnknownSagaError(JournalError, LookupError):
     """The journal holds no entry for this saga."""
 
 
-def _progress() -> Progress:
+def _progress(*, visible: bool = True) -> Progress:
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -77,6 +77,7 @@ def _progress() -> Progress:
         TimeElapsedColumn(),
         console=err,
         transient=True,
+        disable=not visible,
     )
 
 
@@ -223,30 +224,30 @@ def export(
 
     One entry per line in seq order; written to stdout, or to --out FILE (renamed into
     place only when complete). With a checkpoint log, the file also carries the log's
-    signed tree head and each saga's checkpoints with their inclusion proofs.
+    signed tree head and each saga's checkpoints with their inclusion proofs; an export
+    of --all is complete: it carries every checkpoint of its tree head (those of sagas
+    no longer in the journal too), so verify-file sees one left out.
     """
     _one_or_all(saga_id, every)
     settings = settings_of(ctx)
     with user_errors(), open_journal(settings) as store:
+        log = store.checkpoint_log()
+        head = log.head()  # before any saga is listed or read: they all reach it
         if saga_id is not None:
             _known(store, saga_id)
             ids = [saga_id]
         else:
             ids = list(store.sagas())
-        written = 0
-        log = store.checkpoint_log()
-        head = log.head()
         with _output(out) as fh:
-            if out is None or saga_id is not None:
-                written = export_jsonl(store, fh, ids, log=log, head=head)
-            else:
-                with _progress() as progress:
-                    task = progress.add_task(f"exporting to {out}", total=len(ids))
-                    for number, sid in enumerate(ids):
-                        written += export_jsonl(
-                            store, fh, [sid], log=log, head=head, write_head=number == 0
-                        )
-                        progress.advance(task)
+            export = JournalExport(store, fh, log, head)
+            export.begin(complete=saga_id is None)
+            with _progress(visible=out is not None and saga_id is None) as progress:
+                task = progress.add_task(f"exporting to {out}", total=len(ids))
+                for sid in ids:
+                    export.saga(sid)
+                    progress.advance(task)
+            export.finish()
+        written = export.entries
     where = str(out) if out is not None else "stdout"
     note(
         f"exported {written} entries of {len(ids)} saga(s) to {where}",

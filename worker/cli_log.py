@@ -34,7 +34,12 @@ from sagacity.worker.cli_common import (
     user_errors,
 )
 from sagacity.worker.cli_verify import LogKeyOpt
-from sagacity.worker.log_keys import DEFAULT_LOG_NAME, log_verifiers, worker_log_key
+from sagacity.worker.log_keys import (
+    DEFAULT_LOG_NAME,
+    log_verifiers,
+    read_tree_head,
+    worker_log_key,
+)
 
 log = typer.Typer(help="the checkpoint log: signed heads, inclusion and consistency proofs")
 
@@ -169,9 +174,9 @@ def consistency(
     keys = _verifiers(ctx, log_key)
     with user_errors():
         try:
-            old = open_tree_head(old_head.read_text(encoding="utf-8"), keys)
+            old = read_tree_head(old_head, keys)
         except CheckpointError as exc:
-            raise fail(f"{old_head}: {exc}") from None
+            raise fail(str(exc)) from None
     with user_errors(), open_journal(settings_of(ctx)) as store:
         log_db = store.checkpoint_log()
         stored = log_db.head()

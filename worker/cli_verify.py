@@ -1,4 +1,4 @@
-"""`sagacity verify` and `sagacity verify-file`: every kind of evidence the journal has.
+"""`sagacity verify`: every kind of evidence the journal has (`verify-file`: cli_verify_file).
 
 A chain alone shows edits in its middle. The checkpoint log (signed checkpoints of chain
 heads, an RFC 6962 tree of them with signed heads) shows a cut tail, a deleted saga, a
@@ -9,20 +9,15 @@ so "verified" never claims more than was looked at; every problem names the saga
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from sagacity.audit import verify_jsonl
 from sagacity.checkpoint_log import CheckpointLog
 from sagacity.decision_audit import DecisionAudit
-from sagacity.entry import JournalEntry
 from sagacity.evidence import Finding, LogAudit
 from sagacity.evidence_walk import SagaEvidence, audit_log, check_all, check_saga, checkpointed
-from sagacity.export_evidence import FileEvidence
 from sagacity.note_keys import NoteVerifier
 from sagacity.stores import JournalStore
 from sagacity.worker.cli_common import (
@@ -49,7 +44,7 @@ from sagacity.worker.cli_journal import (
     _one_or_all,
     _progress,
 )
-from sagacity.worker.log_keys import log_verifiers, parse_verifier_text
+from sagacity.worker.log_keys import log_verifiers
 from sagacity.worker.render import verify_line
 from sagacity.worker.settings import Settings
 
@@ -235,68 +230,3 @@ def _conclude_one(
                 "--require-closed expects it closed",
                 EXIT_OPEN,
             )
-
-
-def verify_file(
-    file: Annotated[
-        Path, typer.Argument(help='a JSON Lines export ("-" for stdin)', show_default=False)
-    ],
-    require_closed: RequireClosedOpt = False,
-    approvers: ApproversOpt = None,
-    log_key: LogKeyOpt = None,
-) -> None:
-    """Verify an export offline, from the file alone; exit 1 naming the first broken seq.
-    Every signed decision's signature is re-checked too; with --approvers (the registry
-    file), also that its key was enrolled to that person and valid at that time. The
-    export's checkpoints are checked against its chains, and their inclusion proofs
-    against its signed tree head (signatures with --log-key).
-
-    The summary counts closed and open chains and lists the open ones (a saga exported
-    while running, or whose last lines were cut).
-    """
-    decisions = _decision_audit(approvers)
-    with user_errors():
-        verifiers = parse_verifier_text(log_key) if log_key else []
-        evidence = FileEvidence(verifiers or None)
-
-        def observe(entry: JournalEntry) -> None:
-            decisions.observe(entry)
-            evidence.observe(entry)
-
-        if str(file) == "-":
-            reports = verify_jsonl(sys.stdin, observe, evidence.evidence)
-        else:
-            with file.open(encoding="utf-8") as fh:
-                reports = verify_jsonl(fh, observe, evidence.evidence)
-    if not reports:
-        raise fail(f"{file} holds no journal entries")
-    tally = Tally()
-    for report in reports:
-        tally.add(report)
-        console.print(verify_line(report), soft_wrap=True)
-    _conclude_decisions(decisions)
-    findings = evidence.finish(reports)
-    for finding in findings[:50]:
-        console.print(f"[red]✗[/] {finding.describe()}", soft_wrap=True)
-    kinds = ["hash chains"]
-    if evidence.checkpoints or evidence.head:
-        keyed = (
-            f"signatures checked with {', '.join(v.name for v in verifiers)}"
-            if verifiers
-            else "signatures NOT checked: no log key (give --log-key)"
-        )
-        kinds.append(f"{evidence.checkpoints} checkpoint(s) ({keyed})")
-        if evidence.head is not None:
-            kinds.append(
-                f"{evidence.proved} inclusion proof(s) against the signed tree head of size "
-                f"{evidence.head.size}"
-            )
-    else:
-        kinds.append("no checkpoints in this export")
-    console.print(
-        ("  " if not findings else "[red]✗[/] ") + "evidence checked: " + "; ".join(kinds),
-        soft_wrap=True,
-    )
-    if findings:
-        raise fail(f"{file}: {len(findings)} evidence problem(s); first: {findings[0].describe()}")
-    tally.conclude(str(file), require_closed=require_closed, prefix=f"{file}: ")

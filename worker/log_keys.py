@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sagacity.checkpoint import CheckpointError
+from sagacity.checkpoint import CheckpointError, TreeHead, open_tree_head
 from sagacity.note_keys import NoteSigner, NoteVerifier
 from sagacity.signed_note import NoteError
 from sagacity.stores.sqlite import sqlite_path
@@ -97,3 +97,26 @@ def parse_verifier_text(text: str) -> list[NoteVerifier]:
         return [NoteVerifier.parse(key) for key in keys]
     except NoteError as exc:
         raise CheckpointError(f"log key {text!r}: {exc}") from None
+
+
+def read_tree_head(path: Path, verifiers: list[NoteVerifier] | None) -> TreeHead:
+    """A tree head kept in a file (`sagacity log head > FILE`), its signature checked
+    when `verifiers` are given. Read as bytes: a file whose line ends were turned into
+    CRLF is not the signed note, and is refused rather than silently repaired."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise CheckpointError(f"tree head {path}: cannot read it ({exc.strerror})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CheckpointError(f"tree head {path}: not UTF-8 text") from None
+    if "\r" in text:
+        raise CheckpointError(
+            f"tree head {path}: holds a carriage return (CRLF line ends?); a signed note "
+            "ends its lines with LF only"
+        )
+    try:
+        return open_tree_head(text, verifiers)
+    except CheckpointError as exc:
+        raise CheckpointError(f"tree head {path}: {exc}") from None

@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from sagacity.audit import entry_line
+from sagacity.chain import GENESIS_HASH, seal
 from sagacity.entry import EntryDraft
 from sagacity.note_keys import NoteSigner
 from sagacity.phases import Phase
 from sagacity.stores import open_store
+from sagacity.stores.base import utc_now
 from tests.cli.conftest import cli_env, invoke_sync
 
 
@@ -80,3 +83,52 @@ def test_mistakes_get_one_line(tmp_path: Path) -> None:
     assert plain.code == 0 and "the checkpoint log is empty and no log key is known" in (
         plain.output
     )
+
+
+def test_verify_file_with_a_kept_head_and_require_complete(tmp_path: Path) -> None:
+    """The auditor's options: --known-head (the export must extend a head kept earlier),
+    --require-complete (a partial export cannot show an omission), and a saga made up in
+    the file with no checkpoint, which passes but is counted as vouched for by nothing."""
+    signer = NoteSigner.generate("acme/log")
+    url = _journal(tmp_path, signer)
+    env = cli_env(SAGACITY_JOURNAL_URL=url, SAGACITY_LOG_VERIFIER=signer.verifier.encode())
+    kept = tmp_path / "head.txt"
+    kept.write_text(invoke_sync(["log", "head"], env).stdout, encoding="utf-8")
+    store = open_store(url)
+    log = store.checkpoint_log(signer)
+    store.append(EntryDraft.new("s3", Phase.SAGA_OPENED))
+    log.record(store.append(EntryDraft.new("s3", Phase.SAGA_CLOSED, result={})))
+    store.close()
+    whole, one = tmp_path / "all.jsonl", tmp_path / "one.jsonl"
+    assert invoke_sync(["export", "--all", "--out", str(whole)], env).code == 0
+    assert invoke_sync(["export", "s1", "--out", str(one)], env).code == 0
+
+    key = ["--log-key", signer.verifier.encode(), "--known-head", str(kept)]
+    full = invoke_sync(["verify-file", str(whole), "--require-complete", *key], env)
+    assert full.code == 0, full.output
+    assert "complete export: every leaf of the signed tree head of size 4" in full.output
+    assert "the export's head extends your known head of size 3" in full.output
+    part = invoke_sync(["verify-file", str(one), *key], env)
+    assert part.code == 0, part.output
+    assert "head not checked against (a partial export cannot prove it" in part.output
+    assert "partial export: a checkpoint left out of it cannot be seen" in part.stderr
+    strict = invoke_sync(["verify-file", str(one), "--require-complete", *key], env)
+    assert strict.code == 1 and "is not a complete export" in strict.stderr
+
+    # A saga made up in the file, open, with no checkpoint: its hashes are right (anyone
+    # can compute them), so it passes; the summary says nothing but its chain vouches.
+    forged = seal(
+        EntryDraft.new("ghost", Phase.SAGA_OPENED), seq=1, prev_hash=GENESIS_HASH,
+        recorded_at=utc_now(),
+    )  # fmt: skip
+    with_ghost = tmp_path / "ghost.jsonl"
+    with_ghost.write_text(whole.read_text(encoding="utf-8") + entry_line(forged) + "\n")
+    ghost = invoke_sync(["verify-file", str(with_ghost), "--require-complete", *key], env)
+    assert ghost.code == 0, ghost.output
+    assert "1 open chain(s) with no checkpoint: the chain alone vouches" in ghost.output
+    assert "open: ghost (1 entries" in ghost.stdout
+
+    kept.write_bytes(kept.read_bytes().replace(b"\n", b"\r\n"))
+    crlf = invoke_sync(["verify-file", str(whole), *key], env)
+    assert crlf.code == 1 and "head.txt: holds a carriage return" in crlf.stderr, crlf.output
+    assert len(crlf.stderr.strip().splitlines()) == 1

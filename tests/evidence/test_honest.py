@@ -48,10 +48,20 @@ async def test_honest_sagas_verify_with_every_kind_of_evidence(
     export = tmp_path / "all.jsonl"
     exported = await rig.cli("export", "--all", "--out", str(export))
     assert exported.code == 0, exported.output
-    checked = await rig.cli("verify-file", str(export), "--log-key", rig.vkey)
+    kept = str(tmp_path / "head-1.txt")
+    checked = await rig.cli(
+        "verify-file",
+        str(export),
+        "--log-key",
+        rig.vkey,
+        "--require-complete",
+        "--known-head",
+        kept,
+    )
     assert checked.code == 0, checked.output
     head = rig.store.checkpoint_log().head()
     assert head is not None and head.size > count  # the closes and the periodic ones
     proofs = f"{head.size} checkpoint(s) (signatures checked with sagacity.test/evidence); "
-    proofs += f"{head.size} inclusion proof(s) against the signed tree head of size {head.size}"
+    proofs += f"complete export: every leaf of the signed tree head of size {head.size}, "
+    proofs += f"{head.size} inclusion proof(s) checked; the export's head extends your known head"
     assert proofs in checked.output

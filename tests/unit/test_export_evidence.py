@@ -12,7 +12,7 @@ from sagacity.audit import export_jsonl, verify_jsonl
 from sagacity.entry import EntryDraft
 from sagacity.errors import AuditFileError
 from sagacity.evidence import Problem
-from sagacity.export_evidence import FileEvidence
+from sagacity.file_evidence import FileEvidence
 from sagacity.note_keys import NoteSigner
 from sagacity.phases import Phase
 from sagacity.stores import MemoryJournalStore
@@ -42,7 +42,10 @@ def check(lines: list[str], keys: bool = True) -> set[tuple[str, Problem]]:
 
 def test_an_honest_export_carries_and_passes_every_proof() -> None:
     lines = exported()
-    assert json.loads(lines[0]).keys() == {"tree_head"}
+    assert json.loads(lines[0]) == {
+        "tree_head": json.loads(lines[0])["tree_head"],
+        "complete": True,
+    }
     assert json.loads(lines[1]).keys() == {"checkpoint", "log_index", "inclusion_proof"}
     evidence = FileEvidence([SIGNER.verifier])
     verify_jsonl(lines, evidence.observe, evidence.evidence)
@@ -55,7 +58,9 @@ def test_a_checkpoint_that_the_chain_in_the_file_does_not_reach_is_found() -> No
     last_entry = max(i for i, line in enumerate(lines) if '"seq":3' in line)
     assert check(lines[:last_entry]) == {("e2", Problem.TRUNCATED)}
     without = [line for line in lines if "/saga/e1\\n" not in line]
-    assert ("e1", Problem.NOT_CHECKPOINTED) in check(without)
+    found = check(without)
+    assert ("e1", Problem.NOT_CHECKPOINTED) in found  # its close is covered by nothing
+    assert ("(export)", Problem.LOG_BROKEN) in found  # and the complete export lacks a leaf
 
 
 def test_a_forged_checkpoint_or_a_wrong_proof_is_found() -> None:
@@ -65,8 +70,14 @@ def test_a_forged_checkpoint_or_a_wrong_proof_is_found() -> None:
         record, checkpoint=NoteSigner.generate(SIGNER.name).sign("x\n1\n" + "A" * 43 + "=\n")
     )
     assert ("(export)", Problem.BAD_CHECKPOINT) in check([lines[0], json.dumps(forged), *lines[2:]])
-    moved = dict(record, log_index=record["log_index"] + 1)
-    assert ("e0", Problem.NOT_INCLUDED) in check([lines[0], json.dumps(moved), *lines[2:]])
+    proof = record["inclusion_proof"]
+    bent = dict(record, inclusion_proof=[("B" if p[0] == "A" else "A") + p[1:] for p in proof])
+    assert proof and bent["inclusion_proof"] != proof
+    assert ("e0", Problem.NOT_INCLUDED) in check([lines[0], json.dumps(bent), *lines[2:]])
+    other = next(i for i, line in enumerate(lines) if i > 1 and '"log_index"' in line)
+    moved = dict(record, log_index=json.loads(lines[other])["log_index"])
+    with pytest.raises(AuditFileError, match=f"line {other + 1}: log index .* repeats line 2"):
+        check([lines[0], json.dumps(moved), *lines[2:]])
 
 
 @pytest.mark.parametrize(

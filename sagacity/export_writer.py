@@ -1,0 +1,119 @@
+"""Writing a JSON Lines export: the entries in their hashed form and, with a checkpoint
+log, the evidence lines of sagacity.export_evidence around them.
+
+A journal changes while it is exported (sagas run on), so the export reads each saga's
+entries first, then its checkpoints, and writes the checkpoints that match what it read:
+every leaf the tree head covers (taken before any entry was read, so the entries always
+reach it), and a newer leaf only when the entries read reach it too. The saga's entries
+are spooled (in memory up to 4 MiB, then on disk) while its checkpoints are read, so
+memory does not grow with a saga's length.
+
+A complete export (every saga) also writes, after the last saga, the checkpoints its
+tree head covers whose saga is no longer in the journal: the auditor sees the deletion.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterable
+from typing import TextIO
+
+from sagacity.checkpoint import TreeHead
+from sagacity.checkpoint_log import CheckpointLog
+from sagacity.entry import JournalEntry
+from sagacity.export_evidence import checkpoint_lines, leaf_line, tree_head_line
+from sagacity.stores.base import JournalStore
+
+_SPOOL_BYTES = 4 * 1024 * 1024
+
+# json.dumps(ensure_ascii=False) leaves these unescaped, and str.splitlines() and many
+# editors break lines on them; escaping them keeps one entry per physical line.
+_LINE_BREAKERS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def entry_line(entry: JournalEntry) -> str:
+    """One entry as a JSON Lines line (without the newline): stable, diffable, valid JSON."""
+    line = json.dumps(entry.to_record(), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    for char, escape in _LINE_BREAKERS.items():
+        if char in line:
+            line = line.replace(char, escape)
+    return line
+
+
+class JournalExport:
+    """One export being written: `begin`, then `saga` per saga, then `finish`.
+
+    Without a checkpoint log (or with an empty one) only entry lines are written."""
+
+    def __init__(
+        self, store: JournalStore, out: TextIO, log: CheckpointLog | None, head: TreeHead | None
+    ) -> None:
+        self.store, self.out, self.log, self.head = store, out, log, head
+        self.entries = 0
+        self.complete = False
+        self._exported: set[str] = set()
+
+    def begin(self, *, complete: bool) -> None:
+        """Write the tree-head line; `complete` promises every saga of the journal."""
+        self.complete = complete
+        if self.log is not None and self.head is not None:
+            self.out.write(tree_head_line(self.head, complete=complete) + "\n")
+
+    def saga(self, saga_id: str) -> int:
+        """Write one saga (its checkpoints, then its entries); returns its entry count.
+        An unknown saga writes nothing, or only its checkpoints if the log has some."""
+        self._exported.add(saga_id)
+        if self.log is None:
+            written = 0
+            for entry in self.store.entries(saga_id):
+                self.out.write(entry_line(entry) + "\n")
+                written += 1
+            self.entries += written
+            return written
+        with tempfile.SpooledTemporaryFile(_SPOOL_BYTES, mode="w+", encoding="utf-8") as spool:
+            written = 0
+            for entry in self.store.entries(saga_id):
+                spool.write(entry_line(entry) + "\n")
+                written += 1
+            for line in checkpoint_lines(self.log, saga_id, self.head, written):
+                self.out.write(line + "\n")
+            spool.seek(0)
+            for line in spool:
+                self.out.write(line)
+        self.entries += written
+        return written
+
+    def finish(self) -> None:
+        """In a complete export, the checkpoints of sagas the journal no longer holds."""
+        if not self.complete or self.log is None or self.head is None:
+            return
+        for leaf in self.log.leaves():
+            if leaf.index >= self.head.size:
+                break
+            if leaf.saga_id not in self._exported:
+                self.out.write(leaf_line(self.log, leaf, self.head) + "\n")
+
+
+def export_jsonl(
+    store: JournalStore,
+    out: TextIO,
+    saga_ids: Iterable[str] | None = None,
+    *,
+    log: CheckpointLog | None = None,
+    head: TreeHead | None = None,
+) -> int:
+    """Write the journal (or the named sagas) to `out` as JSON Lines; returns the number of
+    entries written.
+
+    Entries are streamed from the store in seq order per saga, sagas in `store.sagas()`
+    order (or the order of `saga_ids`), so memory does not grow with the journal. With
+    the checkpoint `log` and its tree `head` (read before the export begins), the export
+    carries the evidence lines; without `saga_ids` it is a complete export.
+    """
+    export = JournalExport(store, out, log, head)
+    export.begin(complete=saga_ids is None)
+    for saga_id in store.sagas() if saga_ids is None else saga_ids:
+        export.saga(saga_id)
+    export.finish()
+    return export.entries
