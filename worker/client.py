@@ -44,6 +44,7 @@ from sagacity.phases import SagaStatus
 from sagacity.signing import SigningKey
 from sagacity.worker.app import connect as _connect
 from sagacity.worker.settings import Settings
+from sagacity.worker.update_delivery import execute_update, workflow_not_ready
 from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
 from sagacity.workflows.models import (
     DecisionResult,
@@ -247,6 +248,13 @@ def _translate(
         return TemporalUnavailableError(
             f"Temporal at {target} did not answer {call}{of_saga} in time "
             f"({exc.status.name}): {message}"
+        )
+    if workflow_not_ready(exc):
+        of_saga = f" of saga {saga_id!r}" if saga_id is not None else ""
+        return SagaClientError(
+            f"the workflow task{of_saga} kept failing while it took {call}, so Temporal "
+            "dropped it and nothing was applied; send it again, and if this repeats read "
+            "the worker's log and the saga's history in the Temporal UI"
         )
     if exc.status is RPCStatusCode.UNAVAILABLE:
         return TemporalUnavailableError(f"cannot reach Temporal at {target}: {message}")
@@ -527,10 +535,9 @@ async def send_update(
     client = _client_of(handle)
     with _rpc(client, handle.id, call=f"the {name} update", worker_timeout=DECISION_TIMEOUT):
         try:
-            result: R = await handle.execute_update(
-                name, body, result_type=result_type, rpc_timeout=DECISION_TIMEOUT
+            return await execute_update(
+                handle, name, body, result_type, rpc_timeout=DECISION_TIMEOUT
             )
-            return result
         except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
             raise NoWorkerError(
                 f"no worker answered the {what} for saga {handle.id!r} within "

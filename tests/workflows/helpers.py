@@ -11,7 +11,8 @@ from temporalio.client import WorkflowHandle
 from sagacity.entry import JournalEntry
 from sagacity.phases import SagaStatus
 from sagacity.stores import JournalStore
-from sagacity.workflows.models import DirtyStep, ResolutionResult, SagaView, ToolCall
+from sagacity.worker.client_resolutions import resolve
+from sagacity.workflows.models import DirtyStep, SagaView, ToolCall
 
 T = TypeVar("T")
 
@@ -66,5 +67,7 @@ async def accept_when_dirty(
         "actor": actor,
         "reason": reason,
     }
-    await handle.execute_update("resolve", body, result_type=ResolutionResult)
+    # The product's own call: it sends again an update the server dropped because the
+    # saga's closing task met an event (a cancelled tool's acknowledgement, say).
+    await resolve(handle, body)
     return dirty
