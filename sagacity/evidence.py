@@ -118,7 +118,8 @@ class ChainCheckpoints:
                 Problem.NOT_CHECKPOINTED,
                 f"the chain is closed at {report.entries} entries but no checkpoint covers its "
                 "close: written without the log key (inserted by hand, or closed by a worker "
-                "with no log key)",
+                "with no log key), unless it was read in the moment between its close and "
+                "its checkpoint (look again)",
             )
         return self.findings
 

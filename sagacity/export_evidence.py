@@ -55,15 +55,20 @@ def leaf_line(log: CheckpointLog, leaf: LoggedCheckpoint, head: TreeHead | None)
 
 
 def checkpoint_lines(
-    log: CheckpointLog, saga_id: str, head: TreeHead | None, entries: int | None = None
+    log: CheckpointLog,
+    saga_id: str,
+    head: TreeHead | None,
+    entries: int | None = None,
+    leaves: list[LoggedCheckpoint] | None = None,
 ) -> list[str]:
-    """The saga's checkpoint lines. With `entries` (how many of its entries the export
-    holds), a checkpoint signed after `head` that covers more entries than that is left
-    out: the saga grew between reading its entries and its checkpoints, and the export
-    shows the saga as it read it. A leaf the head covers is never left out."""
+    """The saga's checkpoint lines (of `leaves` when the caller has read them). With
+    `entries` (how many of its entries the export holds), a checkpoint signed after
+    `head` that covers more entries than that is left out: the saga grew between reading
+    its entries and its checkpoints, and the export shows the saga as it read it. A leaf
+    the head covers is never left out."""
     return [
         leaf_line(log, leaf, head)
-        for leaf in log.of_saga(saga_id)
+        for leaf in (log.of_saga(saga_id) if leaves is None else leaves)
         if entries is None
         or leaf.entries <= entries
         or (head is not None and leaf.index < head.size)

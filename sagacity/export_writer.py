@@ -8,6 +8,11 @@ reach it), and a newer leaf only when the entries read reach it too. The saga's 
 are spooled (in memory up to 4 MiB, then on disk) while its checkpoints are read, so
 memory does not grow with a saga's length.
 
+A saga read in the moment between its close and its checkpoint (the worker appends
+SAGA_CLOSED, then signs the close) would go out with a close no checkpoint covers, which
+verify-file rightly takes for one inserted by hand: so for a close that recent the
+export waits a moment for its checkpoint, within a budget per export, before writing.
+
 A complete export (every saga) also writes, after the last saga, the checkpoints its
 tree head covers whose saga is no longer in the journal: the auditor sees the deletion.
 """
@@ -16,16 +21,26 @@ from __future__ import annotations
 
 import json
 import tempfile
+import time
 from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
 from sagacity.checkpoint import TreeHead
-from sagacity.checkpoint_log import CheckpointLog
+from sagacity.checkpoint_log import CheckpointLog, LoggedCheckpoint
 from sagacity.entry import JournalEntry
 from sagacity.export_evidence import checkpoint_lines, leaf_line, tree_head_line
+from sagacity.phases import Phase
 from sagacity.stores.base import JournalStore
 
 _SPOOL_BYTES = 4 * 1024 * 1024
+RECENT_CLOSE = timedelta(seconds=60)
+"""A close this recent may still be getting its checkpoint signed: wait for it."""
+CLOSE_WAITS = (0.02, 0.05, 0.1, 0.2, 0.4, 0.8)
+"""Pauses while waiting for one close's checkpoint (about 1.6 s)."""
+WAIT_BUDGET = 10.0
+"""Seconds one export spends waiting for checkpoints in all (a worker that died
+between a close and its checkpoint must not stall an export saga by saga)."""
 
 # json.dumps(ensure_ascii=False) leaves these unescaped, and str.splitlines() and many
 # editors break lines on them; escaping them keeps one entry per physical line.
@@ -53,6 +68,7 @@ class JournalExport:
         self.entries = 0
         self.complete = False
         self._exported: set[str] = set()
+        self._waited = 0.0
 
     def begin(self, *, complete: bool) -> None:
         """Write the tree-head line; `complete` promises every saga of the journal."""
@@ -72,17 +88,38 @@ class JournalExport:
             self.entries += written
             return written
         with tempfile.SpooledTemporaryFile(_SPOOL_BYTES, mode="w+", encoding="utf-8") as spool:
-            written = 0
+            written, last = 0, None
             for entry in self.store.entries(saga_id):
                 spool.write(entry_line(entry) + "\n")
-                written += 1
-            for line in checkpoint_lines(self.log, saga_id, self.head, written):
+                written, last = written + 1, entry
+            leaves = self._leaves(self.log, saga_id, last)
+            for line in checkpoint_lines(self.log, saga_id, self.head, written, leaves):
                 self.out.write(line + "\n")
             spool.seek(0)
             for line in spool:
                 self.out.write(line)
         self.entries += written
         return written
+
+    def _leaves(
+        self, log: CheckpointLog, saga_id: str, last: JournalEntry | None
+    ) -> list[LoggedCheckpoint]:
+        """The saga's checkpoints; for a recent close that none covers yet, read again
+        after short pauses until its checkpoint is there or the wait is over."""
+        leaves = log.of_saga(saga_id)
+        if last is None or last.phase is not Phase.SAGA_CLOSED:
+            return leaves
+        if datetime.now(UTC) - last.recorded_at > RECENT_CLOSE:
+            return leaves
+        for pause in CLOSE_WAITS:
+            if any(leaf.entries == last.seq for leaf in leaves):
+                break
+            if self._waited + pause > WAIT_BUDGET:
+                break
+            time.sleep(pause)
+            self._waited += pause
+            leaves = log.of_saga(saga_id)
+        return leaves
 
     def finish(self) -> None:
         """In a complete export, the checkpoints of sagas the journal no longer holds."""

@@ -14,8 +14,13 @@ can show depends on what it is:
   histories), and in a complete export the leaves it proves must rebuild the known
   root: the log was only appended to.
 
-Memory: one integer per checkpoint line (to see a leaf repeated or left out), 32 bytes
-per leaf of the known head, and each saga's checkpoints; never the entries.
+Every checkpoint must be of the tree head's log: a checkpoint another log signed (a
+staging log whose key the auditor also trusts) cannot pass for one of this log, not even
+as a leaf newer than the head, which no proof ties to it.
+
+Memory: one integer per checkpoint line (to see a leaf repeated or left out), in a
+complete export checked against a known head 32 bytes per leaf it covers, and each
+saga's checkpoints; never the entries.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from dataclasses import dataclass, field
 
 from sagacity.chain import VerifyReport
 from sagacity.checkpoint import (
+    SAGA_ORIGIN_PART,
     CheckpointError,
     SagaCheckpoint,
     TreeHead,
@@ -68,8 +74,11 @@ class FileEvidence:
     late to be checked against the entries already read, so it is refused."""
     _leaves: dict[int, int] = field(default_factory=dict)
     """Log index -> the line that carried it."""
+    _foreign_known: bool = False
+    """The known head is of another log than the export's: nothing to compare."""
     _known_leaves: bytearray = field(default_factory=bytearray)
-    """The leaf hashes of the known head's leaves, at 32 * index, as they are proved."""
+    """The leaf hashes of the known head's leaves, at 32 * index, as they are proved
+    (grown as leaves arrive: only a complete export checked against a known head)."""
 
     def evidence(self, number: int, item: HeadLine | CheckpointLine) -> None:
         if isinstance(item, HeadLine):
@@ -86,6 +95,15 @@ class FileEvidence:
             checkpoint = open_saga_checkpoint(item.note, self.verifiers)
         except CheckpointError as exc:
             self._found(EXPORT, Problem.BAD_CHECKPOINT, f"line {number}: {exc}")
+            return
+        if self.head is not None and log_of(checkpoint.note) != log_of(self.head.note):
+            self._found(
+                checkpoint.saga_id,
+                Problem.BAD_CHECKPOINT,
+                f"line {number}: a checkpoint of log {log_of(checkpoint.note)!r}, but the tree "
+                f"head is of log {log_of(self.head.note)!r}: a checkpoint of another log was "
+                "put in this export",
+            )
             return
         if checkpoint.saga_id in self._started:
             raise AuditFileError(
@@ -107,8 +125,14 @@ class FileEvidence:
         except CheckpointError as exc:
             self._found(EXPORT, Problem.LOG_BROKEN, f"line {item.number}: {exc}")
             return
-        if self.known is not None and self.known.size <= self.head.size:
-            self._known_leaves = bytearray(32 * self.known.size)
+        if self.known is not None and log_of(self.known.note) != log_of(self.head.note):
+            self._found(
+                EXPORT,
+                Problem.LOG_BROKEN,
+                f"the head you kept is of log {log_of(self.known.note)!r}, the export's of log "
+                f"{log_of(self.head.note)!r}: this export is of another log",
+            )
+            self._foreign_known = True
 
     def _prove(self, item: CheckpointLine, checkpoint: SagaCheckpoint) -> None:
         head = self.head
@@ -131,8 +155,11 @@ class FileEvidence:
             self.findings.append(problem)
             return
         self.proved += 1
-        if self.known is not None and item.log_index < self.known.size and self._known_leaves:
+        known = self.known
+        if self.complete and known is not None and item.log_index < known.size <= head.size:
             at = 32 * item.log_index
+            if len(self._known_leaves) < at + 32:
+                self._known_leaves.extend(bytes(at + 32 - len(self._known_leaves)))
             self._known_leaves[at : at + 32] = leaf_hash(checkpoint.note.encode("utf-8"))
 
     def _chain(self, saga_id: str) -> ChainCheckpoints:
@@ -166,7 +193,9 @@ class FileEvidence:
         if self.head is not None:
             if self.complete:
                 self._every_leaf(self.head)
-            if self.known is not None:
+            if self._foreign_known:
+                self.consistent = False
+            elif self.known is not None:
                 self._extends(self.known, self.head)
         by_id = {r.saga_id: r for r in reports}
         expect = self.head_line is not None or bool(self.verifiers)
@@ -229,3 +258,11 @@ class FileEvidence:
 
     def _found(self, saga_id: str, problem: Problem, detail: str) -> None:
         self.findings.append(Finding(saga_id, problem, detail))
+
+
+def log_of(note: str) -> str:
+    """The log a checkpoint or tree head belongs to: its origin line, without the saga
+    part (a saga id is percent-encoded, so it holds no "/")."""
+    origin = note.split("\n", 1)[0]
+    log, part, _ = origin.rpartition(SAGA_ORIGIN_PART)
+    return log if part else origin

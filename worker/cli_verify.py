@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from sagacity.checkpoint_log import CheckpointLog
 from sagacity.decision_audit import DecisionAudit
@@ -45,7 +46,7 @@ from sagacity.worker.cli_journal import (
     _progress,
 )
 from sagacity.worker.log_keys import log_verifiers
-from sagacity.worker.render import verify_line
+from sagacity.worker.render import finding_line, verify_line
 from sagacity.worker.settings import Settings
 
 LogKeyOpt = Annotated[
@@ -108,10 +109,11 @@ class Evidence:
         """Print the findings and the kinds checked; exit 1 on any finding (with `quiet`,
         print only: the caller fails with its own message)."""
         for finding in self.findings[:50]:
-            console.print(f"[red]✗[/] {finding.describe()}", markup=True, soft_wrap=True)
+            console.print(finding_line(finding), soft_wrap=True)
         if len(self.findings) > 50:
             note(f"… and {len(self.findings) - 50} more findings")
-        console.print(("  " if not self.findings else "[red]✗[/] ") + self.kinds(), soft_wrap=True)
+        mark = "  " if not self.findings else "[red]✗[/] "
+        console.print(mark + escape(self.kinds()), soft_wrap=True)
         if self.findings and not quiet:
             first = self.findings[0]
             raise fail(

@@ -6,6 +6,11 @@ or deleted with its checkpoints shows; a partial export (one saga) cannot show a
 checkpoint left out of it. With --known-head (a head the auditor kept earlier), the
 export's head must extend it. Open chains that no checkpoint covers are counted: only
 their own hashes vouch for them.
+
+Checkpoints and tree heads are only evidence when their signatures are checked: anyone
+can write a file of them with a key of their own. So a file that carries them is
+refused unless a log key is known (--log-key, SAGACITY_LOG_VERIFIER, or the worker's
+key on this machine), or --skip-signatures says the reader knows what it gives up.
 """
 
 from __future__ import annotations
@@ -15,12 +20,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from sagacity.audit import export_lines, verify_jsonl
 from sagacity.entry import JournalEntry
-from sagacity.file_evidence import FileEvidence
+from sagacity.file_evidence import FileEvidence, log_of
 from sagacity.note_keys import NoteVerifier
-from sagacity.worker.cli_common import console, fail, note, user_errors
+from sagacity.worker.cli_common import console, fail, note, settings_of, user_errors
 from sagacity.worker.cli_journal import (
     ApproversOpt,
     RequireClosedOpt,
@@ -29,8 +35,8 @@ from sagacity.worker.cli_journal import (
     _decision_audit,
 )
 from sagacity.worker.cli_verify import LogKeyOpt
-from sagacity.worker.log_keys import parse_verifier_text, read_tree_head
-from sagacity.worker.render import verify_line
+from sagacity.worker.log_keys import log_verifiers, read_tree_head
+from sagacity.worker.render import finding_line, verify_line
 
 KnownHeadOpt = Annotated[
     Path | None,
@@ -38,6 +44,14 @@ KnownHeadOpt = Annotated[
         "--known-head",
         help="a tree head you kept earlier (`sagacity log head > FILE`): the export's head "
         "must extend it (a rolled-back or rewritten log is found)",
+    ),
+]
+SkipSignaturesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--skip-signatures",
+        help="check chains and proofs with no log key: the export's checkpoints and tree "
+        "head then vouch for nothing (anyone can sign their own)",
     ),
 ]
 RequireCompleteOpt = Annotated[
@@ -51,6 +65,7 @@ RequireCompleteOpt = Annotated[
 
 
 def verify_file(
+    ctx: typer.Context,
     file: Annotated[
         Path, typer.Argument(help='a JSON Lines export ("-" for stdin)', show_default=False)
     ],
@@ -59,12 +74,14 @@ def verify_file(
     approvers: ApproversOpt = None,
     log_key: LogKeyOpt = None,
     known_head: KnownHeadOpt = None,
+    skip_signatures: SkipSignaturesOpt = False,
 ) -> None:
     """Verify an export offline, from the file alone; exit 1 naming the first broken seq.
     Every signed decision's signature is re-checked too; with --approvers (the registry
     file), also that its key was enrolled to that person and valid at that time. The
     export's checkpoints are checked against its chains, and their inclusion proofs
-    against its signed tree head (signatures with --log-key).
+    against its signed tree head, and their signatures with the log key (--log-key, else
+    $SAGACITY_LOG_VERIFIER, else the worker's key if readable here).
 
     The summary counts closed and open chains and lists the open ones (a saga exported
     while running, or whose last lines were cut), and says which kinds of evidence were
@@ -72,7 +89,7 @@ def verify_file(
     """
     decisions = _decision_audit(approvers)
     with user_errors():
-        verifiers = parse_verifier_text(log_key) if log_key else []
+        verifiers = _verifiers(ctx, log_key, skip_signatures, require_complete, known_head)
         known = read_tree_head(known_head, verifiers or None) if known_head else None
         evidence = FileEvidence(verifiers or None, known=known)
 
@@ -87,6 +104,12 @@ def verify_file(
                 reports = verify_jsonl(export_lines(fh), observe, evidence.evidence)
     if not reports and not evidence.checkpoints and evidence.head_line is None:
         raise fail(f"{file} holds no journal entries")  # a head alone is evidence: go on
+    if not verifiers and not skip_signatures and (evidence.checkpoints or evidence.head_line):
+        raise fail(
+            f"{file} carries signed checkpoints, but no log key is known to check them, and "
+            "anyone can sign their own: give --log-key (the log's public key, from `sagacity "
+            "log key`) or set SAGACITY_LOG_VERIFIER; --skip-signatures checks the rest alone"
+        )
     tally = Tally()
     for report in reports:
         tally.add(report)
@@ -94,13 +117,12 @@ def verify_file(
     _conclude_decisions(decisions)
     findings = evidence.finish(reports)
     for finding in findings[:50]:
-        console.print(f"[red]✗[/] {finding.describe()}", soft_wrap=True)
+        console.print(finding_line(finding), soft_wrap=True)
     if len(findings) > 50:
         note(f"… and {len(findings) - 50} more findings")
     console.print(
         ("  " if not findings else "[red]✗[/] ")
-        + "evidence checked: "
-        + _kinds(evidence, verifiers),
+        + escape("evidence checked: " + _kinds(evidence, verifiers)),
         soft_wrap=True,
     )
     if evidence.head_line is not None and not evidence.complete:
@@ -118,6 +140,27 @@ def verify_file(
     tally.conclude(str(file), require_closed=require_closed, prefix=f"{file}: ")
 
 
+def _verifiers(
+    ctx: typer.Context,
+    log_key: str | None,
+    skip: bool,
+    require_complete: bool,
+    known_head: Path | None,
+) -> list[NoteVerifier]:
+    """The keys that check the file's signatures, as `verify` finds them; none with
+    --skip-signatures, which a check that only signatures make sound refuses."""
+    if not skip:
+        return log_verifiers(settings_of(ctx), log_key)
+    if log_key:
+        raise typer.BadParameter("--skip-signatures and --log-key contradict each other; drop one")
+    if require_complete or known_head is not None:
+        raise typer.BadParameter(
+            "--require-complete and --known-head need the log key: without signatures a "
+            "file can claim any tree head; drop --skip-signatures"
+        )
+    return []
+
+
 def _kinds(evidence: FileEvidence, verifiers: list[NoteVerifier]) -> str:
     kinds = ["hash chains"]
     if not (evidence.checkpoints or evidence.head_line):
@@ -125,15 +168,15 @@ def _kinds(evidence: FileEvidence, verifiers: list[NoteVerifier]) -> str:
     keyed = (
         f"signatures checked with {', '.join(v.name for v in verifiers)}"
         if verifiers
-        else "signatures NOT checked: no log key (give --log-key)"
+        else "signatures NOT checked (--skip-signatures): they vouch for nothing"
     )
     kinds.append(f"{evidence.checkpoints} checkpoint(s) ({keyed})")
     head = evidence.head
     if head is not None:
         what = "complete export: every leaf of" if evidence.complete else "partial export:"
         kinds.append(
-            f"{what} the signed tree head of size {head.size}, {evidence.proved} inclusion "
-            f"proof(s) checked"
+            f"{what} the tree head of log {log_of(head.note)!r} of size {head.size}, "
+            f"{evidence.proved} inclusion proof(s) checked"
             + (f", {evidence.newer} checkpoint(s) newer" if evidence.newer else "")
         )
     if evidence.known is not None:

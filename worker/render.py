@@ -20,6 +20,7 @@ from rich.text import Text
 
 from sagacity.chain import VerifyReport
 from sagacity.entry import JournalEntry
+from sagacity.evidence import Finding
 from sagacity.phases import Phase
 from sagacity.worker.confusables import TextWarning, payload_warnings
 from sagacity.workflows.models import (
@@ -119,6 +120,12 @@ def verify_line(report: VerifyReport) -> str:
         f"[red]BROKEN[/] {saga}: first broken seq {report.first_broken_seq} "
         f"({reason}): {escape(report.detail)}"
     )
+
+
+def finding_line(finding: Finding) -> str:
+    """One evidence problem as rich markup; its saga id and detail come from the journal
+    or the file, so they are escaped (a saga id "[conceal]x" would hide its own line)."""
+    return f"[red]✗[/] {escape(finding.describe())}"
 
 
 def sagas_table(summaries: Iterable[Any]) -> Table:

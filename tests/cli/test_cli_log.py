@@ -106,7 +106,10 @@ def test_verify_file_with_a_kept_head_and_require_complete(tmp_path: Path) -> No
     key = ["--log-key", signer.verifier.encode(), "--known-head", str(kept)]
     full = invoke_sync(["verify-file", str(whole), "--require-complete", *key], env)
     assert full.code == 0, full.output
-    assert "complete export: every leaf of the signed tree head of size 4" in full.output
+    assert (
+        f"complete export: every leaf of the tree head of log {signer.name!r} of size 4"
+        in full.output
+    )
     assert "the export's head extends your known head of size 3" in full.output
     part = invoke_sync(["verify-file", str(one), *key], env)
     assert part.code == 0, part.output

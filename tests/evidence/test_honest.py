@@ -62,6 +62,7 @@ async def test_honest_sagas_verify_with_every_kind_of_evidence(
     head = rig.store.checkpoint_log().head()
     assert head is not None and head.size > count  # the closes and the periodic ones
     proofs = f"{head.size} checkpoint(s) (signatures checked with sagacity.test/evidence); "
-    proofs += f"complete export: every leaf of the signed tree head of size {head.size}, "
+    proofs += "complete export: every leaf of the tree head of log 'sagacity.test/evidence' "
+    proofs += f"of size {head.size}, "
     proofs += f"{head.size} inclusion proof(s) checked; the export's head extends your known head"
     assert proofs in checked.output
