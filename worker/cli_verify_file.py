@@ -150,7 +150,13 @@ def _verifiers(
     """The keys that check the file's signatures, as `verify` finds them; none with
     --skip-signatures, which a check that only signatures make sound refuses."""
     if not skip:
-        return log_verifiers(settings_of(ctx), log_key)
+        found = log_verifiers(settings_of(ctx), log_key)
+        if not found and (require_complete or known_head is not None):
+            raise fail(
+                "--require-complete and --known-head need the log key, and none is known: "
+                "give --log-key (from `sagacity log key`) or set SAGACITY_LOG_VERIFIER"
+            )
+        return found
     if log_key:
         raise typer.BadParameter("--skip-signatures and --log-key contradict each other; drop one")
     if require_complete or known_head is not None:

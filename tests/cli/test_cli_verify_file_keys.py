@@ -63,6 +63,9 @@ def test_a_file_of_checkpoints_with_no_key_known_is_refused(tmp_path: Path) -> N
     refused = invoke_sync(["verify-file", str(forged)], env)
     assert refused.code == 1, refused.output
     assert "no log key is known" in refused.stderr and "--log-key" in refused.stderr
+    for extra in (["--require-complete"], ["--known-head", str(forged)]):
+        early = invoke_sync(["verify-file", str(forged), *extra], env)
+        assert early.code == 1 and "need the log key, and none is known" in early.stderr
     skipped = invoke_sync(["verify-file", str(forged), "--skip-signatures"], env)
     assert skipped.code == 0, skipped.output
     assert "signatures NOT checked (--skip-signatures): they vouch for nothing" in skipped.output
