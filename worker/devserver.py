@@ -55,8 +55,10 @@ async def start_dev_server(
     port: int | None = None,
     ui_port: int | None = None,
     db_file: str | None = None,
+    log_level: str = "warn",
 ) -> WorkflowEnvironment:
-    """Start the dev server with sagacity's search attributes registered."""
+    """Start the dev server with sagacity's search attributes registered. `log_level`
+    "error" keeps its start-up notices (a generated cluster id) out of a demo's output."""
     return await WorkflowEnvironment.start_local(
         data_converter=pydantic_data_converter,
         search_attributes=SEARCH_ATTRIBUTES,
@@ -65,6 +67,7 @@ async def start_dev_server(
         ui=ui,
         port=port,
         ui_port=ui_port,
+        dev_server_log_level=log_level,
     )
 
 

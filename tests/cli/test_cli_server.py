@@ -198,6 +198,8 @@ async def test_demo_runs_four_sagas_and_leaves_nothing_running(tmp_path: Path) -
     assert "needs a human: step 2 charge_card: COMPENSATION_FAILED" in ran.stdout
     assert "compensated (signed, journaled RESOLVED" in ran.stdout
     assert "Traceback" not in ran.output  # the injected fault is not shown as a crash
+    warned = [line for line in ran.output.splitlines() if "WARN" in line.upper()]
+    assert warned == [], warned  # the dev server's start-up notices stay out of the demo
     assert "demo finished" in ran.stdout
     assert processes_mentioning(str(tmp_path)) == []
 
