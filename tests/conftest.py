@@ -21,6 +21,7 @@ from sagacity.examples.orders import Shop
 from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox
 from sagacity.worker.app import new_worker
+from sagacity.worker.client import saga_result
 from sagacity.worker.devserver import start_dev_server
 from sagacity.workflows.models import SagaInput, SagaResult
 
@@ -112,7 +113,7 @@ class SagaHarness:
 
     async def run(self, inp: SagaInput, saga_id: str | None = None) -> SagaResult:
         handle = await self.start(inp, saga_id)
-        return await handle.result()
+        return await saga_result(handle)
 
 
 @pytest.fixture

@@ -62,6 +62,7 @@ from sagacity.workflows.start_input import check_start_fields
 
 RUNNING = WorkflowExecutionStatus.RUNNING.name
 COMPLETED = WorkflowExecutionStatus.COMPLETED.name
+FAILED = WorkflowExecutionStatus.FAILED.name
 
 
 def _echo_json(value: Any) -> None:
@@ -303,8 +304,8 @@ def status(ctx: typer.Context, saga_id: SagaId, as_json: JsonOpt = False) -> Non
                 return summary, view, await saga_steps(handle), ""
             except NoWorkerError as exc:
                 return summary, None, [], f"{exc}; showing what visibility knows"
-        if summary.execution_status == COMPLETED:
-            result = await _closed_view(handle)
+        if summary.execution_status in (COMPLETED, FAILED):  # a saga that did not complete
+            result = await _closed_view(handle)  # fails its workflow, with its result
             if result is not None:
                 return summary, result, result.steps, ""
         remark = (

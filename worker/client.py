@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
+    WorkflowFailureError,
     WorkflowHandle,
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
@@ -57,6 +58,7 @@ from sagacity.workflows.models import (
 from sagacity.workflows.start_input import check_start_fields
 
 __all__ = [
+    "SAGA_FAILURE_TYPES",
     "SAGA_WORKFLOW",
     "ApprovalRefusedError",
     "NoWorkerError",
@@ -80,6 +82,7 @@ __all__ = [
     "list_sagas",
     "pending_approval",
     "pending_approvals",
+    "result_of_failure",
     "saga_handle",
     "saga_result",
     "saga_steps",
@@ -379,11 +382,40 @@ async def pending_approval(handle: SagaHandle) -> PendingApproval | None:
     return pending
 
 
+SAGA_FAILURE_TYPES = frozenset(
+    f"Saga{status.value.title().replace('_', '')}"
+    for status in SagaStatus
+    if status is not SagaStatus.COMPLETED
+)
+"""ApplicationError types of a saga that closed without completing (SagaCompensated,
+SagaCompensationFailed, SagaUnresolved…): its workflow failed with the SagaResult as the
+failure's first detail."""
+
+
+def result_of_failure(exc: WorkflowFailureError) -> SagaResult | None:
+    """The SagaResult a failed saga workflow carries, or None when the workflow failed for
+    another reason (cancelled, terminated, timed out, a refused input)."""
+    cause = exc.cause
+    if not isinstance(cause, ApplicationError) or cause.type not in SAGA_FAILURE_TYPES:
+        return None
+    if not cause.details or not isinstance(cause.details[0], dict):
+        return None
+    return SagaResult.model_validate(cause.details[0])
+
+
 async def saga_result(handle: SagaHandle) -> SagaResult:
-    """Wait for the saga's result (read from history: a closed saga needs no worker).
+    """Wait for the saga's result (read from history: a closed saga needs no worker),
+    whatever its status. A saga that did not complete fails its workflow, so the Temporal
+    UI shows it as failed; its result travels in the failure and is returned here.
     Raises temporalio's WorkflowFailureError for a cancelled or terminated saga."""
     with _rpc(_client_of(handle), handle.id, call="the wait for the result"):
-        return await handle.result()
+        try:
+            return await handle.result()
+        except WorkflowFailureError as exc:
+            result = result_of_failure(exc)
+            if result is None:
+                raise
+            return result
 
 
 def check_pending(pending: PendingApproval) -> str:

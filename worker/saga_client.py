@@ -172,7 +172,8 @@ class SagaClient:
         return await api.saga_steps(self.handle(saga_id))
 
     async def result(self, saga_id: str) -> SagaResult:
-        """An AgentSaga's result (a user's workflow returns its own: use its handle)."""
+        """An AgentSaga's result whatever its status (one that did not complete carries it in
+        its workflow's failure); a user's workflow returns its own: use its handle."""
         try:
             return await api.saga_result(self.handle(saga_id))
         except ValidationError as exc:

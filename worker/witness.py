@@ -64,12 +64,23 @@ def _payloads(event: HistoryEvent) -> Iterator[Payload]:
             yield from details["result"].payloads
     elif kind == "workflow_execution_completed_event_attributes":
         yield from event.workflow_execution_completed_event_attributes.result.payloads
+    elif kind == "workflow_execution_failed_event_attributes":
+        # A saga that did not complete fails its workflow with its result as details.
+        failure = event.workflow_execution_failed_event_attributes.failure
+        if failure.HasField("application_failure_info"):
+            yield from failure.application_failure_info.details.payloads
     elif kind == "workflow_execution_continued_as_new_event_attributes":
         yield from event.workflow_execution_continued_as_new_event_attributes.input.payloads
     elif kind == "workflow_execution_update_completed_event_attributes":
         outcome = event.workflow_execution_update_completed_event_attributes.outcome
         if outcome.HasField("success"):
             yield from outcome.success.payloads
+
+
+_CLOSES = frozenset(
+    ("workflow_execution_completed_event_attributes", "workflow_execution_failed_event_attributes")
+)
+"""Events that carry the saga's result: its head is where the journal closed."""
 
 
 def _values(payload: Payload) -> Any:
@@ -120,7 +131,7 @@ def read_history(seen: Witnessed, history: WorkflowHistory) -> str | None:
                 known = seen.refs.setdefault(seq, digest)
                 if known != digest:
                     seen.conflicts.append(f"history names two hashes for entry {seq}")
-            if kind == "workflow_execution_completed_event_attributes" and isinstance(value, dict):
+            if kind in _CLOSES and isinstance(value, dict):
                 head = value.get("head_seq")
                 if isinstance(head, int) and seen.closed_at is None:
                     seen.closed_at = head

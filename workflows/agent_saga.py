@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         PlanCheck,
     )
     from sagacity.errors import SagacityError
+    from sagacity.phases import SagaStatus
     from sagacity.workflows.models import (
         DecisionResult,
         DirtyStep,
@@ -47,10 +48,15 @@ with workflow.unsafe.imports_passed_through():
 from sagacity.workflows.conversation import bound_messages, tool_message
 from sagacity.workflows.reporting import fit_carry
 from sagacity.workflows.saga_engine import SagaCore
+from sagacity.workflows.saga_errors import SagaFailedError
 from sagacity.workflows.saga_handlers import DECIDE_UPDATE
 from sagacity.workflows.start_input import decode_run_input
 
-__all__ = ["DECIDE_UPDATE", "AgentSagaWorkflow"]
+__all__ = ["DECIDE_UPDATE", "FAIL_UNSUCCESSFUL", "AgentSagaWorkflow"]
+
+FAIL_UNSUCCESSFUL = "fail-unsuccessful-saga"
+"""Patch: a saga that ends in any status but COMPLETED fails its workflow with
+SagaFailedError (type `Saga<Status>`, the SagaResult as details[0])."""
 
 
 class _ContinueAsNew(Exception):
@@ -111,6 +117,10 @@ class AgentSagaWorkflow:
         saga.journal_abandoned_at_start = workflow.patched("journal-abandoned-approval-at-start")
         saga.gate.bound()
         saga.desk.enabled()
+        # A saga that did not complete fails its workflow (the Temporal UI shows it red,
+        # with the saga's result in the failure's details); sagas started before this
+        # patch complete with their result whatever its status, as they did.
+        fail_unsuccessful = workflow.patched(FAIL_UNSUCCESSFUL)
         if inp.carry is None:
             opened = inp.model_dump(mode="json", exclude={"model": {"script"}, "carry": True})
             await saga.start(opened, pin_worker=pin_worker)
@@ -133,6 +143,8 @@ class AgentSagaWorkflow:
         result = await saga.finish()
         if cancelled is not None:
             raise cancelled
+        if fail_unsuccessful and result.status is not SagaStatus.COMPLETED:
+            raise SagaFailedError(result)
         return result
 
     async def _drive(self) -> None:

@@ -18,6 +18,7 @@ from sagacity.worker.client import (
     check_pending,
     decide,
     saga_handle,
+    saga_result,
 )
 from sagacity.workflows.models import PendingApproval, SagaInput, ToolCall
 
@@ -50,7 +51,7 @@ async def test_pending_lists_every_saga_awaiting_approval_with_payload_and_hash(
     first = await cli.start(SagaInput(plan=[RESERVE, WIRE]))
     second = await cli.start(SagaInput(plan=[WIRE]))
     done = await cli.start(SagaInput(plan=[CHARGE]))
-    await done.result()
+    await saga_result(done)
     expected = approval_hash("send_wire_transfer", WIRE_ARGS)
     for handle in (first, second):
         assert (await cli.pending(handle.id)).payload_sha256 == expected
@@ -83,7 +84,7 @@ async def test_approve_shows_the_payload_and_journals_the_approval(cli: CliHarne
     assert ran.code == 0, ran.output
     assert "DE89370400440532013000" in ran.stdout  # the payload was shown
     assert pending.payload_sha256 in ran.stdout
-    result = await handle.result()
+    result = await saga_result(handle)
     assert result.status is SagaStatus.COMPLETED
     [approved] = phases(cli, handle.id, "APPROVED")
     assert approved.actor == "alice"
@@ -108,7 +109,7 @@ async def test_approve_asks_for_confirmation_and_no_sends_nothing(cli: CliHarnes
 
     accepted = await cli("approve", handle.id, stdin="y\n", SAGACITY_APPROVER="bob")
     assert accepted.code == 0, accepted.output
-    assert (await handle.result()).status is SagaStatus.COMPLETED
+    assert (await saga_result(handle)).status is SagaStatus.COMPLETED
     assert [e.actor for e in phases(cli, handle.id, "APPROVED")] == ["bob"]
 
 
@@ -162,7 +163,7 @@ async def test_approving_a_saga_with_nothing_pending(cli: CliHarness) -> None:
     running = await cli.start(SagaInput(plan=[RESERVE, WIRE]))
     await cli.pending(running.id)
     done = await cli.start(SagaInput(plan=[CHARGE]))
-    await done.result()
+    await saga_result(done)
 
     finished = await cli("approve", done.id, "--approver", "alice", "--yes")
     assert finished.code == 1
@@ -191,7 +192,7 @@ async def test_reject_journals_the_reason_and_the_saga_compensates(cli: CliHarne
 
     ran = await cli("reject", handle.id, "--reason", "wrong IBAN", "--approver", "carol", "--yes")
     assert ran.code == 0, ran.output
-    result = await handle.result()
+    result = await saga_result(handle)
     assert result.status is SagaStatus.COMPENSATED
     [rejected] = phases(cli, handle.id, "REJECTED")
     assert rejected.actor == "carol"

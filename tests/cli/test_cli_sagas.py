@@ -14,6 +14,7 @@ from sagacity.approvals import approval_hash
 from sagacity.chain import verify_chain
 from sagacity.phases import SagaStatus
 from sagacity.worker.cli import app
+from sagacity.worker.client import saga_result
 from sagacity.workflows.models import SagaInput, ToolCall
 
 from .conftest import CliHarness
@@ -111,7 +112,7 @@ async def test_start_needs_exactly_one_of_plan_and_goal(cli: CliHarness) -> None
 async def test_start_never_reuses_a_saga_id(cli: CliHarness) -> None:
     running = await cli.start(_plan(WIRE))
     closed = await cli.start(_plan(CHARGE))
-    await closed.result()  # its journal chain is closed: a second run could not append
+    await saga_result(closed)  # its journal chain is closed: a second run could not append
     path = cli.tmp / "plan.json"
     path.write_text(json.dumps([CHARGE]))
     for handle in (running, closed):
@@ -145,7 +146,7 @@ async def test_status_of_a_saga_awaiting_approval_then_completed(cli: CliHarness
             "approver": "ann",
         },
     )
-    await handle.result()
+    await saga_result(handle)
     done = json.loads((await cli("status", handle.id, "--json")).stdout)
     assert done["status"] == "COMPLETED" and done["execution_status"] == "COMPLETED"
     assert [s["approver"] for s in done["steps"]] == [None, "ann"]
@@ -176,7 +177,7 @@ async def _listed(cli: CliHarness, *args: str, want: str) -> list[dict[str, obje
 async def test_list_filters_by_saga_status(cli: CliHarness) -> None:
     waiting = await cli.start(_plan(RESERVE, WIRE))
     done = await cli.start(_plan(CHARGE))
-    await done.result()
+    await saga_result(done)
     await cli.pending(waiting.id)
 
     awaiting = await _listed(cli, "--status", "awaiting_approval", want=waiting.id)

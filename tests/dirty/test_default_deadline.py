@@ -19,6 +19,7 @@ from sagacity.resolutions import DEFAULT_DEADLINE_SECONDS
 from sagacity.stores import open_store
 from sagacity.toolbox import Toolbox
 from sagacity.worker.app import new_worker
+from sagacity.worker.client import saga_result
 from sagacity.worker.devserver import start_time_skipping_server
 from sagacity.workflows.models import SagaInput, SagaResult, SagaView
 
@@ -59,7 +60,7 @@ async def test_nobody_comes_for_thirty_days(skipping: WorkflowEnvironment, tmp_p
             assert view.human_deadline is not None
             left = view.human_deadline - since
             assert timedelta(days=29, hours=23) < left <= timedelta(days=30), left
-            result = await asyncio.wait_for(handle.result(), 60)  # skips the 30 days
+            result = await asyncio.wait_for(saga_result(handle), 60)  # skips the 30 days
             skipped = await skipping.get_current_time() - since
         assert skipped >= timedelta(days=29, hours=23), skipped
         assert result.status is SagaStatus.UNRESOLVED and result.needs_human

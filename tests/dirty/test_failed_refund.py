@@ -12,6 +12,7 @@ from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 
 from sagacity.audit import verify_store
 from sagacity.phases import Phase, SagaStatus
+from sagacity.worker.client import saga_result
 from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
 from sagacity.workflows.models import (
     DirtyStep,
@@ -105,7 +106,7 @@ async def test_refund_down_then_retried(saga) -> None:
     saga.shop.clear_fault("refund")
     done = await _resolve(handle, action="retry_compensation", step=2, actor="olivia")
     assert (done.outcome, done.dirty, done.status) == ("compensated", [], SagaStatus.COMPENSATED)
-    result = await handle.result()
+    result = await saga_result(handle)
     assert result.status is SagaStatus.COMPENSATED and not result.needs_human
     assert [(r.action, r.step, r.actor) for r in result.resolutions] == [
         ("retry_compensation", 2, "olivia"), ("retry_compensation", 2, "olivia")
@@ -139,7 +140,7 @@ async def test_current_details_say_what_is_dirty_and_how_to_resolve(saga) -> Non
     assert "COMPENSATION_FAILED" in details and f"sagacity resolve {handle.id}" in details
     saga.shop.clear_fault("refund")
     await _resolve(handle, action="retry_compensation", step=2, actor="olivia")
-    assert (await handle.result()).status is SagaStatus.COMPENSATED
+    assert (await saga_result(handle)).status is SagaStatus.COMPENSATED
 
 
 async def test_refusals_are_numbered_across_continue_as_new(saga) -> None:
@@ -154,7 +155,7 @@ async def test_refusals_are_numbered_across_continue_as_new(saga) -> None:
         await eventually(lambda n=n: _refusals(saga.store, handle.id, n))
         decision = {"saga_id": handle.id, "step": n, "payload_sha256": pending, "approver": "ann"}
         await handle.signal("approve", decision)
-    assert (await handle.result()).status is SagaStatus.COMPLETED
+    assert (await saga_result(handle)).status is SagaStatus.COMPLETED
     refused = entries_of(saga.store, handle.id, "RESOLUTION_REFUSED")
     assert [(r.step, r.attempt) for r in refused] == [(0, 1), (0, 2), (0, 3)]
     assert all(r.error.startswith("MALFORMED") for r in refused)  # accept without a reason
@@ -189,7 +190,7 @@ async def test_actions_are_bounded_but_an_acceptance_is_always_taken(saga, monke
     )
     done = await _resolve(handle, action="accept", steps=[2], actor="olivia", reason="by hand")
     assert done.status is SagaStatus.ACCEPTED
-    result = await handle.result()
+    result = await saga_result(handle)
     assert [r.action for r in result.resolutions] == [
         "retry_compensation", "retry_compensation", "accept"
     ]  # fmt: skip

@@ -29,6 +29,7 @@ from sagacity.signing import SigningKey, verify_signature
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
 from sagacity.worker.app import new_worker
+from sagacity.worker.client import saga_result
 from sagacity.worker.saga_client import SagaClient
 from sagacity.workflows.models import (
     ResolutionPolicy,
@@ -132,7 +133,7 @@ async def test_only_signed_actions_of_an_allowed_resolver_count(signed: Signed) 
 
     done = await signed.client("olivia").resolve(saga_id, 2, happened=True, reason="PSP says paid")
     assert done.actor == "olivia" and done.outcome == "compensated"
-    result = await handle.result()
+    result = await saga_result(handle)
     assert result.status is SagaStatus.COMPENSATED
     [resolved] = entries_of(signed.store, saga_id, "RESOLVED")
     statement, signature = resolved.input["statement"], resolved.input["signature"]
@@ -250,7 +251,7 @@ async def test_a_signed_statement_acts_once(signed: Signed) -> None:
     signed.shop.clear_fault("refund")
     done = await signed.client("olivia").retry_compensation(saga_id, 1)
     assert done.outcome == "compensated"
-    assert (await handle.result()).status is SagaStatus.COMPENSATED
+    assert (await saga_result(handle)).status is SagaStatus.COMPENSATED
     resolved = entries_of(signed.store, saga_id, "RESOLVED")
     assert [(e.attempt, e.actor) for e in resolved] == [(1, "olivia"), (2, "olivia")]
     assert [c["refunded"] for c in signed.shop.charges()] == [True]
@@ -278,7 +279,7 @@ async def test_a_registry_that_cannot_answer_refuses_and_never_fails_the_saga(
     monkeypatch.undo()
     done = await signed.client("olivia").resolve(saga_id, 2, happened=True)
     assert done.outcome == "compensated"
-    assert (await handle.result()).status is SagaStatus.COMPENSATED
+    assert (await saga_result(handle)).status is SagaStatus.COMPENSATED
     history = await handle.fetch_history()
     assert not any(e.HasField("workflow_task_failed_event_attributes") for e in history.events)
 

@@ -14,6 +14,7 @@ from temporalio.client import WorkflowFailureError
 
 from sagacity.audit import verify_store
 from sagacity.phases import Phase, SagaStatus, StepStatus
+from sagacity.worker.client import saga_result
 from sagacity.worker.client_resolutions import ResolutionRefusedError
 from sagacity.worker.saga_client import SagaClient
 from sagacity.workflows.models import (
@@ -75,7 +76,7 @@ async def test_unknown_payment_resolved(dirty: DirtyHarness, effect: str) -> Non
     )  # fmt: skip
     assert answer.outcome == ("compensated" if happened else "nothing to undo")
     assert answer.dirty == [] and answer.status is SagaStatus.COMPENSATED
-    result: SagaResult = await handle.result()
+    result: SagaResult = await saga_result(handle)
     assert result.status is SagaStatus.COMPENSATED and not result.needs_human
     [report] = [s for s in result.steps if s.step == 2]
     assert report.resolved_by == "olivia"
@@ -136,7 +137,7 @@ async def test_refusals_second_resolution_and_acceptance(dirty: DirtyHarness) ->
 
     accepted = await client.accept(handle.id, reason="refunded by hand, ticket 42", actor="omar")
     assert accepted.steps == [1] and accepted.status is SagaStatus.ACCEPTED
-    result: SagaResult = await handle.result()
+    result: SagaResult = await saga_result(handle)
     assert result.status is SagaStatus.ACCEPTED and not result.needs_human
     assert [d.step for d in result.dirty] == [1]
     assert [(r.action, r.step, r.actor) for r in result.resolutions] == [
@@ -163,7 +164,7 @@ async def test_deadline_closes_unresolved(dirty: DirtyHarness) -> None:
         dirty, [RESERVE, pay("after")], resolution=ResolutionPolicy(deadline_seconds=2)
     )
     await needs_human(client, handle.id)
-    result: SagaResult = await handle.result()
+    result: SagaResult = await saga_result(handle)
     assert result.status is SagaStatus.UNRESOLVED and result.needs_human
     assert [d.step for d in result.dirty] == [2] and result.resolutions == []
     entries = list(dirty.store.entries(handle.id))
@@ -186,7 +187,7 @@ async def test_cancelled_mid_payment_then_resolved_as_happened(dirty: DirtyHarne
     done = await client.resolve(handle.id, 2, happened=True, actor="olivia")
     assert done.outcome == "compensated"
     with pytest.raises(WorkflowFailureError):
-        await handle.result()  # it was cancelled: it ends cancelled, after cleaning up
+        await saga_result(handle)  # it was cancelled: it ends cancelled, after cleaning up
     assert dirty.ledger.payments()[0]["voided"] is True and len(dirty.ledger.voids()) == 1
     closed = entries_of(dirty.store, handle.id, "SAGA_CLOSED")[0].result
     assert closed["status"] == "COMPENSATED" and closed["needs_human"] is False

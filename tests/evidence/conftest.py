@@ -27,6 +27,7 @@ from sagacity.note_keys import NoteSigner
 from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox
 from sagacity.worker.app import new_worker
+from sagacity.worker.client import saga_result
 from sagacity.workflows.models import SagaInput, SagaResult, ToolCall
 from tests.cli.conftest import Ran, invoke_sync
 
@@ -152,7 +153,7 @@ class EvidenceRig:
                 for offset, saga_id in enumerate(chunk)
             ]
             for saga_id, result in zip(
-                chunk, await asyncio.gather(*(h.result() for h in handles)), strict=True
+                chunk, await asyncio.gather(*(saga_result(h) for h in handles)), strict=True
             ):
                 self.results[saga_id] = result
         return ids

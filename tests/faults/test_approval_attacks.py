@@ -25,7 +25,7 @@ from temporalio.service import RPCError
 
 from sagacity.approvals import approval_hash
 from sagacity.phases import Phase, SagaStatus
-from sagacity.worker.client import ApprovalRefusedError, decide
+from sagacity.worker.client import ApprovalRefusedError, decide, saga_result
 from sagacity.workflows.models import DecisionResult, PendingApproval, SagaInput, SagaResult
 
 from .support import (
@@ -126,7 +126,7 @@ async def test_stale_hash_is_refused(saga: Any) -> None:
     assert saga.shop.wires() == []
 
     await handle.signal("approve", body(p))
-    assert (await handle.result()).status is SagaStatus.COMPLETED
+    assert (await saga_result(handle)).status is SagaStatus.COMPLETED
     assert len(saga.shop.wires()) == 1
     await assert_unharmed(saga, handle)
 
@@ -154,7 +154,7 @@ async def test_old_approval_replayed_on_a_reproposed_identical_step(saga: Any) -
     assert (await pending(handle)).step == 3
 
     await handle.signal("approve", body(second, approver="bob"))
-    result = await handle.result()
+    result = await saga_result(handle)
     assert result.status is SagaStatus.COMPLETED
     approved = entries_of(saga.store, handle.id, Phase.APPROVED)
     assert [(e.step, e.actor) for e in approved] == [(1, "alice"), (3, "bob")]
@@ -181,7 +181,7 @@ async def test_approval_meant_for_another_saga_is_refused(saga: Any) -> None:
 
     await a.signal("reject", {**body(pa), "reason": "not ours"})
     await b.signal("approve", for_b)
-    ra, rb = await a.result(), await b.result()
+    ra, rb = await saga_result(a), await saga_result(b)
     assert (ra.status, rb.status) == (SagaStatus.COMPENSATED, SagaStatus.COMPLETED)
     assert [w["key"] for w in saga.shop.wires()] == [f"{b.id}:2"]
     await assert_unharmed(saga, a, b)
@@ -214,7 +214,7 @@ async def test_approver_outside_the_allow_list_is_refused(saga: Any) -> None:
         handle, step=p.step, payload_sha256=p.payload_sha256, approver="alice", approve=True
     )
     assert accepted.accepted
-    assert (await handle.result()).status is SagaStatus.COMPLETED
+    assert (await saga_result(handle)).status is SagaStatus.COMPLETED
     assert [e.actor for e in entries_of(saga.store, handle.id, Phase.APPROVED)] == ["alice"]
     await assert_unharmed(saga, handle)
 
@@ -239,7 +239,7 @@ async def test_double_approve_runs_the_step_once(saga: Any) -> None:
 
     p2 = await pending(handle, 2)
     await handle.signal("reject", {**body(p2), "reason": "one is enough"})
-    result = await handle.result()
+    result = await saga_result(handle)
     assert result.status is SagaStatus.COMPENSATED
     assert [w["amount"] for w in saga.shop.wires()] == [5000]
     await assert_unharmed(saga, handle)
@@ -258,7 +258,7 @@ async def test_approve_after_reject_changes_nothing(saga: Any) -> None:
     await handle.signal("approve", body(p))
     refused = await refusals(saga, handle, 1)
     assert reasons(refused) == ["ALREADY_DECIDED"]
-    result = await handle.result()
+    result = await saga_result(handle)
     saga.shop.set_fault("refund_delay", "0")
 
     assert result.status is SagaStatus.COMPENSATED
@@ -282,7 +282,7 @@ async def test_reject_after_approve_changes_nothing(saga: Any) -> None:
     assert entries_of(saga.store, handle.id, Phase.REJECTED) == []
     p2 = await pending(handle, 2)
     await handle.signal("approve", body(p2))
-    assert (await handle.result()).status is SagaStatus.COMPLETED
+    assert (await saga_result(handle)).status is SagaStatus.COMPLETED
     assert len(saga.shop.wires()) == 2
     await assert_unharmed(saga, handle)
 
@@ -353,7 +353,7 @@ async def test_malformed_decisions_are_refused_and_journaled(saga: Any) -> None:
     assert (await pending(handle)).payload_sha256 == p.payload_sha256
     assert saga.shop.wires() == []
     await handle.signal("approve", body(p))
-    assert (await handle.result()).status is SagaStatus.COMPLETED
+    assert (await saga_result(handle)).status is SagaStatus.COMPLETED
     await assert_unharmed(saga, handle)
 
 
@@ -367,7 +367,7 @@ async def test_decision_over_the_payload_limit_never_reaches_the_saga(saga: Any)
     await barrier(saga, handle)  # every earlier signal has been handled
     assert [e.input for e in entries_of(saga.store, handle.id, Phase.APPROVAL_REFUSED)] == [BARRIER]
     await handle.signal("approve", body(p))
-    assert (await handle.result()).status is SagaStatus.COMPLETED
+    assert (await saga_result(handle)).status is SagaStatus.COMPLETED
     await assert_unharmed(saga, handle)
 
 
@@ -419,7 +419,7 @@ async def test_undecodable_decisions_do_not_break_the_saga(saga: Any) -> None:
     assert (await pending(handle)).payload_sha256 == p.payload_sha256
 
     await handle.signal("approve", body(p))
-    assert (await handle.result()).status is SagaStatus.COMPLETED
+    assert (await saga_result(handle)).status is SagaStatus.COMPLETED
     assert len(saga.shop.wires()) == 1
     await assert_unharmed(saga, handle)
 
@@ -444,7 +444,7 @@ async def test_decision_with_extra_arguments_is_refused_not_fatal(saga: Any) -> 
         refused = await refusals(saga, handle, 2, timeout=5)
         assert reasons(refused) == ["MALFORMED", "MALFORMED"]  # the two-argument one, the barrier
         await handle.signal("approve", body(p))
-        assert (await asyncio.wait_for(handle.result(), 15)).status is SagaStatus.COMPLETED
+        assert (await asyncio.wait_for(saga_result(handle), 15)).status is SagaStatus.COMPLETED
     finally:
         if (await handle.describe()).close_time is None:
             await handle.terminate("wedged by the attack under test")

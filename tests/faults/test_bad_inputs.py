@@ -32,7 +32,7 @@ from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox
 from sagacity.tools import CompensationContext, ToolContext, compensable, compensation, tool
 from sagacity.worker.app import new_worker
-from sagacity.worker.client import start_saga
+from sagacity.worker.client import saga_result, start_saga
 from sagacity.workflows.models import (
     ModelSettings,
     ResolutionPolicy,
@@ -136,7 +136,7 @@ class Harness:
         return handle
 
     async def run(self, inp: SagaInput, timeout: float = 30) -> SagaResult:
-        return await asyncio.wait_for((await self.start(inp)).result(), timeout)
+        return await asyncio.wait_for(saga_result(await self.start(inp)), timeout)
 
 
 @pytest.fixture
@@ -250,7 +250,7 @@ async def test_argument_just_under_the_limit_runs_and_is_journaled_whole(
             pytest.fail(f"workflow task failed: {failures[0]}")
         assert time.monotonic() < deadline, "saga neither final nor failing after 30 s"
         await asyncio.sleep(0.5)
-    result = await handle.result()
+    result = await saga_result(handle)
     assert result.status is SagaStatus.COMPLETED, result.first_failure
     entries = assert_chain_closed(bad.store, handle.id)
     executed = [e for e in entries if e.phase is Phase.EXECUTED and e.step == 2]
@@ -324,7 +324,7 @@ async def test_hanging_tool_times_out_is_unknown_and_its_late_attempt_is_fenced(
             resolution=ResolutionPolicy(deadline_seconds=1),  # nobody comes: UNRESOLVED
         )
     )
-    result = await asyncio.wait_for(handle.result(), 40)
+    result = await asyncio.wait_for(saga_result(handle), 40)
 
     assert result.status is SagaStatus.UNRESOLVED, result
     assert result.unknown_outcome_steps == [2] and result.needs_human

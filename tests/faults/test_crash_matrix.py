@@ -34,7 +34,7 @@ from sagacity.examples.orders import INITIAL_STOCK, Shop
 from sagacity.phases import Phase, SagaStatus
 from sagacity.stores import JournalStore
 from sagacity.stores.postgres import lock_key
-from sagacity.worker.client import NoWorkerError
+from sagacity.worker.client import NoWorkerError, saga_result
 from sagacity.worker.saga_client import SagaClient
 from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN
 from sagacity.workflows.models import (
@@ -86,7 +86,7 @@ async def final(
     handle: WorkflowHandle[Any, SagaResult], store: JournalStore, workers: WorkerProcesses
 ) -> SagaResult:
     try:
-        return await asyncio.wait_for(handle.result(), RECOVERY_S)
+        return await asyncio.wait_for(saga_result(handle), RECOVERY_S)
     except TimeoutError:
         pytest.fail(
             f"saga {handle.id} not final {RECOVERY_S}s after the restart; journal: "
@@ -389,7 +389,7 @@ async def test_dead_worker_during_compensation_is_noticed_by_heartbeat(
         workers.kill(first)  # mid-refund: the crash (and no graceful wait on the refund)
     shop.set_fault("refund_delay", "0")
     workers.start()
-    result = await asyncio.wait_for(handle.result(), 30)
+    result = await asyncio.wait_for(saga_result(handle), 30)
     assert result.status is SagaStatus.COMPENSATED
     assert len(shop.calls("refund_card")) == 1
     entries = assert_chain_closed(pg_store, handle.id)
@@ -466,7 +466,7 @@ async def test_one_kill_with_sagas_in_every_state(
     mid_comp = [await start(client, workers, [CHARGE, RESERVE_FAILS], **opts) for _ in range(2)]
     approve, reject = [await start(client, workers, [RESERVE, WIRE], **opts) for _ in range(2)]
 
-    await asyncio.wait_for(done.result(), 30)
+    await asyncio.wait_for(saga_result(done), 30)
     for h in mid_tool:
         await eventually(lambda h=h: has(pg_store, h.id, Phase.INTENT, 3), 30, "mid tool")
     for h in mid_comp:
@@ -502,7 +502,7 @@ async def test_one_kill_with_sagas_in_every_state(
            for h in mid_comp},
     }  # fmt: skip
     handles = [done, *mid_tool, *mid_comp, approve, reject]
-    results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), RECOVERY_S)
+    results = await asyncio.wait_for(asyncio.gather(*(saga_result(h) for h in handles)), RECOVERY_S)
     for handle, result in zip(handles, results, strict=True):
         status, story = expected[handle.id]
         assert result.status is status, (handle.id, result)

@@ -35,6 +35,7 @@ from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox
 from sagacity.tools import ToolContext, tool
 from sagacity.worker.app import new_worker
+from sagacity.worker.client import saga_result
 from sagacity.workflows.models import SagaInput, SagaResult, ToolCall
 
 from .proxy import TcpProxy, target_of, through
@@ -146,7 +147,7 @@ async def test_journal_cut_while_a_tool_runs_then_restored(
     assert ("EXECUTED", 3) not in phases(pg_store, handle.id)
     proxied.proxy.restore()
 
-    result = await asyncio.wait_for(handle.result(), 40)
+    result = await asyncio.wait_for(saga_result(handle), 40)
     stats = proxied.proxy.stats()
     assert cut >= 1 and stats.dropped >= 1 and stats.refused >= 1, stats
     assert result.status is SagaStatus.COMPLETED, result
@@ -176,7 +177,7 @@ async def test_fence_check_during_an_outage_does_not_fail_the_tool(
     restore.start()
     try:
         await eventually(lambda: proxied.store.failures["is_fenced"], 10, "a failed check")
-        result = await asyncio.wait_for(handle.result(), 40)
+        result = await asyncio.wait_for(saga_result(handle), 40)
     finally:
         restore.join()
     assert result.status is SagaStatus.COMPLETED, result.first_failure
@@ -213,7 +214,7 @@ async def test_outage_longer_than_the_heartbeat_timeout_keeps_the_outcome(
     assert ("EXECUTED", 2) not in phases(pg_store, handle.id)  # the outage still holds
     proxied.proxy.restore()
 
-    result = await asyncio.wait_for(handle.result(), 40)
+    result = await asyncio.wait_for(saga_result(handle), 40)
     assert result.status is SagaStatus.COMPLETED, _post_mortem(proxied, pg_store, result)
     assert result.unknown_outcome_steps == []
     entries = assert_chain_closed(pg_store, handle.id)
@@ -251,7 +252,7 @@ async def test_journal_cut_under_many_sagas_then_restored(
     )
     proxied.proxy.restore()
 
-    results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 45)
+    results = await asyncio.wait_for(asyncio.gather(*(saga_result(h) for h in handles)), 45)
     stats = proxied.proxy.stats()
     assert stats.dropped >= 1 and stats.refused >= 1, stats
     for handle, result in zip(handles, results, strict=True):

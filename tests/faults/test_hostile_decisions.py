@@ -26,6 +26,7 @@ from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox
 from sagacity.tools import ToolContext, compensable, compensation
 from sagacity.worker.app import new_worker
+from sagacity.worker.client import saga_result
 from sagacity.workflows.approval_gate import (
     REFUSALS_JOURNALED_ELSEWHERE,
     REFUSALS_JOURNALED_PER_STEP,
@@ -99,7 +100,7 @@ async def test_six_hundred_junk_decisions_journal_at_most_the_cap(
     for _ in range(3):
         await handle.signal("approve", real)
     await handle.signal("approve", body(p))
-    result = await handle.result()
+    result = await saga_result(handle)
 
     assert result.status is SagaStatus.COMPLETED
     journaled = refusals(pg_store, handle.id)
@@ -137,7 +138,7 @@ async def test_reserved_actors_are_refused_on_every_door(
     assert all("RESERVED_APPROVER" in (e.error or "") for e in refused)
     assert (await pending(handle)).step == p.step  # still pending: nothing decided
     await handle.signal("approve", body(p))
-    assert (await handle.result()).status is SagaStatus.COMPLETED
+    assert (await saga_result(handle)).status is SagaStatus.COMPLETED
     assert [e.actor for e in pg_store.entries(handle.id) if e.phase is Phase.REJECTED] == []
 
 
@@ -159,7 +160,7 @@ async def test_a_raw_update_refusal_is_evidence(pg_saga: Any, pg_store: JournalS
     assert refused.error.startswith("HASH_MISMATCH") and refused.input["approver"] == "alice"
     assert refused.actor is None  # a refusal proves nobody's identity
     await handle.signal("reject", {**body(p), "reason": "no"})
-    assert (await handle.result()).status is SagaStatus.COMPENSATED
+    assert (await saga_result(handle)).status is SagaStatus.COMPENSATED
 
 
 async def test_a_raw_update_the_converter_cannot_take_is_evidence(
@@ -185,7 +186,7 @@ async def test_a_raw_update_the_converter_cannot_take_is_evidence(
     assert "undecodable argument (binary/x" in str(refused[1].input)
     assert (await pending(handle)).step == p.step  # nothing decided
     await handle.signal("approve", body(p))
-    assert (await handle.result()).status is SagaStatus.COMPLETED
+    assert (await saga_result(handle)).status is SagaStatus.COMPLETED
     assert len(refusals(pg_store, handle.id)) == 3  # the unknown update left nothing
 
 
@@ -215,7 +216,7 @@ async def test_late_decisions_never_change_how_a_saga_ends(
         lambda: _ready([e for e in pg_store.entries(handle.id) if e.phase in rejected], 1)
     )
     flood = asyncio.ensure_future(late())
-    result = await handle.result()
+    result = await saga_result(handle)
     await flood
     assert result.status is SagaStatus.COMPENSATED
     assert (await handle.describe()).status.name == "COMPLETED"  # the workflow, not FAILED
@@ -251,7 +252,7 @@ async def test_a_decision_for_a_step_not_reached_yet_waits_for_it(
     before = await eventually(signalled)  # both decisions are in the history, step 1 runs
     assert EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED not in before
     shop.set_fault("ship_delay", "0")
-    result = await asyncio.wait_for(handle.result(), 60)
+    result = await asyncio.wait_for(saga_result(handle), 60)
 
     assert result.status is SagaStatus.COMPLETED, result
     assert [w["key"] for w in shop.wires()] == [f"{handle.id}:2"]
@@ -314,7 +315,7 @@ async def test_two_workers_with_different_toolboxes_never_mix_a_saga(
                 )
                 for i in range(12)
             ]
-            results = await asyncio.gather(*(h.result() for h in handles))
+            results = await asyncio.gather(*(saga_result(h) for h in handles))
     finally:
         other_store.close()
     other = open_store(f"sqlite:///{tmp_path}/other.db")
@@ -388,7 +389,7 @@ async def test_a_saga_moved_to_a_worker_with_another_toolbox_is_refused_there(
 
             await eventually(refused_on_b)  # the attack happened: B got the step
         async with shop_worker():
-            result = await handle.result()
+            result = await saga_result(handle)
     finally:
         other.close()
     assert result.status is SagaStatus.COMPLETED

@@ -28,7 +28,7 @@ from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
 from sagacity.tools import irreversible, tool
 from sagacity.worker.app import new_worker
-from sagacity.worker.client import start_saga
+from sagacity.worker.client import saga_result, start_saga
 from sagacity.workflows.models import SagaInput, SagaResult
 from sagacity.workflows.start_input import SagaInputError
 
@@ -141,7 +141,7 @@ def phases(store: JournalStore, saga_id: str) -> list[str]:
 
 async def refused_at_start(handle: WorkflowHandle[Any, SagaResult]) -> str:
     with pytest.raises(WorkflowFailureError) as info:
-        await handle.result()
+        await saga_result(handle)
     cause = info.value.cause
     assert getattr(cause, "type", None) == "SagaInputRefused", cause
     assert await failed_workflow_tasks(handle) == 0
@@ -155,7 +155,7 @@ async def test_a_forged_carry_is_refused_at_start_and_no_refund_runs(hostile: Ha
     """A caller plants a fake EXECUTED charge of another customer in the carry and a plan
     that fails, hoping compensation refunds that charge."""
     victim = await hostile.start_raw({"plan": [CHARGE]})
-    assert (await victim.result()).status is SagaStatus.COMPLETED
+    assert (await saga_result(victim)).status is SagaStatus.COMPLETED
     [charge] = hostile.shop.charges()
     forged_outcome = {
         "kind": "EXECUTED", "tool": "charge_card", "step": 1, "tool_kind": "COMPENSABLE",
@@ -254,7 +254,7 @@ async def test_model_args_nested_deep_after_a_charge_are_a_refused_call(hostile:
         ModelTurn(final="gave up"),
     ]
     handle = await hostile.start_raw({"goal": "buy", "model": {"provider": "attacker"}})
-    result = await handle.result()
+    result = await saga_result(handle)
     assert result.status is SagaStatus.COMPLETED
     assert [s.status for s in result.steps] == ["EXECUTED", "REFUSED"]
     assert "nested more than" in (result.steps[1].error or "")
@@ -269,7 +269,7 @@ async def test_a_huge_unknown_tool_name_from_the_model_is_cut(hostile: Harness) 
         ModelTurn(final="ok"),
     ]
     handle = await hostile.start_raw({"goal": "g", "model": {"provider": "attacker"}})
-    result = await handle.result()
+    result = await saga_result(handle)
     assert result.status is SagaStatus.COMPLETED
     [step] = result.steps
     assert step.status == "REFUSED" and len(step.error or "") < 1_000
@@ -282,7 +282,7 @@ async def test_a_huge_unknown_tool_name_from_the_model_is_cut(hostile: Harness) 
 async def test_a_deep_tool_result_after_a_charge_is_compensated(hostile: Harness) -> None:
     body = {"plan": [CHARGE, {"tool": "deep_result", "args": {"depth": 220}}]}
     handle = await hostile.start_raw(body)
-    result = await handle.result()
+    result = await saga_result(handle)
     assert result.status is SagaStatus.COMPENSATED
     assert "nested more than" in (result.first_failure or "")
     [charge] = hostile.shop.charges()
@@ -311,7 +311,7 @@ async def test_the_euros_to_cents_tool_sends_exactly_the_approved_amount(hostile
         "approver": "alice",
     }
     await handle.signal("approve", decision)
-    result = await handle.result()
+    result = await saga_result(handle)
 
     assert result.status is SagaStatus.COMPLETED
     assert hostile.tools.sent == [1250]

@@ -17,6 +17,7 @@ from sagacity.examples.orders import Shop
 from sagacity.phases import Phase, SagaStatus
 from sagacity.stores.memory import MemoryJournalStore
 from sagacity.toolbox import Toolbox
+from sagacity.worker.client import saga_result
 from sagacity.workflows.approval_gate import CANCELLED_ACTOR, FAILED_ACTOR
 from sagacity.workflows.models import SagaInput
 
@@ -33,7 +34,7 @@ async def test_a_journal_failure_while_awaiting_approval_is_not_called_a_cancel(
     planted = EntryDraft.new(handle.id, Phase.APPROVED, step=p.step, tool=p.tool, actor="eve")
     saga.store.append(planted)
     await handle.signal("approve", decision(p))
-    result = await handle.result()
+    result = await saga_result(handle)
 
     assert result.status is SagaStatus.COMPENSATED
     assert saga.shop.wires() == []  # the approval never took effect: nothing ran

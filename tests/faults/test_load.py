@@ -27,6 +27,7 @@ from sagacity.phases import SagaStatus
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
 from sagacity.worker.app import new_worker
+from sagacity.worker.client import saga_result
 from sagacity.workflows.models import SagaInput, SagaResult
 
 from .support import (
@@ -130,7 +131,7 @@ async def test_two_hundred_concurrent_sagas_of_mixed_outcomes(
         )
         decided = asyncio.create_task(approver(postgres_url, pg_schema, kinds, handles))
         results = await asyncio.wait_for(
-            asyncio.gather(*(h.result() for h in handles.values())), 90
+            asyncio.gather(*(saga_result(h) for h in handles.values())), 90
         )
         assert await asyncio.wait_for(decided, 5) == SAGAS // 2
     elapsed = time.monotonic() - started

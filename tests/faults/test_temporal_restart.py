@@ -21,6 +21,7 @@ import pytest
 from sagacity.examples.orders import Shop
 from sagacity.phases import SagaStatus
 from sagacity.stores import JournalStore
+from sagacity.worker.client import saga_result
 from sagacity.worker.devserver import start_dev_server
 from sagacity.workflows.models import SagaInput, SagaResult
 
@@ -83,7 +84,7 @@ async def test_saga_survives_a_temporal_restart(
         env = await start_dev_server(port=port, db_file=db_file)
         handle = env.client.get_workflow_handle(saga_id, result_type=SagaResult)
         try:
-            result = await asyncio.wait_for(handle.result(), 50)
+            result = await asyncio.wait_for(saga_result(handle), 50)
         except TimeoutError:
             pytest.fail(f"not final after the restart: {phases(pg_store, saga_id)}")
 

@@ -21,7 +21,7 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from sagacity.worker.client import _translate
+from sagacity.worker.client import _translate, saga_result
 from sagacity.worker.update_delivery import execute_update, workflow_not_ready
 
 
@@ -103,7 +103,7 @@ async def _race(
         except RPCError as exc:
             outcome = exc
         if retried:
-            assert await handle.result() == "closed"
+            assert await saga_result(handle) == "closed"
     return handle, hold, outcome
 
 

@@ -29,6 +29,7 @@ from sagacity.examples.orders import Shop
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
 from sagacity.worker.app import new_worker
+from sagacity.worker.client import saga_result
 from sagacity.workflows.models import ModelSettings, SagaInput, SagaResult
 
 _ids = itertools.count(1)
@@ -203,7 +204,7 @@ class ModelSaga:
         )
 
     async def run(self, inp: SagaInput) -> SagaResult:
-        return await (await self.start(inp)).result()
+        return await saga_result(await self.start(inp))
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from typing import Any
 
 from sagacity.chain import verify_chain
 from sagacity.phases import SagaStatus
+from sagacity.worker.client import saga_result
 from tests.workflows.helpers import entries_of, phases
 from tests.workflows.test_approval_flows import decision, pending
 
@@ -43,7 +44,7 @@ async def test_full_saga_with_approval_runs_through_the_adapter(model_saga: Mode
     assert len(s.server.requests) == 2 and s.shop.wires() == []  # waits; the model too
 
     await handle.signal("approve", decision(p))
-    result = await handle.result()
+    result = await saga_result(handle)
 
     assert result.status is SagaStatus.COMPLETED
     assert result.final_answer == "order placed and paid"
@@ -105,7 +106,7 @@ async def test_rate_limit_then_success_is_retried_without_rerunning_tools(
         completion(content="reserved"),
     )
     handle = await s.start(s.input())
-    result = await handle.result()
+    result = await saga_result(handle)
 
     assert result.status is SagaStatus.COMPLETED and result.final_answer == "reserved"
     requests = s.server.requests
@@ -167,7 +168,7 @@ async def test_invalid_calls_are_refused_and_the_model_corrects_itself(
         completion(content="reserved one widget"),
     )
     handle = await s.start(s.input(max_invalid_calls=4))
-    result = await handle.result()
+    result = await saga_result(handle)
 
     assert result.status is SagaStatus.COMPLETED
     assert result.final_answer == "reserved one widget"
@@ -232,7 +233,7 @@ async def test_several_calls_in_one_reply_run_one_at_a_time_in_order(
         completion(content="done"),
     )
     handle = await s.start(s.input())
-    result = await handle.result()
+    result = await saga_result(handle)
 
     assert result.status is SagaStatus.COMPLETED
     order = ["ship_order", "charge_card", "reserve_inventory"]

@@ -37,6 +37,7 @@ from sagacity.examples.orders import Shop
 from sagacity.stores import open_store
 from sagacity.toolbox import Toolbox
 from sagacity.worker.app import new_worker
+from sagacity.worker.client import saga_result
 from sagacity.worker.devserver import start_dev_server
 from sagacity.workflows.models import PendingApproval, SagaInput, SagaResult, ToolCall
 
@@ -172,7 +173,7 @@ async def ui_sagas(
                 task_queue=worker.task_queue,
                 result_type=SagaResult,
             )
-            assert (await decoy.result()).status.value == "COMPLETED"
+            assert (await saga_result(decoy)).status.value == "COMPLETED"
 
             async def pending() -> PendingApproval | None:
                 return await saga.query(

@@ -32,6 +32,7 @@ from sagacity.approvals import approval_hash
 from sagacity.examples.orders import Shop
 from sagacity.phases import Phase, SagaStatus
 from sagacity.stores import JournalStore
+from sagacity.worker.client import saga_result
 from sagacity.workflows.models import (
     DecisionResult,
     ModelSettings,
@@ -77,7 +78,7 @@ async def _start(h: Harness, saga_id: str, inp: SagaInput) -> Handle:
 
 
 async def _finish(handle: Handle, status: SagaStatus) -> SagaResult:
-    result = await asyncio.wait_for(handle.result(), WAIT_S)
+    result = await asyncio.wait_for(saga_result(handle), WAIT_S)
     if result.status is not status:
         raise AssertionError(f"{handle.id}: expected {status}, got {result}")
     return result
@@ -233,7 +234,7 @@ async def cancelled_while_awaiting_approval(h: Harness, saga_id: str) -> Handle:
     await _pending(handle)
     await handle.cancel()
     try:
-        await asyncio.wait_for(handle.result(), WAIT_S)
+        await asyncio.wait_for(saga_result(handle), WAIT_S)
     except WorkflowFailureError as exc:
         if not isinstance(exc.cause, CancelledError):
             raise

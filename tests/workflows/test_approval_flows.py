@@ -8,6 +8,7 @@ from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from sagacity.approvals import approval_hash
 from sagacity.chain import verify_chain
 from sagacity.phases import SagaStatus
+from sagacity.worker.client import saga_result
 from sagacity.workflows.models import DecisionResult, PendingApproval, SagaInput, SagaResult
 
 from .helpers import CHARGE, RESERVE, WIRE, entries_of, eventually
@@ -47,7 +48,7 @@ async def test_approval_runs_exactly_the_approved_payload(saga) -> None:
     assert view["status"] == "AWAITING_APPROVAL"
 
     await handle.signal("approve", decision(p))
-    result = await handle.result()
+    result = await saga_result(handle)
 
     assert result.status is SagaStatus.COMPLETED
     approved = entries_of(saga.store, result.saga_id, "APPROVED")
@@ -74,7 +75,7 @@ async def test_stale_hash_is_refused_journaled_and_the_request_stays_pending(sag
     assert saga.shop.wires() == []
 
     await handle.signal("approve", decision(p))
-    result = await handle.result()
+    result = await saga_result(handle)
     assert result.status is SagaStatus.COMPLETED
     assert len(saga.shop.wires()) == 1
 
@@ -108,7 +109,7 @@ async def test_update_refuses_at_once_with_the_reason(saga, overrides, reason) -
         "decide", {**decision(p, approver="bob"), "approve": True}, result_type=DecisionResult
     )
     assert accepted.accepted and accepted.step == p.step
-    result = await handle.result()
+    result = await saga_result(handle)
     assert result.status is SagaStatus.COMPLETED
     approved = entries_of(saga.store, handle.id, "APPROVED")[0]
     assert (approved.seq, approved.hash, approved.actor) == (accepted.seq, accepted.hash, "bob")
@@ -120,7 +121,7 @@ async def test_reject_compensates_and_a_later_approve_changes_nothing(saga) -> N
 
     await handle.signal("reject", {**decision(p, approver="carol"), "reason": "wrong IBAN"})
     await handle.signal("approve", decision(p))  # late: must change nothing
-    result = await handle.result()
+    result = await saga_result(handle)
 
     assert result.status is SagaStatus.COMPENSATED
     rejected = entries_of(saga.store, result.saga_id, "REJECTED")

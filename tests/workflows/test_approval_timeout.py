@@ -33,6 +33,7 @@ from sagacity.phases import Phase, SagaStatus
 from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox
 from sagacity.worker.app import new_worker
+from sagacity.worker.client import saga_result
 from sagacity.worker.devserver import start_time_skipping_server
 from sagacity.workflows.approval_gate import TIMEOUT_ACTOR
 from sagacity.workflows.models import SagaInput, SagaResult, SagaView, ToolCall
@@ -135,7 +136,7 @@ async def test_sagas_run_on_the_time_skipping_server_as_started(tmp_path: Path) 
                 task_queue=task_queue,
                 result_type=SagaResult,
             )
-            result = await asyncio.wait_for(handle.result(), timeout=30)
+            result = await asyncio.wait_for(saga_result(handle), timeout=30)
         assert result.status is SagaStatus.COMPLETED
         history = await handle.fetch_history()
         assert not any(e.HasField("workflow_task_failed_event_attributes") for e in history.events)
@@ -171,7 +172,7 @@ async def test_approval_times_out_after_an_hour_on_skipped_time(
             skipped_from = await env.get_current_time()
             # Awaiting the result skips time: the hour passes on the server's clock (the
             # wait_for only keeps a broken skip from hanging the suite).
-            result = await asyncio.wait_for(handle.result(), 120)
+            result = await asyncio.wait_for(saga_result(handle), 120)
             skipped = await env.get_current_time() - skipped_from
         assert skipped >= timedelta(hours=1), skipped
         _assert_timed_out_and_compensated(result, store, shop, 3600)
@@ -183,5 +184,5 @@ async def test_approval_times_out_on_the_dev_server(saga) -> None:  # type: igno
     """The same contract on the real server, with a two-second timeout and real time."""
     handle = await saga.start(SagaInput(plan=PLAN, approval_timeout_seconds=2))
     await _wait_for_status(handle, SagaStatus.AWAITING_APPROVAL)
-    result = await asyncio.wait_for(handle.result(), 30)
+    result = await asyncio.wait_for(saga_result(handle), 30)
     _assert_timed_out_and_compensated(result, saga.store, saga.shop, 2)

@@ -9,6 +9,7 @@ from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 
 from sagacity.chain import verify_chain
 from sagacity.phases import SagaStatus
+from sagacity.worker.client import saga_result
 from sagacity.workflows.models import ModelSettings, ModelTurn, SagaInput, ToolCall
 
 from .helpers import RESERVE, WIRE, entries_of, eventually
@@ -61,7 +62,7 @@ async def test_malformed_decisions_are_refused_and_journaled(saga) -> None:
 
     assert (await pending(handle)).payload_sha256 == p.payload_sha256
     await handle.signal("approve", decision(p))
-    result = await handle.result()
+    result = await saga_result(handle)
     assert result.status is SagaStatus.COMPLETED
     assert await failed_workflow_tasks(handle) == 0
     assert verify_chain(handle.id, saga.store.entries(handle.id)).ok
@@ -87,7 +88,7 @@ async def test_invalid_model_calls_are_refused_and_returned_to_the_model(saga) -
     handle = await saga.start(
         SagaInput(goal="reserve a widget", model=ModelSettings(script=script))
     )
-    result = await handle.result()
+    result = await saga_result(handle)
 
     assert result.status is SagaStatus.COMPLETED
     assert result.final_answer == "reserved one widget"

@@ -12,6 +12,7 @@ import pytest
 from temporalio.client import WorkflowFailureError
 
 from sagacity.chain import verify_chain
+from sagacity.worker.client import saga_result
 from sagacity.workflows.models import SagaInput
 
 from .helpers import CHARGE, RESERVE, SHIP, WIRE, accept_when_dirty, entries_of, eventually
@@ -33,7 +34,7 @@ async def test_cancel_while_awaiting_approval_compensates(saga) -> None:
 
     await handle.cancel()
     with pytest.raises(WorkflowFailureError):
-        await handle.result()
+        await saga_result(handle)
 
     assert [e.step for e in entries_of(saga.store, handle.id, "COMPENSATED")] == [2, 1]
     assert closing_status(saga, handle.id) == "COMPENSATED"
@@ -57,7 +58,7 @@ async def test_cancel_during_a_tool_compensates_and_reports_the_interrupted_step
     dirty = await accept_when_dirty(handle, reason="the carrier was never called")
     assert [(d.step, d.kind) for d in dirty] == [(3, "UNKNOWN_OUTCOME")]
     with pytest.raises(WorkflowFailureError):
-        await handle.result()
+        await saga_result(handle)
 
     assert [e.step for e in entries_of(saga.store, handle.id, "COMPENSATED")] == [2, 1]
     closed = entries_of(saga.store, handle.id, "SAGA_CLOSED")[0].result
@@ -78,7 +79,7 @@ async def test_second_cancel_during_compensation_does_not_abandon_it(saga) -> No
     await eventually(lambda: _async(saga.shop.fault("refund_delaying")))
     await handle.cancel()
     with pytest.raises(WorkflowFailureError):
-        await handle.result()
+        await saga_result(handle)
 
     assert [e.step for e in entries_of(saga.store, handle.id, "COMPENSATED")] == [2, 1]
     assert closing_status(saga, handle.id) == "COMPENSATED"
@@ -102,7 +103,7 @@ async def test_a_decision_racing_a_cancel_never_hangs_the_saga(saga) -> None:
     with pytest.raises(WorkflowUpdateFailedError):
         await handle.execute_update("decide", {**decision(p), "approve": True})
     with pytest.raises(WorkflowFailureError):
-        await asyncio.wait_for(handle.result(), 30)
+        await asyncio.wait_for(saga_result(handle), 30)
 
     rejected = entries_of(saga.store, handle.id, "REJECTED")
     assert [(e.step, e.actor) for e in rejected] == [(3, "sagacity:cancelled")]

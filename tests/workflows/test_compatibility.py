@@ -11,6 +11,7 @@ import pytest
 from temporalio.client import WorkflowFailureError, WorkflowHistory
 
 from sagacity.phases import SagaStatus
+from sagacity.worker.client import saga_result
 from sagacity.workflows.agent_saga import AgentSagaWorkflow
 from sagacity.workflows.models import SagaInput, SagaResult, SagaRunInput, StepReport, ToolCall
 
@@ -33,7 +34,7 @@ async def test_a_continued_history_with_one_more_field_still_replays(saga: Any) 
     carry) replays on this version: decoded from history, unknown fields are ignored."""
     plan = [ToolCall(tool="catalog_export", args={"size_bytes": 10}) for _ in range(3)]
     handle = await saga.start(SagaInput(plan=plan, continue_as_new_after_steps=1))
-    result = await handle.result()
+    result = await saga_result(handle)
     assert result.status is SagaStatus.COMPLETED
     last_run = saga.client.get_workflow_handle(handle.id)  # the latest run: a continuation
     history = await last_run.fetch_history()
@@ -52,7 +53,7 @@ async def test_a_first_run_with_an_unknown_start_field_is_refused(saga: Any) -> 
         task_queue=saga.task_queue,
     )
     with pytest.raises(WorkflowFailureError) as failed:
-        await handle.result()
+        await saga_result(handle)
     assert "aprovers" in str(failed.value.cause)
 
 

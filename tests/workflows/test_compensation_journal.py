@@ -24,6 +24,7 @@ from sagacity.phases import Phase, SagaStatus
 from sagacity.toolbox import Toolbox
 from sagacity.tools import CompensationContext, compensable, compensation, tool
 from sagacity.worker.app import new_worker
+from sagacity.worker.client import saga_result
 from sagacity.workflows.models import (
     PendingApproval,
     ResolutionPolicy,
@@ -71,7 +72,7 @@ async def test_an_executed_row_missing_from_the_journal_fails_closed(saga, tmp_p
         "payload_sha256": pending.payload_sha256,
     }
     await handle.signal("reject", {**decision, "approver": "carol", "reason": "no"})
-    result = await handle.result()
+    result = await saga_result(handle)
 
     assert result.status is SagaStatus.UNRESOLVED
     assert result.needs_human is True
@@ -103,7 +104,7 @@ async def test_the_failure_type_names_the_missing_entry(saga, tmp_path) -> None:
         "payload_sha256": pending.payload_sha256,
     }
     await handle.signal("reject", {**decision, "approver": "carol", "reason": "no"})
-    result = await handle.result()
+    result = await saga_result(handle)
 
     assert [(c.step, c.ok) for c in result.compensations] == [(2, True), (1, False)]
     assert saga.shop.calls("release_inventory") == []
@@ -193,10 +194,11 @@ async def test_a_compensation_that_timed_out_still_journals_the_executed_input(
         resolution=UNATTENDED,
     )
     async with worker:
-        result = await temporal_env.client.execute_workflow(
+        handle = await temporal_env.client.start_workflow(
             "AgentSaga", inp, id=f"saga-{uuid.uuid4().hex[:12]}", task_queue=queue,
             result_type=SagaResult,
         )  # fmt: skip
+        result = await saga_result(handle)
 
     assert result.status is SagaStatus.UNRESOLVED and shop.releases == 1
     [failed] = entries_of(journal, result.saga_id, "COMPENSATION_FAILED")

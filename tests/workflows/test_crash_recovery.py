@@ -31,6 +31,7 @@ from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox
 from sagacity.tools import ToolContext, tool
 from sagacity.worker.app import new_worker
+from sagacity.worker.client import saga_result
 from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
 from sagacity.workflows.models import ResolutionPolicy, SagaInput, SagaResult, ToolCall
 
@@ -162,7 +163,7 @@ async def test_worker_killed_between_intent_and_executed(
         shop.set_fault("ship_delay", "0")
         second = workers.start()
         try:
-            result = await asyncio.wait_for(handle.result(), RECOVERY_DEADLINE_S)
+            result = await asyncio.wait_for(saga_result(handle), RECOVERY_DEADLINE_S)
         except TimeoutError:
             pytest.fail(
                 f"saga not final {RECOVERY_DEADLINE_S}s after the restart; journal: "

@@ -7,6 +7,7 @@ from temporalio.api.enums.v1 import EventType
 
 from sagacity.chain import verify_chain
 from sagacity.phases import SagaStatus
+from sagacity.worker.client import saga_result
 from sagacity.workflows.models import ModelSettings, ModelTurn, SagaInput, ToolCall
 
 from .helpers import RESERVE, WIRE, entries_of
@@ -23,7 +24,7 @@ async def test_five_megabyte_result_is_journaled_whole_and_cut_for_the_model(sag
         ModelTurn(final="exported"),
     ]
     handle = await saga.start(SagaInput(goal="export", model=ModelSettings(script=script)))
-    result = await handle.result()
+    result = await saga_result(handle)
 
     assert result.status is SagaStatus.COMPLETED
     executed = entries_of(saga.store, handle.id, "EXECUTED")[0]
@@ -44,7 +45,7 @@ async def test_three_hundred_steps_continue_as_new_and_the_chain_verifies(saga) 
     p = await pending(handle, timeout=90)
     assert p.step == 301
     await handle.signal("reject", {**decision(p), "reason": "no"})
-    result = await handle.result()
+    result = await saga_result(handle)
 
     assert result.status is SagaStatus.COMPENSATED
     entries = list(saga.store.entries(handle.id))

@@ -33,7 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.activities.io_models import EntryRef, JournalEventInput, ToolCall, ToolOutcome
     from sagacity.phases import Phase
     from sagacity.worker.plugin import PASSTHROUGH
-    from sagacity.workflows.agent_saga import AgentSagaWorkflow
+    from sagacity.workflows.agent_saga import FAIL_UNSUCCESSFUL, AgentSagaWorkflow
     from sagacity.workflows.models import SagaResult
     from sagacity.workflows.saga_engine import SagaCore as Saga
     from tests.workflows.record_histories import FLOWS, HISTORIES
@@ -141,6 +141,45 @@ async def test_histories_from_before_the_human_wait_replay(path: Path) -> None:
     assert "needs-human-wait" not in _patches(text) and "signed-decisions" in _patches(text)
     failure = await _replay_failure(WorkflowHistory.from_json(path.stem, text), AgentSagaWorkflow)
     assert failure is None, f"{path.stem}: {type(failure).__name__}: {failure}"
+
+
+BEFORE_FAILING_UNSUCCESSFUL = sorted((HISTORIES / "6260dd0").glob("*.json"))
+"""Histories recorded by the code at commit 6260dd0, before a saga that did not complete
+failed its workflow (the `fail-unsuccessful-saga` patch): they complete with their
+result, as they did."""
+
+
+@pytest.mark.parametrize(
+    "path", BEFORE_FAILING_UNSUCCESSFUL, ids=[p.stem for p in BEFORE_FAILING_UNSUCCESSFUL]
+)
+async def test_histories_from_before_failing_unsuccessful_sagas_replay(path: Path) -> None:
+    assert len(BEFORE_FAILING_UNSUCCESSFUL) == 5
+    text = path.read_text()
+    assert FAIL_UNSUCCESSFUL not in _patches(text)
+    history = WorkflowHistory.from_json(path.stem, text)
+    assert history.events[-1].HasField("workflow_execution_completed_event_attributes")
+    failure = await _replay_failure(history, AgentSagaWorkflow)
+    assert failure is None, f"{path.stem}: {type(failure).__name__}: {failure}"
+
+
+def test_current_unsuccessful_sagas_fail_their_workflow_with_the_result() -> None:
+    """A compensated saga's history ends in a failure whose details are its result (what
+    the Temporal UI shows red), a completed saga's in a completion."""
+    for name, status in (
+        ("failure_compensated", "COMPENSATED"),
+        ("reject_by_signal", "COMPENSATED"),
+        ("compensation_failed_unresolved", "UNRESOLVED"),
+    ):
+        text = (HISTORIES / f"{name}.json").read_text()
+        assert FAIL_UNSUCCESSFUL in _patches(text), name
+        last = WorkflowHistory.from_json(name, text).events[-1]
+        failure = last.workflow_execution_failed_event_attributes.failure
+        info = failure.application_failure_info
+        assert info.type == "Saga" + status.title().replace("_", ""), name
+        [detail] = info.details.payloads
+        assert json.loads(detail.data)["status"] == status, name
+    happy = WorkflowHistory.from_json("h", (HISTORIES / "happy_path.json").read_text())
+    assert happy.events[-1].HasField("workflow_execution_completed_event_attributes")
 
 
 def test_current_histories_carry_the_human_wait_patch() -> None:

@@ -3,13 +3,19 @@ a compensation that keeps failing. Real dev server, real SQLite journal, durable
 
 from __future__ import annotations
 
+import pytest
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.exceptions import ApplicationError
+
 from sagacity.chain import verify_chain
 from sagacity.phases import SagaStatus
+from sagacity.worker.client import saga_result
 from sagacity.workflows.models import (
     ModelSettings,
     ModelTurn,
     ResolutionPolicy,
     SagaInput,
+    SagaResult,
     ToolCall,
 )
 
@@ -114,9 +120,35 @@ async def test_a_reused_saga_id_is_refused_and_the_old_journal_untouched(saga) -
 
     handle = await saga.start(SagaInput(plan=[RESERVE]), saga_id=first.saga_id)
     try:
-        await handle.result()
+        await saga_result(handle)
         raise AssertionError("a reused saga id must not run")
     except WorkflowFailureError as exc:
         assert "never reused" in str(exc.cause)
     assert list(saga.store.entries(first.saga_id)) == before
     assert saga.shop.stock("widget") == 8  # the second run reserved nothing
+
+
+async def test_a_saga_that_did_not_complete_fails_its_workflow_with_its_result(saga) -> None:
+    """What Temporal (its UI, its alerts) sees of an undone saga: a failed workflow, the
+    first failure as the message and the whole SagaResult as the failure's details; a
+    completed saga completes."""
+    handle = await saga.start(SagaInput(plan=[RESERVE, CHARGE, SHIP_FAILS]))
+    with pytest.raises(WorkflowFailureError) as failed:
+        await handle.result()
+    cause = failed.value.cause
+    assert isinstance(cause, ApplicationError) and cause.non_retryable
+    assert cause.type == "SagaCompensated"
+    assert cause.message.startswith("saga compensated: step 3 (ship_order) failed")
+    result = SagaResult.model_validate(cause.details[0])
+    assert result.status is SagaStatus.COMPENSATED and [c.step for c in result.compensations] == [
+        2,
+        1,
+    ]
+    assert await saga_result(handle) == result  # the client reads it from the failure
+    assert (await handle.describe()).status is WorkflowExecutionStatus.FAILED
+    [closed] = entries_of(saga.store, handle.id, "SAGA_CLOSED")
+    assert (result.head_seq, result.head_hash) == (closed.seq, closed.hash)
+
+    done = await saga.start(SagaInput(plan=[RESERVE]))
+    assert (await done.result()).status is SagaStatus.COMPLETED
+    assert (await done.describe()).status is WorkflowExecutionStatus.COMPLETED

@@ -7,6 +7,7 @@ from typing import Any
 
 from sagacity.approvals import approval_hash
 from sagacity.phases import SagaStatus
+from sagacity.worker.client import saga_result
 from sagacity.workflows.models import SagaInput, ToolCall
 
 from .helpers import RESERVE, SHIP_FAILS, WIRE
@@ -19,7 +20,7 @@ async def test_live_steps_after_compensation_are_not_compensable(saga: Any) -> N
     handle = await saga.start(SagaInput(plan=[RESERVE, EXPORT, WIRE, SHIP_FAILS]))
     p = await pending(handle)
     await handle.signal("approve", decision(p))
-    result = await handle.result()
+    result = await saga_result(handle)
 
     assert result.status is SagaStatus.COMPENSATED
     by_tool = {s.tool: s for s in result.steps}

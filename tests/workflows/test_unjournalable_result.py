@@ -12,6 +12,7 @@ from sagacity.phases import SagaStatus
 from sagacity.toolbox import Toolbox
 from sagacity.tools import CompensationContext, ToolContext, compensable, compensation
 from sagacity.worker.app import new_worker
+from sagacity.worker.client import saga_result
 from sagacity.workflows.models import SagaInput, SagaResult, ToolCall
 
 from .helpers import entries_of
@@ -40,13 +41,14 @@ async def test_unjournalable_result_is_executed_compensated_and_fails_the_saga(
     async with new_worker(
         temporal_env.client, store=journal, toolbox=Toolbox.build(provider), task_queue=queue
     ):
-        result = await temporal_env.client.execute_workflow(
+        handle = await temporal_env.client.start_workflow(
             "AgentSaga",
             SagaInput(plan=[ToolCall(tool="charge", args={"amount": 100})]),
             id=f"u-{uuid.uuid4().hex[:8]}",
             task_queue=queue,
             result_type=SagaResult,
         )
+        result = await saga_result(handle)
 
     assert result.status is SagaStatus.COMPENSATED
     assert "result not journaled" in (result.first_failure or "")

@@ -13,6 +13,7 @@ import pytest
 from temporalio.client import Client
 
 from sagacity.phases import SagaStatus
+from sagacity.worker.client import saga_result
 from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
 from sagacity.workflows.models import SagaInput, SagaView, ToolCall
 
@@ -114,7 +115,7 @@ async def test_a_saga_whose_compensation_failed_is_found_as_needing_a_human(saga
     await _poll_until_listed(saga.client, 'SagaStatus="NEEDS_HUMAN"', handle.id)
     await _poll_until_listed(saga.client, "SagaNeedsHuman=true", handle.id)
     await accept_when_dirty(handle, reason="refunded by hand")
-    result = await asyncio.wait_for(handle.result(), 30)
+    result = await asyncio.wait_for(saga_result(handle), 30)
     assert result.status is SagaStatus.ACCEPTED and not result.needs_human
     described = await handle.describe()
     assert described.typed_search_attributes.get(SAGA_NEEDS_HUMAN) is False
