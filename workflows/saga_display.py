@@ -9,11 +9,12 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from sagacity.phases import SagaStatus, StepStatus
     from sagacity.resolutions import DirtyKind
+    from sagacity.saga_details import MAX_STEPS, saga_details
     from sagacity.workflows.models import SagaView
 
 from sagacity.workflows.approval_gate import ApprovalGate
 from sagacity.workflows.human_wait import HumanWait
-from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS, steps_markdown
+from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
 
 
 class SagaDisplay(HumanWait):
@@ -72,13 +73,16 @@ class SagaDisplay(HumanWait):
             workflow.upsert_search_attributes(
                 [SAGA_STATUS.value_set(attributes[0]), SAGA_NEEDS_HUMAN.value_set(attributes[1])]
             )
-        recent = list(self.steps.values())[-50:]
         dirty = self.dirty_steps() if self.status is SagaStatus.NEEDS_HUMAN else []
+        pending = self.gate.pending_view()
         workflow.set_current_details(
-            steps_markdown(
-                self.status.value,
-                (r.model_dump() for r in recent),
-                (d.model_dump() for d in dirty),
-                self.saga_id,
+            saga_details(
+                saga_id=self.saga_id,
+                status=self.status.value,
+                steps=[r.model_dump(mode="json") for r in list(self.steps.values())[-MAX_STEPS:]],
+                step_count=len(self.steps),
+                failure=self.failure,
+                pending=None if pending is None else pending.model_dump(mode="json"),
+                dirty=[d.model_dump(mode="json") for d in dirty],
             )
         )

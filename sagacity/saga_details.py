@@ -1,0 +1,237 @@
+"""What a person reads about a saga at a glance: the markdown of its current details.
+
+The Temporal UI renders a workflow's current details as markdown. A person opening a saga
+there must see, without opening any JSON, where it stands, what it waits for (the exact
+payload an approver is asked to approve, its SHA-256 and how to decide), what is dirty and
+how to resolve it, and each step. Every value shown comes from a caller, a model or a tool
+and is hostile: it is cut (with "…"), control and invisible characters are shown as
+escapes, and markdown is escaped, so a payload cannot draw a link, a heading or a fake
+instruction into the page. Pure functions: the workflow calls them on every change.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sagacity.bounds import cut
+from sagacity.canonical import canonical_text
+
+__all__ = ["HEADLINES", "MAX_STEPS", "md_code", "md_text", "saga_details", "start_summary"]
+
+HEADLINES: dict[str, tuple[str, str]] = {
+    "RUNNING": ("▶", "running its steps"),
+    "AWAITING_APPROVAL": ("⏸", "waits for a person to approve a step"),
+    "COMPENSATING": ("↩", "failed; undoing its executed steps, newest first"),
+    "NEEDS_HUMAN": ("⚠", "failed and waits for a person: some state is dirty"),
+    "COMPLETED": ("✓", "completed: every step ran"),
+    "COMPENSATED": ("✗", "failed; its executed steps were undone"),
+    "COMPENSATION_FAILED": ("✗", "failed, and undoing a step failed too: needs a person"),
+    "REFUSED": ("✗", "refused before any step ran: nothing was done"),
+    "ACCEPTED": ("✗", "failed; a person accepted the state it left"),
+    "UNRESOLVED": ("✗", "failed; nobody resolved its dirty state before the deadline"),
+}
+"""Per saga status: a sign and what it means, the first thing the details say."""
+
+MAX_FIELDS = 40
+"""Payload fields listed one per row; the rest are in the canonical payload below."""
+MAX_CANONICAL = 4_000
+MAX_STEPS = 50
+
+_MARKDOWN = set("\\`*_{}[]()#+-.!|<>~&:\"'=$%^@/")
+"""ASCII punctuation markdown (or HTML, or autolinks) can give a meaning to: escaped."""
+
+
+def _visible(ch: str) -> str:
+    """A character as shown: controls, format characters (bidi overrides, zero-width)
+    and separators other than a plain space become a `\\uXXXX` escape a reader sees."""
+    if ch == " ":
+        return ch
+    category = unicodedata.category(ch)
+    if category[0] in "CZ" or ch in "\u115f\u1160\u3164\uffa0":
+        code = ord(ch)
+        if code <= 0xFFFF:
+            return f"\\u{code:04x}"
+        high, low = 0xD800 + ((code - 0x10000) >> 10), 0xDC00 + ((code - 0x10000) & 0x3FF)
+        return f"\\u{high:04x}\\u{low:04x}"  # as JSON writes it (UTF-16 surrogates)
+    return ch
+
+
+def md_text(value: object, limit: int = 200) -> str:
+    """`value` as plain markdown text: cut to `limit` characters (ending "…"), invisible
+    characters shown as escapes, markdown's own characters escaped."""
+    text = cut("" if value is None else str(value), limit)
+    out: list[str] = []
+    for ch in text:
+        shown = _visible(ch)
+        if shown != ch:
+            out.append("\\" + shown)  # the escape's backslash, shown as itself
+        elif ch in _MARKDOWN:
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def md_code(value: object, limit: int = 200) -> str:
+    """`value` as an inline code span (shown literally, as a command to copy): cut,
+    invisible characters escaped, fenced with more backticks than it holds."""
+    text = "".join(_visible(ch) for ch in cut(str(value), limit))
+    run = longest = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    pad = " " if longest else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _value(value: Any, limit: int = 120) -> str:
+    """A payload value as a reader expects it: text as text, anything else as JSON."""
+    if isinstance(value, str):
+        return md_text(value, limit)
+    try:
+        return md_text(canonical_text(value), limit)
+    except Exception:  # not canonical JSON (a float NaN, say): never fail the page
+        return md_text(repr(value), limit)
+
+
+def _code_block(text: str) -> list[str]:
+    """A fenced block: nothing inside is markdown. Canonical JSON is one line that starts
+    with `{`, so no line of it can close the fence; an invisible character in it is shown
+    as its `\\uXXXX` escape, which is the same JSON."""
+    shown = "".join(_visible(ch) for ch in cut(text, MAX_CANONICAL))  # JSON escapes too
+    return ["```json", shown, "```"]
+
+
+def _pending_lines(saga_id: str, pending: Mapping[str, Any]) -> list[str]:
+    step, tool = pending.get("step"), str(pending.get("tool", ""))
+    digest = str(pending.get("payload_sha256", ""))
+    payload = pending.get("payload") or {}
+    lines = [
+        f"**Waits for approval:** step {md_text(step, 12)}, {md_code(tool, 80)} — approve only "
+        "this exact payload:",
+        "",
+        "| field | value |",
+        "|---|---|",
+    ]
+    items = list(payload.items()) if isinstance(payload, Mapping) else []
+    for key, value in items[:MAX_FIELDS]:
+        lines.append(f"| {md_text(key, 60)} | {_value(value)} |")
+    if len(items) > MAX_FIELDS:
+        lines.append(f"| … | {len(items) - MAX_FIELDS} more fields in the canonical payload |")
+    lines += ["", f"**SHA-256 of the canonical payload:** {md_code(digest, 64)}", ""]
+    lines += _code_block(str(pending.get("canonical_payload", "")))
+    needs = pending.get("needs")
+    if needs:
+        lines += ["", f"**Still needed:** {md_text(needs)}"]
+    deadline = pending.get("deadline")
+    if deadline:
+        lines += ["", f"**Decide before:** {md_text(deadline, 40)} (then it is rejected)"]
+    lines += [
+        "",
+        f"**Approve:** {md_code(f'sagacity approve {saga_id}')} (it shows the payload, "
+        f"recomputes the hash and asks); **reject:** "
+        f"{md_code(f'sagacity reject {saga_id} --reason TEXT')}.",
+    ]
+    if pending.get("signatures_required"):
+        lines += [
+            "",
+            "Only signed decisions count here: decide with `sagacity approve --key KEY_FILE`; "
+            "a signal sent from this page is refused and journaled.",
+        ]
+    else:
+        signal = canonical_text(
+            {
+                "saga_id": saga_id,
+                "step": step,
+                "tool": tool,
+                "payload_sha256": digest,
+                "approver": "you@example.com",
+                "approve": True,
+            }
+        )
+        lines += [
+            "",
+            "Or, from this page: **Send a Signal** named `approve` with this input (your own "
+            "name as approver); a wrong hash, step or saga is refused and journaled:",
+            "",
+            *_code_block(signal),
+        ]
+    return lines
+
+
+def _dirty_lines(saga_id: str, dirty: list[Mapping[str, Any]]) -> list[str]:
+    lines = [
+        "**Needs a human:**",
+        "",
+        "| step | tool | dirty | what is known |",
+        "|---:|---|---|---|",
+    ]
+    for row in dirty:
+        lines.append(
+            f"| {md_text(row.get('step'), 12)} | {md_text(row.get('tool'), 60)} "
+            f"| {md_text(row.get('kind'), 40)} | {md_text(row.get('known'), 240)} |"
+        )
+    lines += [
+        "",
+        f"Resolve: `sagacity dirty`, then {md_code(f'sagacity resolve {saga_id} STEP --happened')} "
+        f"or `--did-not-happen`, {md_code(f'sagacity retry-compensation {saga_id} STEP')}, or "
+        f"{md_code(f'sagacity close {saga_id} --accept REASON')}.",
+    ]
+    return lines
+
+
+def _steps_lines(rows: list[Mapping[str, Any]], total: int) -> list[str]:
+    lines = ["| step | tool | arguments | status | seq | hash |", "|---:|---|---|---|---:|---|"]
+    for row in rows:
+        args = row.get("args") or {}
+        shown = ", ".join(f"{k}={v!r}" for k, v in list(args.items())[:12]) if args else ""
+        lines.append(
+            f"| {md_text(row.get('step'), 12)} | {md_text(row.get('tool'), 60)} "
+            f"| {md_text(shown, 100)} | {md_text(row.get('status'), 30)} "
+            f"| {md_text(row.get('seq'), 12)} | {md_text((row.get('hash') or '')[:12], 12)} |"
+        )
+    if total > len(rows):
+        lines.append(f"| … | | {total - len(rows)} earlier steps: `sagacity journal` | | | |")
+    return lines
+
+
+def saga_details(
+    *,
+    saga_id: str,
+    status: str,
+    steps: Iterable[Mapping[str, Any]],
+    failure: str | None = None,
+    pending: Mapping[str, Any] | None = None,
+    dirty: Iterable[Mapping[str, Any]] = (),
+    step_count: int | None = None,
+) -> str:
+    """The saga's current details: a headline with its status and what it means, the
+    first failure, the approval it waits for (payload, hash, how to decide), its dirty
+    steps (and how to resolve them), then its newest steps (`step_count` of them in all,
+    when only the newest are given)."""
+    sign, meaning = HEADLINES.get(status, ("•", "status"))
+    lines = [f"## {sign} {md_text(status, 40)}", "", f"Saga {md_code(saga_id)} {meaning}."]
+    if failure:
+        lines += ["", f"**First failure:** {md_text(failure, 500)}"]
+    if pending is not None:
+        lines += ["", *_pending_lines(saga_id, pending)]
+    waiting = list(dirty)
+    if waiting:
+        lines += ["", *_dirty_lines(saga_id, waiting)]
+    every = list(steps)
+    total = max(step_count or 0, len(every))
+    lines += ["", "**Steps** (newest last):", "", *_steps_lines(every[-MAX_STEPS:], total)]
+    return "\n".join(lines)
+
+
+def start_summary(plan: list[str] | None, goal: str | None) -> str:
+    """The one line the Temporal UI shows for a saga from its start (its static summary):
+    what it was asked to do. Plain text, cut with "…"; its status is in the details."""
+    if plan is not None:
+        text = f"saga: plan of {len(plan)} step(s): " + " → ".join(plan)
+    else:
+        text = "saga: goal: " + " ".join((goal or "").split())
+    return cut("".join(_visible(ch) for ch in text), 200)
