@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from markdown_it import MarkdownIt
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 
 from sagacity.audit import verify_store
@@ -134,10 +135,11 @@ async def test_current_details_say_what_is_dirty_and_how_to_resolve(saga) -> Non
     await _dirty(handle)
     metadata: Any = await handle.query("__temporal_workflow_metadata")
     details = metadata.current_details if hasattr(metadata, "current_details") else str(metadata)
-    assert "**Saga status:** NEEDS_HUMAN" in details and "**Needs a human:**" in details
-    assert "| 2 | charge_card(amount=100, currency='EUR', card='tok_visa') |" in details
-    assert "payment provider refused the refund" in details
-    assert "COMPENSATION_FAILED" in details and f"sagacity resolve {handle.id}" in details
+    html = MarkdownIt("commonmark").enable("table").render(details)  # as the UI renders it
+    assert "<h2>⚠ NEEDS_HUMAN</h2>" in html and "<strong>Needs a human:</strong>" in html
+    assert ">2</td>\n<td>charge_card</td>\n<td>COMPENSATION_FAILED</td>" in html
+    assert "payment provider refused the refund" in html
+    assert f"<code>sagacity resolve {handle.id} STEP --happened</code>" in html
     saga.shop.clear_fault("refund")
     await _resolve(handle, action="retry_compensation", step=2, actor="olivia")
     assert (await saga_result(handle)).status is SagaStatus.COMPENSATED
