@@ -327,4 +327,12 @@ class SagaActivities:
                 raise ApplicationError(
                     f"allowed_tools: {exc}", type="SagaConfigError", non_retryable=True
                 ) from exc
-        return bounded_turn(await client.next_turn(req, toolbox.schemas()))
+        turn = bounded_turn(await client.next_turn(req, toolbox.schemas()))
+        waiting = sorted(
+            {
+                call.tool
+                for call in turn.tool_calls
+                if call.tool in toolbox.names() and toolbox.get(call.tool).requires_approval
+            }
+        )
+        return turn.model_copy(update={"waits_for_approval": waiting}) if waiting else turn

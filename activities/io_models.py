@@ -24,6 +24,10 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
 
+TOOL_FAILED = "ToolFailed"
+"""ApplicationError type of a run_tool activity whose tool failed (RunToolInput.
+raise_on_failure): its first detail is the step's ToolOutcome."""
+
 INVALID_ARGUMENTS_KEY = "__invalid_json__"
 """Key under which a model adapter passes arguments that were not a JSON object, so the
 runner refuses the call with a message the model can act on (and the raw text is kept)."""
@@ -85,6 +89,9 @@ class RunToolInput(WorkerBound):
     model_result_limit: int = 16_000
     """Tool results longer than this (canonical characters) are cut for the model; the
     journal always keeps the full result."""
+    raise_on_failure: bool = False
+    """A tool that failed makes the activity fail (ToolFailed, the outcome as details), so
+    Temporal shows the step failed; sagas from before that returned the outcome."""
 
 
 class ToolOutcome(_Model):
@@ -170,6 +177,9 @@ class ModelTurn(_Model):
 
     tool_calls: list[ToolCall] = Field(default_factory=list)
     final: str | None = None
+    waits_for_approval: list[str] = Field(default_factory=list)
+    """Tools called here that wait for approval (irreversible): for honest activity
+    summaries only; the tool runner decides."""
 
 
 class ModelTurnInput(WorkerBound):
@@ -213,6 +223,8 @@ class PlanProblem(_Model):
 
 class PlanCheck(_Model):
     problems: list[PlanProblem] = Field(default_factory=list)
+    waits_for_approval: list[str] = Field(default_factory=list)
+    """Tools of the plan that wait for approval (for activity summaries, as in ModelTurn)."""
 
 
 ModelSettings.model_rebuild()

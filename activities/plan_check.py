@@ -21,6 +21,7 @@ from sagacity.activities.io_models import (
 from sagacity.bounds import MAX_ARGS_BYTES, MAX_TEXT_ECHO, check_value, echo
 from sagacity.errors import BoundsError, SagacityError, ToolInputError, UnknownToolError
 from sagacity.toolbox import Toolbox, ToolSpec
+from sagacity.tools import ToolKind
 
 MAX_PLAN_PROBLEMS = 20
 
@@ -65,16 +66,19 @@ def check_plan(
 ) -> PlanCheck:
     """Every problem of a plan (up to MAX_PLAN_PROBLEMS), found without running anything."""
     problems: list[PlanProblem] = []
+    waiting: list[str] = []
     for index, call in enumerate(plan):
         try:
-            resolve_call(toolbox, call, allowed_tools)
+            spec, _ = resolve_call(toolbox, call, allowed_tools)
+            if spec.kind is ToolKind.IRREVERSIBLE and spec.name not in waiting:
+                waiting.append(spec.name)
         except SagacityError as exc:
             problems.append(
                 PlanProblem(index=index, tool=call.tool[:MAX_TEXT_ECHO], error=str(exc)[:2_000])
             )
             if len(problems) >= MAX_PLAN_PROBLEMS:
                 break
-    return PlanCheck(problems=problems)
+    return PlanCheck(problems=problems, waits_for_approval=waiting)
 
 
 __all__ = ["check_plan", "resolve_call"]

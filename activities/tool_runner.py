@@ -18,8 +18,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from sagacity.activities.io_models import (
+    TOOL_FAILED,
     EntryRef,
     OutcomeKind,
     RunToolInput,
@@ -28,7 +30,7 @@ from sagacity.activities.io_models import (
 from sagacity.activities.plan_check import resolve_call
 from sagacity.approval_policy import DEFAULT_POLICY
 from sagacity.approvals import approval_hash
-from sagacity.bounds import MAX_ERROR_CHARS, MAX_TEXT_ECHO, check_value
+from sagacity.bounds import MAX_ERROR_CHARS, MAX_TEXT_ECHO, check_value, cut
 from sagacity.canonical import canonical_text, sha256_hex
 from sagacity.entry import EntryDraft, JournalEntry, check_name
 from sagacity.errors import (
@@ -163,7 +165,18 @@ class ToolRunner:
         self.toolbox = toolbox
 
     async def run(self, req: RunToolInput) -> ToolOutcome:
-        return await heartbeating(self._run(req))
+        outcome = await heartbeating(self._run(req))
+        if req.raise_on_failure and outcome.kind is OutcomeKind.FAILED:
+            # Journaled FAILED already; failing the activity (not retried) is what makes
+            # Temporal, and its UI, show the step as failed. The workflow reads the outcome
+            # from the details.
+            raise ApplicationError(
+                cut(f"{outcome.tool} failed: {outcome.error}", MAX_ERROR_CHARS),
+                outcome.model_dump(mode="json"),
+                type=TOOL_FAILED,
+                non_retryable=True,
+            )
+        return outcome
 
     async def _run(self, req: RunToolInput) -> ToolOutcome:
         base: dict[str, Any] = {"tool": req.call.tool[:MAX_TEXT_ECHO], "step": req.step}

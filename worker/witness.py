@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio.api.common.v1 import Payload
+from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHistory
 from temporalio.service import RPCError, RPCStatusCode
@@ -64,17 +65,23 @@ def _payloads(event: HistoryEvent) -> Iterator[Payload]:
             yield from details["result"].payloads
     elif kind == "workflow_execution_completed_event_attributes":
         yield from event.workflow_execution_completed_event_attributes.result.payloads
+    elif kind == "activity_task_failed_event_attributes":
+        # A failed tool fails its activity with the step's outcome as details.
+        yield from _failure_details(event.activity_task_failed_event_attributes.failure)
     elif kind == "workflow_execution_failed_event_attributes":
         # A saga that did not complete fails its workflow with its result as details.
-        failure = event.workflow_execution_failed_event_attributes.failure
-        if failure.HasField("application_failure_info"):
-            yield from failure.application_failure_info.details.payloads
+        yield from _failure_details(event.workflow_execution_failed_event_attributes.failure)
     elif kind == "workflow_execution_continued_as_new_event_attributes":
         yield from event.workflow_execution_continued_as_new_event_attributes.input.payloads
     elif kind == "workflow_execution_update_completed_event_attributes":
         outcome = event.workflow_execution_update_completed_event_attributes.outcome
         if outcome.HasField("success"):
             yield from outcome.success.payloads
+
+
+def _failure_details(failure: Failure) -> Iterator[Payload]:
+    if failure.HasField("application_failure_info"):
+        yield from failure.application_failure_info.details.payloads
 
 
 _CLOSES = frozenset(

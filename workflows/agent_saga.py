@@ -121,6 +121,7 @@ class AgentSagaWorkflow:
         # with the saga's result in the failure's details); sagas started before this
         # patch complete with their result whatever its status, as they did.
         fail_unsuccessful = workflow.patched(FAIL_UNSUCCESSFUL)
+        saga.visible_failures()
         if inp.carry is None:
             opened = inp.model_dump(mode="json", exclude={"model": {"script"}, "carry": True})
             await saga.start(opened, pin_worker=pin_worker)
@@ -188,6 +189,7 @@ class AgentSagaWorkflow:
             ),
             PlanCheck,
         )
+        self._saga.expect_approval(check.waits_for_approval)
         if not check.problems:
             return False
         listed = "; ".join(f"step {p.index + 1} ({p.tool}): {p.error}" for p in check.problems[:5])
@@ -222,6 +224,7 @@ class AgentSagaWorkflow:
                 summary="ask the model",
             )
             self._model_turns += 1
+            self._saga.expect_approval(turn.waits_for_approval)
             self._messages.append(
                 ChatMessage(role="assistant", content=turn.final, tool_calls=turn.tool_calls)
             )

@@ -110,6 +110,7 @@ class Saga(SagaCore):
         saga = cls(options or SagaOptions(), state)
         saga.gate.bound()  # before any await of the run (see ApprovalGate.bound)
         saga.desk.enabled()  # likewise (see HumanDesk.enabled)
+        saga.visible_failures()  # likewise
         saga._owner = asyncio.current_task()
         return saga
 

@@ -9,7 +9,7 @@ event sequence recorded histories replay against.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -61,6 +61,7 @@ from sagacity.workflows.pinned import PinnedActivities
 from sagacity.workflows.reporting import fit_result, step_report
 from sagacity.workflows.requester import check_requester
 from sagacity.workflows.saga_display import SagaDisplay
+from sagacity.workflows.saga_errors import VISIBLE_STEP_FAILURES, tool_failure
 from sagacity.workflows.saga_handlers import SagaDoors
 
 T = TypeVar("T")
@@ -96,6 +97,10 @@ class SagaCore(SagaDisplay):
         self.journal_abandoned_at_start = True
         """False only for AgentSaga histories recorded before that patch (see there)."""
         self._compensation_started = False
+        self.approval_tools: set[str] = set()
+        """Tools known to wait for approval (from a plan check, a model turn or an earlier
+        step): their first activity is named an approval check, not a run."""
+        self._visible_failures: bool | None = None
         self._head: EntryRef | None = None
         self._published: tuple[str, bool] | None = None
         approvers = options.approvers
@@ -328,6 +333,26 @@ class SagaCore(SagaDisplay):
             self.fail(f"step {step} ({outcome.tool}) {outcome.kind.value.lower()}: {outcome.error}")
         return outcome
 
+    def visible_failures(self) -> bool:
+        """Whether a failed tool fails its activity (patch `visible-step-failures`; ask it
+        before the run's first await, as AgentSaga and Saga.open do)."""
+        if self._visible_failures is None:
+            self._visible_failures = workflow.patched(VISIBLE_STEP_FAILURES)
+        return self._visible_failures
+
+    def expect_approval(self, tools: Iterable[str]) -> None:
+        self.approval_tools.update(tools)
+
+    def _activity_summary(self, call: ToolCall, approved: str | None) -> str:
+        """What the Temporal UI names the step's activity: a call that will wait for
+        approval is checked first (nothing runs), the approved one runs."""
+        summary = call_summary(call.tool, call.args)
+        if approved is not None:
+            return "run approved " + summary
+        if call.tool in self.approval_tools:
+            return "approval check " + summary
+        return summary
+
     async def _run_tool(self, step: int, call: ToolCall, approved: str | None) -> ToolOutcome:
         opts = self.options
         try:
@@ -341,6 +366,7 @@ class SagaCore(SagaDisplay):
                     approved_sha256=approved,
                     model_result_limit=opts.model_result_limit,
                     worker=self.pinned.worker,
+                    raise_on_failure=self.visible_failures(),
                 ),
                 result_type=ToolOutcome,
                 start_to_close_timeout=timedelta(seconds=opts.tool_timeout_seconds),
@@ -350,10 +376,15 @@ class SagaCore(SagaDisplay):
                     maximum_interval=timedelta(seconds=30),
                     maximum_attempts=opts.tool_attempts,
                 ),
-                summary=call_summary(call.tool, call.args),
+                summary=self._activity_summary(call, approved),
             )
+            if outcome.tool_kind is ToolKind.IRREVERSIBLE:
+                self.approval_tools.add(outcome.tool)
             return outcome
         except ActivityError as exc:
+            failed = tool_failure(exc)
+            if failed is not None:  # the tool failed, journaled FAILED: its outcome
+                return failed
             # The call's own arguments (no attempt came back with the validated ones): what
             # a person needs to see to find out whether it took effect.
             unknown = ToolOutcome(

@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from sagacity.activities.io_models import OutcomeKind, ToolOutcome
+    from sagacity.activities.io_models import TOOL_FAILED, OutcomeKind, ToolOutcome
     from sagacity.workflows.models import SagaResult
 
 STEP_ERROR_TYPES = {
@@ -61,3 +61,19 @@ class SagaUsageError(ApplicationError):
 
     def __init__(self, message: str, *details: Any) -> None:
         super().__init__(message, *details, type="SagaUsageError", non_retryable=True)
+
+
+VISIBLE_STEP_FAILURES = "visible-step-failures"
+"""Patch: a tool that failed fails its run_tool activity (ToolFailed), so the Temporal UI
+shows the failed step red; sagas from before received the FAILED outcome as a result."""
+
+
+def tool_failure(exc: ActivityError) -> ToolOutcome | None:
+    """The outcome a run_tool activity failed with because its tool failed (journaled
+    FAILED), or None for any other activity failure (timeout, cancel, a worker's error)."""
+    cause = exc.cause
+    if not isinstance(cause, ApplicationError) or cause.type != TOOL_FAILED:
+        return None
+    if not cause.details or not isinstance(cause.details[0], dict):
+        return None
+    return ToolOutcome.model_validate(cause.details[0])

@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.workflows.agent_saga import FAIL_UNSUCCESSFUL, AgentSagaWorkflow
     from sagacity.workflows.models import SagaResult
     from sagacity.workflows.saga_engine import SagaCore as Saga
+    from sagacity.workflows.saga_errors import VISIBLE_STEP_FAILURES
     from tests.workflows.record_histories import FLOWS, HISTORIES
 
 CLOSING_EVENTS = {
@@ -180,6 +181,25 @@ def test_current_unsuccessful_sagas_fail_their_workflow_with_the_result() -> Non
         assert json.loads(detail.data)["status"] == status, name
     happy = WorkflowHistory.from_json("h", (HISTORIES / "happy_path.json").read_text())
     assert happy.events[-1].HasField("workflow_execution_completed_event_attributes")
+
+
+def test_a_failed_tool_fails_its_activity_in_current_histories() -> None:
+    """The failed step is a failed activity (red in the UI) whose details are the step's
+    outcome; the workflow read it from there and compensated."""
+    text = (HISTORIES / "failure_compensated.json").read_text()
+    assert VISIBLE_STEP_FAILURES in _patches(text)
+    events = WorkflowHistory.from_json("f", text).events
+    failed = [
+        e.activity_task_failed_event_attributes.failure
+        for e in events
+        if e.HasField("activity_task_failed_event_attributes")
+    ]
+    [failure] = failed
+    assert failure.application_failure_info.type == "ToolFailed"
+    assert failure.application_failure_info.non_retryable
+    [detail] = failure.application_failure_info.details.payloads
+    outcome = json.loads(detail.data)
+    assert (outcome["kind"], outcome["tool"], outcome["step"]) == ("FAILED", "ship_order", 3)
 
 
 def test_current_histories_carry_the_human_wait_patch() -> None:
