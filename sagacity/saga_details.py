@@ -4,43 +4,55 @@ The Temporal UI renders a workflow's current details as markdown. A person openi
 there must see, without opening any JSON, where it stands, what it waits for (the exact
 payload an approver is asked to approve, its SHA-256 and how to decide), what is dirty and
 how to resolve it, and each step. Every value shown comes from a caller, a model or a tool
-and is hostile: it is cut (with "…"), control and invisible characters are shown as
-escapes, and markdown is escaped, so a payload cannot draw a link, a heading or a fake
-instruction into the page. Pure functions: the workflow calls them on every change.
+and is hostile: it is shown in a code span (literal in every markdown renderer), cut with
+"…", with control and invisible characters as `\\uXXXX` escapes, so a payload cannot draw a
+link, a heading, HTML or a fake instruction into the page. Pure functions: the workflow
+calls them on every change.
 """
 
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sagacity.bounds import cut
 from sagacity.canonical import canonical_text
 
-__all__ = ["HEADLINES", "MAX_STEPS", "md_code", "md_text", "saga_details", "start_summary"]
+__all__ = [
+    "HEADLINES",
+    "MAX_STEPS",
+    "md_code",
+    "md_text",
+    "saga_details",
+    "start_details",
+    "start_summary",
+]
 
-HEADLINES: dict[str, tuple[str, str]] = {
-    "RUNNING": ("▶", "running its steps"),
-    "AWAITING_APPROVAL": ("⏸", "waits for a person to approve a step"),
-    "COMPENSATING": ("↩", "failed; undoing its executed steps, newest first"),
-    "NEEDS_HUMAN": ("⚠", "failed and waits for a person: some state is dirty"),
-    "COMPLETED": ("✓", "completed: every step ran"),
-    "COMPENSATED": ("✗", "failed; its executed steps were undone"),
-    "COMPENSATION_FAILED": ("✗", "failed, and undoing a step failed too: needs a person"),
-    "REFUSED": ("✗", "refused before any step ran: nothing was done"),
-    "ACCEPTED": ("✗", "failed; a person accepted the state it left"),
-    "UNRESOLVED": ("✗", "failed; nobody resolved its dirty state before the deadline"),
+HEADLINES: dict[str, str] = {
+    "RUNNING": "running its steps",
+    "AWAITING_APPROVAL": "waits for a person to approve a step",
+    "COMPENSATING": "failed; undoing its executed steps, newest first",
+    "NEEDS_HUMAN": "failed, and waits for a person: some state is dirty",
+    "COMPLETED": "completed: every step ran",
+    "COMPENSATED": "FAILED; its executed steps were undone",
+    "COMPENSATION_FAILED": "FAILED, and undoing a step failed too: needs a person",
+    "REFUSED": "FAILED: refused before any step ran, nothing was done",
+    "ACCEPTED": "FAILED; a person accepted the state it left",
+    "UNRESOLVED": "FAILED; nobody resolved its dirty state before the deadline",
 }
-"""Per saga status: a sign and what it means, the first thing the details say."""
+"""Per saga status, what it means: the first thing the details say."""
 
 MAX_FIELDS = 40
 """Payload fields listed one per row; the rest are in the canonical payload below."""
 MAX_CANONICAL = 4_000
 MAX_STEPS = 50
 
-_MARKDOWN = set("\\`*_{}[]()#+-.!|<>~&:\"'=$%^@/")
-"""ASCII punctuation markdown (or HTML, or autolinks) can give a meaning to: escaped."""
+_MARKDOWN = set("\\`*_{}[]()#+-.!|~<>&")
+"""Characters markdown or HTML give a meaning to, backslash-escaped. Used for labels only
+(field names, numbers, statuses): the Temporal UI's renderer honours fewer escapes than
+CommonMark (it shows `\\=` as written) and turns a bare URL into a link, so every value a
+caller, a model or a tool controls is shown in a code span instead (md_code)."""
 
 
 def _visible(ch: str) -> str:
@@ -75,8 +87,9 @@ def md_text(value: object, limit: int = 200) -> str:
 
 
 def md_code(value: object, limit: int = 200) -> str:
-    """`value` as an inline code span (shown literally, as a command to copy): cut,
-    invisible characters escaped, fenced with more backticks than it holds."""
+    """`value` as an inline code span: shown literally (no link, no markup, no HTML, in
+    every markdown renderer), cut, invisible characters escaped, fenced with more
+    backticks than it holds."""
     text = "".join(_visible(ch) for ch in cut(str(value), limit))
     run = longest = 0
     for ch in text:
@@ -90,11 +103,11 @@ def md_code(value: object, limit: int = 200) -> str:
 def _value(value: Any, limit: int = 120) -> str:
     """A payload value as a reader expects it: text as text, anything else as JSON."""
     if isinstance(value, str):
-        return md_text(value, limit)
+        return md_code(value, limit)
     try:
-        return md_text(canonical_text(value), limit)
+        return md_code(canonical_text(value), limit)
     except Exception:  # not canonical JSON (a float NaN, say): never fail the page
-        return md_text(repr(value), limit)
+        return md_code(repr(value), limit)
 
 
 def _code_block(text: str) -> list[str]:
@@ -113,14 +126,12 @@ def _pending_lines(saga_id: str, pending: Mapping[str, Any]) -> list[str]:
         f"**Waits for approval:** step {md_text(step, 12)}, {md_code(tool, 80)} — approve only "
         "this exact payload:",
         "",
-        "| field | value |",
-        "|---|---|",
     ]
     items = list(payload.items()) if isinstance(payload, Mapping) else []
     for key, value in items[:MAX_FIELDS]:
-        lines.append(f"| {md_text(key, 60)} | {_value(value)} |")
+        lines.append(f"- **{md_text(key, 60)}**: {_value(value)}")
     if len(items) > MAX_FIELDS:
-        lines.append(f"| … | {len(items) - MAX_FIELDS} more fields in the canonical payload |")
+        lines.append(f"- … {len(items) - MAX_FIELDS} more fields, in the canonical payload")
     lines += ["", f"**SHA-256 of the canonical payload:** {md_code(digest, 64)}", ""]
     lines += _code_block(str(pending.get("canonical_payload", "")))
     needs = pending.get("needs")
@@ -163,16 +174,11 @@ def _pending_lines(saga_id: str, pending: Mapping[str, Any]) -> list[str]:
 
 
 def _dirty_lines(saga_id: str, dirty: list[Mapping[str, Any]]) -> list[str]:
-    lines = [
-        "**Needs a human:**",
-        "",
-        "| step | tool | dirty | what is known |",
-        "|---:|---|---|---|",
-    ]
+    lines = ["**Needs a human:**", ""]
     for row in dirty:
         lines.append(
-            f"| {md_text(row.get('step'), 12)} | {md_text(row.get('tool'), 60)} "
-            f"| {md_text(row.get('kind'), 40)} | {md_text(row.get('known'), 240)} |"
+            f"- step **{md_text(row.get('step'), 12)}** {md_code(row.get('tool'), 60)}: "
+            f"**{md_text(row.get('kind'), 40)}** — {md_code(row.get('known'), 240)}"
         )
     lines += [
         "",
@@ -184,17 +190,22 @@ def _dirty_lines(saga_id: str, dirty: list[Mapping[str, Any]]) -> list[str]:
 
 
 def _steps_lines(rows: list[Mapping[str, Any]], total: int) -> list[str]:
-    lines = ["| step | tool | arguments | status | seq | hash |", "|---:|---|---|---|---:|---|"]
+    """One list item per step: a table renders as run-together columns in the Temporal UI,
+    a list reads the same everywhere."""
+    lines: list[str] = []
+    if total > len(rows):
+        lines.append(f"- … {total - len(rows)} earlier steps: `sagacity journal`")
     for row in rows:
         args = row.get("args") or {}
         shown = ", ".join(f"{k}={v!r}" for k, v in list(args.items())[:12]) if args else ""
+        where = ""
+        if row.get("seq") is not None:
+            where = f", seq {md_text(row.get('seq'), 12)} {md_text((row.get('hash') or '')[:12])}"
         lines.append(
-            f"| {md_text(row.get('step'), 12)} | {md_text(row.get('tool'), 60)} "
-            f"| {md_text(shown, 100)} | {md_text(row.get('status'), 30)} "
-            f"| {md_text(row.get('seq'), 12)} | {md_text((row.get('hash') or '')[:12], 12)} |"
+            f"- step **{md_text(row.get('step'), 12)}** "
+            f"{md_code(cut(str(row.get('tool')), 60) + f'({cut(shown, 100)})', 170)}: "
+            f"**{md_text(row.get('status'), 30)}**{where}"
         )
-    if total > len(rows):
-        lines.append(f"| … | | {total - len(rows)} earlier steps: `sagacity journal` | | | |")
     return lines
 
 
@@ -212,10 +223,10 @@ def saga_details(
     first failure, the approval it waits for (payload, hash, how to decide), its dirty
     steps (and how to resolve them), then its newest steps (`step_count` of them in all,
     when only the newest are given)."""
-    sign, meaning = HEADLINES.get(status, ("•", "status"))
-    lines = [f"## {sign} {md_text(status, 40)}", "", f"Saga {md_code(saga_id)} {meaning}."]
+    meaning = HEADLINES.get(status, "")
+    lines = [f"## {md_text(status, 40)}", "", f"Saga {md_code(saga_id)} {meaning}."]
     if failure:
-        lines += ["", f"**First failure:** {md_text(failure, 500)}"]
+        lines += ["", f"**First failure:** {md_code(failure, 500)}"]
     if pending is not None:
         lines += ["", *_pending_lines(saga_id, pending)]
     waiting = list(dirty)
@@ -235,3 +246,17 @@ def start_summary(plan: list[str] | None, goal: str | None) -> str:
     else:
         text = "saga: goal: " + " ".join((goal or "").split())
     return cut("".join(_visible(ch) for ch in text), 200)
+
+
+def start_details(plan: Sequence[tuple[str, Mapping[str, Any]]] | None, goal: str | None) -> str:
+    """The saga's static details in the Temporal UI: its plan, one call per line, or its
+    goal, escaped like the current details and bounded (the first 30 calls)."""
+    if plan is None:
+        return f"**Goal:** {md_code(goal or '', 2_000)}"
+    lines = [f"**Plan** ({len(plan)} steps):", ""]
+    for index, (tool, args) in enumerate(plan[:30], start=1):
+        shown = ", ".join(f"{k}={v!r}" for k, v in list(args.items())[:12])
+        lines.append(f"{index}. {md_code(cut(tool, 60) + f'({cut(shown, 100)})', 170)}")
+    if len(plan) > 30:
+        lines.append(f"- … {len(plan) - 30} more")
+    return "\n".join(lines)

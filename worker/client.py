@@ -42,7 +42,7 @@ from sagacity.bounds import cut
 from sagacity.decision_statement import signed_decision
 from sagacity.errors import SagacityError
 from sagacity.phases import SagaStatus
-from sagacity.saga_details import start_summary
+from sagacity.saga_details import start_details, start_summary
 from sagacity.signing import SigningKey
 from sagacity.worker.app import connect as _connect
 from sagacity.worker.settings import Settings
@@ -292,7 +292,7 @@ async def start_saga(
     """Start a saga; its id is the workflow id. An id is never reused, not even after its
     saga closed: it names the saga's journal chain, and a closed chain takes no entries."""
     check_start_fields(inp.model_dump(mode="json"))
-    plan = None if inp.plan is None else [call.tool for call in inp.plan]
+    plan = None if inp.plan is None else [(call.tool, call.args) for call in inp.plan]
     handle: SagaHandle = await start_once(
         client,
         SAGA_WORKFLOW,
@@ -300,7 +300,8 @@ async def start_saga(
         saga_id=saga_id,
         task_queue=task_queue,
         result_type=SagaResult,
-        summary=start_summary(plan, inp.goal),
+        summary=start_summary(None if plan is None else [t for t, _ in plan], inp.goal),
+        details=start_details(plan, inp.goal),
     )
     return handle
 
@@ -314,9 +315,11 @@ async def start_once(
     task_queue: str,
     result_type: type | None = None,
     summary: str | None = None,
+    details: str | None = None,
 ) -> WorkflowHandle[Any, Any]:
     """Start `workflow` (AgentSaga or a user's on the saga API) under `saga_id`, which is
-    never reused (SagaExistsError). `summary` is the line the Temporal UI shows for it."""
+    never reused (SagaExistsError). `summary` and `details` are what the Temporal UI shows
+    for it from its start (markdown details)."""
     with _rpc(client, saga_id, call="the start of the saga"):
         try:
             return await client.start_workflow(
@@ -327,6 +330,7 @@ async def start_once(
                 result_type=result_type,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 static_summary=summary,
+                static_details=details,
             )
         except WorkflowAlreadyStartedError as exc:
             raise SagaExistsError(

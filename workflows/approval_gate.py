@@ -104,6 +104,9 @@ class ApprovalGate(Voting):
         tightening: ApprovalRequirement | None = None,
     ) -> None:
         self._saga_id = saga_id
+        self.changed: Callable[[], None] = lambda: None
+        """Called when what the gate shows changes (a request, an approval counted): the
+        saga republishes its current details."""
         self._lookup = lookup
         self._tightening = tightening
         self.requester: str | None = None
@@ -173,6 +176,7 @@ class ApprovalGate(Voting):
             )
         )
         self._pending = request
+        self.changed()
         try:
             if bound:
                 return await self._gather(request, timeout)

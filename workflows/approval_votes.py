@@ -63,6 +63,7 @@ class Voting:
 
     _saga_id: str
     _journal: Journal
+    changed: Callable[[], None]
     _bound: bool | None
     _pending: ApprovalRequest | None
     _decision: ApprovalDecision | None
@@ -118,6 +119,7 @@ class Voting:
                 # now): its expiry runs from the statement, not from its arrival.
                 since = min(now, _issued(vote.decision) or now)
                 self._counted = [*self._live_counted(now), (vote.approver, since)]
+                self.changed()
                 self._approvals_journaled += 1
             ref = await self._journal_vote(request, vote)
             self._vote_refs[vote.number] = ref

@@ -116,6 +116,7 @@ class SagaCore(SagaDisplay):
             lookup=self._lookup_key,
             tightening=tightening,
         )
+        self.gate.changed = self.publish
         policy = (options.resolution or ResolutionPolicy()).effective(approvers)
         self.desk = HumanDesk(
             self.saga_id,

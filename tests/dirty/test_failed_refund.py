@@ -136,8 +136,10 @@ async def test_current_details_say_what_is_dirty_and_how_to_resolve(saga) -> Non
     metadata: Any = await handle.query("__temporal_workflow_metadata")
     details = metadata.current_details if hasattr(metadata, "current_details") else str(metadata)
     html = MarkdownIt("commonmark").enable("table").render(details)  # as the UI renders it
-    assert "<h2>⚠ NEEDS_HUMAN</h2>" in html and "<strong>Needs a human:</strong>" in html
-    assert ">2</td>\n<td>charge_card</td>\n<td>COMPENSATION_FAILED</td>" in html
+    assert "<h2>NEEDS_HUMAN</h2>" in html and "<strong>Needs a human:</strong>" in html
+    assert (
+        "<li>step <strong>2</strong> <code>charge_card</code>: <strong>COMPENSATION_FAILED" in html
+    )
     assert "payment provider refused the refund" in html
     assert f"<code>sagacity resolve {handle.id} STEP --happened</code>" in html
     saga.shop.clear_fault("refund")

@@ -19,6 +19,7 @@ from sagacity.saga_details import (
     md_code,
     md_text,
     saga_details,
+    start_details,
     start_summary,
 )
 
@@ -51,19 +52,20 @@ def test_every_status_has_a_headline_that_leads_the_details() -> None:
     assert set(HEADLINES) == {s.value for s in SagaStatus}
     for status in SagaStatus:
         html = _html(saga_details(saga_id="s-1", status=status.value, steps=[]))
-        assert re.match(rf"<h2>. {status.value}</h2>", html), html[:80]
+        assert html.startswith(f"<h2>{status.value}</h2>"), html[:80]
     done = _html(saga_details(saga_id="s-1", status="COMPENSATED", steps=[], failure="boom"))
     assert (
-        "failed; its executed steps were undone" in done and "First failure:</strong> boom" in done
+        "FAILED; its executed steps were undone" in done
+        and "First failure:</strong> <code>boom</code>" in done
     )
-    assert "✓" not in done and "✓" in _html(saga_details(saga_id="s", status="COMPLETED", steps=[]))
+    assert "FAILED" not in _html(saga_details(saga_id="s", status="COMPLETED", steps=[]))
 
 
 def test_a_waiting_step_shows_its_payload_hash_and_how_to_decide() -> None:
     pending = _pending(PAYLOAD, needs="1 of 2 approvals from finance")
     html = _html(saga_details(saga_id="s-1", status="AWAITING_APPROVAL", steps=[], pending=pending))
-    assert "<td>iban</td>\n<td>DE89370400440532013000</td>" in html
-    assert "<td>amount</td>\n<td>5000</td>" in html
+    assert "<li><strong>iban</strong>: <code>DE89370400440532013000</code></li>" in html
+    assert "<li><strong>amount</strong>: <code>5000</code></li>" in html
     assert f"<code>{pending['payload_sha256']}</code>" in html
     assert "<code>sagacity approve s-1</code>" in html
     assert "1 of 2 approvals from finance" in html
@@ -107,7 +109,7 @@ def test_a_hostile_payload_draws_nothing_into_the_page(hostile: str) -> None:
     html = _html(details)
     for tag in ("<a ", "<img", "<script", "<h1", "<strong>nothing", "<em>", "<s>"):
         assert tag not in html, tag
-    assert html.count("<tr>") == 2 + 2 + 1  # two header rows, two fields, one step
+    assert html.count("<li>") == 2 + 1  # two fields, one step
     canonical = _code_blocks(html)[0]
     assert json.loads(canonical)["args"]["note"] == hostile  # the exact text, shown whole
 
@@ -117,7 +119,7 @@ def test_invisible_and_bidi_characters_are_shown_as_escapes() -> None:
     pending = _pending({"iban": sneaky})
     html = _html(saga_details(saga_id="s-1", status="AWAITING_APPROVAL", steps=[], pending=pending))
     assert "\u202e" not in html and "\u200b" not in html
-    assert "<td>DE89\\u202e0003\\u200b1</td>" in html
+    assert "<li><strong>iban</strong>: <code>DE89\\u202e0003\\u200b1</code></li>" in html
     canonical = _code_blocks(html)[0]
     assert json.loads(canonical)["args"]["iban"] == sneaky  # the escape is the same JSON
     assert md_text("a\U000e0001b") == "a\\\\udb40\\udc01b"
@@ -142,7 +144,7 @@ def test_long_values_are_cut_visibly_and_old_steps_counted() -> None:
     html = _html(details)
     assert "m" * 119 + "…" in html and "m" * 121 not in html.split("<pre>")[0]
     assert f"{80 - MAX_STEPS} earlier steps" in html
-    assert html.count("<tr>") == 2 + 1 + MAX_STEPS + 1  # headers, a field, steps, "earlier"
+    assert html.count("<li>") == 1 + 1 + MAX_STEPS  # a field, "earlier", the steps
 
 
 def test_the_start_summary_says_what_the_saga_was_asked_to_do() -> None:
@@ -152,3 +154,14 @@ def test_the_start_summary_says_what_the_saga_was_asked_to_do() -> None:
     assert start_summary(None, "order  two\nwidgets") == "saga: goal: order two widgets"
     long = start_summary(["t\u202e"] * 100, None)
     assert len(long) < 260 and long.endswith("…") and "\u202e" not in long
+
+
+def test_the_start_details_list_the_plan_escaped() -> None:
+    html = _html(start_details([("charge_card", {"amount": 100}), ("x*y*", {"a": "[l](u)"})], None))
+    assert "<li><code>charge_card(amount=100)</code></li>" in html
+    assert "<li><code>x*y*(a='[l](u)')</code></li>" in html
+    assert "<em>" not in html and "<a " not in html
+    assert (
+        _html(start_details(None, "pay **now**"))
+        == "<p><strong>Goal:</strong> <code>pay **now**</code></p>\n"
+    )
