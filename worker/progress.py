@@ -21,7 +21,6 @@ worker.progress_view prints the events.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -268,13 +267,13 @@ UNDOING = frozenset({Phase.COMPENSATED.value, Phase.COMPENSATION_FAILED.value, "
 AFTERWARDS = frozenset({"DID_NOT_HAPPEN", "ACCEPTED"})
 
 
-def _order(event: ProgressEvent, index: int) -> tuple[int, float, int]:
+def _order(event: ProgressEvent, index: int) -> tuple[int, int, int]:
     """Where an event goes among the new events of one poll: steps run one after the
-    other, so their phases first, by step; then the compensations, which run once the
-    saga stopped, by seq (newest step first where no seq is known); then what people
-    resolved afterwards."""
+    other, so their phases come first, by step; then the compensations, which run once
+    the saga stopped, newest step first (as the compensator runs them); then what
+    people resolved afterwards."""
     if event.phase in UNDOING:
-        return (1, math.inf if event.seq is None else event.seq, -event.step)
+        return (1, -event.step, index)
     return (2 if event.phase in AFTERWARDS else 0, event.step, index)
 
 
