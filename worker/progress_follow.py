@@ -2,12 +2,13 @@
 cannot read the journal, its workflow's queries) and yield each new event once.
 
 The journal is the source when it can be opened here and holds the saga's entries: it is
-read every POLL_SECONDS for the entries after the last seq seen, so nothing recorded is
-missed or repeated, and one last time after the workflow closed (its SAGA_CLOSED entry is
-written before the workflow returns). It is given up, with a note saying why, when it
-cannot be opened, when a read fails, or when it has no entry for a saga whose workflow
-already reports steps (it is not the journal the worker writes); the workflow's queries
-then take over, skipping what the journal already showed.
+read every POLL_SECONDS (slowing to a second while nothing happens) for the entries after
+the last seq seen, so nothing recorded is missed or repeated, and one last time after the
+workflow closed (its SAGA_CLOSED entry is written before the workflow returns). It is
+given up, with a note saying why, when it cannot be opened, when a read fails, or when it
+has no entry for a saga whose workflow already reports steps (it is not the journal the
+worker writes); the workflow's queries then take over (asked every QUERY_SECONDS, slowing
+to five seconds while nothing happens), skipping what the journal already showed.
 """
 
 from __future__ import annotations
@@ -28,10 +29,15 @@ from sagacity.workflows.models import SagaResult
 __all__ = ["POLL_SECONDS", "QUERY_SECONDS", "follow", "readable_journal"]
 
 POLL_SECONDS = 0.25
-"""How often the journal is read: one indexed query for the entries after the last seq."""
+"""How often the journal is read while the saga moves: one indexed query for the entries
+after the last seq."""
 QUERY_SECONDS = 0.5
 """How often the workflow is asked when its queries are the source (a worker answers
 each one, so they are asked less often)."""
+IDLE_FACTOR = 1.5
+MAX_POLL_SECONDS = {"journal": 1.0, "workflow": 5.0}
+"""While nothing happens (a saga waiting days for an approval), polls slow down by
+IDLE_FACTOR up to these; the next event brings them back to the short interval."""
 
 T = TypeVar("T")
 Note = Callable[[str], None]
@@ -132,8 +138,10 @@ class _Follower:
         return self.workflow.update(steps or [], view)
 
     async def events(self) -> AsyncIterator[ProgressEvent]:
+        interval = 0.0
         while True:
             finished = self.closed.done()
+            quiet = True
             if self.journal is not None:
                 found: list[ProgressEvent] | None = await self._read()
                 if not found and self.journal is not None and self.journal.last_seq == 0:
@@ -145,6 +153,7 @@ class _Follower:
                             "journal the worker writes (set SAGACITY_JOURNAL_URL or --journal)"
                         )
                 for event in found or []:
+                    quiet = False
                     yield event
             if self.workflow is not None:
                 if finished:
@@ -153,10 +162,14 @@ class _Follower:
                         yield event
                 else:
                     for event in await self._ask():
+                        quiet = False
                         yield event
             if finished:
                 return
-            interval = POLL_SECONDS if self.journal is not None else QUERY_SECONDS
+            source = "journal" if self.journal is not None else "workflow"
+            short = POLL_SECONDS if source == "journal" else QUERY_SECONDS
+            slower = min(interval * IDLE_FACTOR, MAX_POLL_SECONDS[source])
+            interval = slower if quiet and interval else short
             await asyncio.wait({self.closed}, timeout=interval)
 
 

@@ -190,6 +190,26 @@ async def test_start_wait_follows_the_workflow_when_the_journal_cannot_be_read(
     assert rejected.endswith("by ann, reason: no-wire")
 
 
+async def test_a_journal_without_the_saga_is_not_taken_for_the_workers(cli: CliHarness) -> None:
+    other = f"sqlite:///{cli.tmp}/another.db"
+    open_store(other).close()  # a journal that opens, and knows nothing of this saga
+    plan = cli.tmp / "plan.json"
+    plan.write_text(json.dumps([RESERVE, CHARGE]))
+
+    ran = await cli("start", "--plan", str(plan), "--wait", SAGACITY_JOURNAL_URL=other)
+
+    cli.started.append(ran.stdout.splitlines()[0])
+    assert ran.code == 0, ran.output
+    assert "has no entry for saga" in ran.stderr and "not the journal" in ran.stderr
+    assert events(ran.stdout.splitlines()) == [
+        ("INTENT", 1, "reserve_inventory"),
+        ("EXECUTED", 1, "reserve_inventory"),
+        ("INTENT", 2, "charge_card"),
+        ("EXECUTED", 2, "charge_card"),
+        ("SAGA_CLOSED", None, None),
+    ]
+
+
 async def test_start_wait_json_prints_json_lines_then_the_result(cli: CliHarness) -> None:
     saga_id = f"json-{uuid.uuid4().hex[:8]}"
     cli.started.append(saga_id)

@@ -401,6 +401,14 @@ def test_an_awaiting_approval_shows_the_payload_hash_and_the_commands() -> None:
         ),
         (event("SAGA_OPENED", seq=1), "   #1  SAGA_OPENED"),
         (
+            event("CALL_REFUSED", seq=3, step=1, tool="nope", args={}, error="unknown tool"),
+            "   #3  CALL_REFUSED        step 1 nope: args {}: unknown tool",
+        ),
+        (
+            event("APPROVAL_REFUSED", seq=6, step=2, tool="w", error="HASH_MISMATCH"),
+            "   #6  APPROVAL_REFUSED    step 2 w: HASH_MISMATCH",
+        ),
+        (
             event("RESOLVED", seq=20, step=2, tool="charge", detail="retry compensation: ok"),
             "  #20  RESOLVED            step 2 charge: retry compensation: ok",
         ),
