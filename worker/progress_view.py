@@ -19,7 +19,7 @@ import contextlib
 import json
 import shlex
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import typer
@@ -72,13 +72,16 @@ def _text(value: object, limit: int = VALUE_CHARS) -> str:
 
 
 def _when(moment: str | None) -> str:
+    """An ISO timestamp as `2026-12-14 02:14:24 UTC`; anything else shown escaped."""
     if not moment:
         return ""
     try:
         parsed = datetime.fromisoformat(moment)
     except ValueError:
+        parsed = None
+    if parsed is None or parsed.utcoffset() is None:
         return _text(moment, 40)
-    return parsed.strftime("%Y-%m-%d %H:%M:%S UTC") if parsed.utcoffset() is not None else moment
+    return parsed.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _detail(event: ProgressEvent) -> str:

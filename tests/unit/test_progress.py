@@ -424,7 +424,7 @@ def test_needs_human_names_the_dirty_steps_and_what_resolves_them() -> None:
             "NEEDS_HUMAN",
             seq=12,
             dirty=[{"step": 2, "tool": "charge_card", "kind": "COMPENSATION_FAILED"}],
-            deadline="2027-01-01T00:00:00+00:00",
+            deadline="2027-01-01T02:00:00+02:00",
         )
     )
     assert lines[0] == (
@@ -433,6 +433,16 @@ def test_needs_human_names_the_dirty_steps_and_what_resolves_them() -> None:
     )
     assert "sagacity retry-compensation saga-1 STEP" in lines[1]
     assert "sagacity close saga-1 --accept REASON" in lines[1]
+
+
+@pytest.mark.parametrize(
+    ("deadline", "shown"),
+    [("not a time\x1b", "not a time\\x1b"), ("2027-01-01T00:00:00", "2027-01-01T00:00:00")],
+)
+def test_a_deadline_that_is_no_aware_timestamp_is_shown_as_given(deadline: str, shown: str) -> None:
+    approval = ApprovalShown("t", {}, "{}", "ab" * 32, matches=True, deadline=deadline)
+    lines = plain(event("AWAITING_APPROVAL", step=1, tool="t", approval=approval))
+    assert f"waits    until {shown}" in "\n".join(lines)
 
 
 def test_the_spinner_says_what_the_saga_waits_for() -> None:
