@@ -47,9 +47,12 @@ from sagacity.worker.client import (
     saga_view,
     start_saga,
 )
+from sagacity.worker.progress_follow import follow, readable_journal
+from sagacity.worker.progress_view import ProgressPrinter
 from sagacity.worker.render import pending_list, saga_overview, sagas_table, steps_table
 from sagacity.worker.settings import Settings
 from sagacity.worker.task_queues import require_pollers, task_queue_pollers
+from sagacity.worker.terminal_safe import json_line, neutralized
 from sagacity.workflows.models import (
     ModelSettings,
     RequesterClaim,
@@ -198,7 +201,9 @@ def start(
     wait: Annotated[
         bool,
         typer.Option(
-            "--wait", help="wait for the saga's result (refused when no worker polls the queue)"
+            "--wait",
+            help="follow the saga step by step until it closes, then print its result "
+            "(refused when no worker polls the queue)",
         ),
     ] = False,
     as_json: JsonOpt = False,
@@ -215,7 +220,10 @@ def start(
 ) -> None:
     """Start a saga from a plan file or a goal and print its id.
 
-    With --wait, print its result too, and exit 0 only if it COMPLETED.
+    With --wait, follow it live: each step as it is journaled (the approval it waits
+    for, with the payload, its SHA-256 and the commands that decide it; the
+    compensations), then its result; exit 0 only if it COMPLETED. With --wait --json,
+    stdout is JSON Lines: a "started" event, one "progress" event per step, the "result".
     """
     settings = settings_of(ctx)
     if (plan is None) == (goal is None):
@@ -246,7 +254,11 @@ def start(
             except NoWorkerError as exc:
                 raise NoWorkerError(f"{exc}. Not started: --wait would wait for ever") from None
         handle = await start_saga(client, inp, saga_id=sid, task_queue=settings.task_queue)
-        say(sid)
+        printer = ProgressPrinter(console, sid, as_json=as_json)
+        if wait and as_json:
+            printer.started(settings.task_queue)
+        else:
+            say(sid)
         note(
             f"started saga {sid} on task queue {settings.task_queue}; follow it with "
             f"`sagacity status {sid}`",
@@ -258,11 +270,7 @@ def start(
                     "waits until one does (`sagacity worker`)"
                 )
             return None
-        watcher = asyncio.ensure_future(_announce_approval(handle))
-        try:
-            return await _closed_view(handle)
-        finally:
-            watcher.cancel()
+        return await _follow_until_closed(handle, settings, printer)
 
     result = run(main())
     if not wait:
@@ -270,12 +278,33 @@ def start(
     if result is None:
         raise fail(f"saga {sid} was cancelled or terminated; see `sagacity journal {sid}`")
     if as_json:
-        _echo_json(result.model_dump(mode="json"))
+        typer.echo(json_line({"event": "result", "result": result.model_dump(mode="json")}))
     else:
-        console.print(saga_overview(_result_summary(result, settings), result))
-        console.print(steps_table(result.steps))
+        shown = SagaResult.model_validate(neutralized(result.model_dump(mode="json")))
+        console.print(saga_overview(_result_summary(shown, settings), shown))
+        console.print(steps_table(shown.steps))
     if result.status is not SagaStatus.COMPLETED:
         raise typer.Exit(1)
+
+
+async def _follow_until_closed(
+    handle: SagaHandle, settings: Settings, printer: ProgressPrinter
+) -> SagaResult | None:
+    """Show the saga's progress (worker.progress_follow: its journal, or its workflow's
+    queries) until its workflow closes, then return its result."""
+    store, why_not = readable_journal(settings)
+    if store is None:
+        note(f"{why_not}; following saga {handle.id} through its workflow's queries")
+    closed = asyncio.ensure_future(_closed_view(handle))
+    try:
+        with printer.live():
+            async for event in follow(handle, closed, store, note=note):
+                printer.show(event)
+        return await closed
+    finally:
+        closed.cancel()
+        if store is not None:
+            store.close()
 
 
 def _result_summary(result: SagaResult, settings: Settings) -> SagaSummary:

@@ -54,9 +54,11 @@ async def test_start_wait_exits_non_zero_when_the_saga_compensated(cli: CliHarne
     ran = await cli("start", "--plan", str(plan), "--wait", "--json")
 
     assert ran.code == 1, ran.output
-    saga_id, _, body = ran.stdout.partition("\n")
-    cli.started.append(saga_id)
-    result = json.loads(body)
+    lines = [json.loads(line) for line in ran.stdout.splitlines()]  # JSON Lines
+    assert lines[0]["event"] == "started"
+    cli.started.append(lines[0]["saga_id"])
+    assert lines[-1]["event"] == "result"
+    result = lines[-1]["result"]
     assert result["status"] == "COMPENSATED"
     assert [c["step"] for c in result["compensations"]] == [2, 1]
     assert cli.shop.stock("widget") == 10

@@ -1,0 +1,50 @@
+"""Escaping what a tool, a model or a caller controls before it reaches a terminal
+(worker.terminal_safe): every character that could act on the terminal becomes a visible
+escape; readable text of any script stays as it is; JSON lines parse back exactly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sagacity.worker.terminal_safe import json_line, neutralized, printable
+
+HOSTILE = "\x1b[2J\x1b[H\rok\x08\x7f\x9b31m\u202eevil\u200b\u2028\ud800"
+UNSAFE = ["\x1b", "\r", "\n", "\x08", "\x7f", "\x9b", "\u202e", "\u200b", "\u2028", "\ud800"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("\x1b[2J", "\\x1b[2J"),
+        ("a\rb\nc\td", "a\\rb\\nc\\td"),
+        ("\x00\x08\x7f", "\\x00\\x08\\x7f"),
+        ("\x9b31m", "\\x9b31m"),  # a one-character CSI
+        ("pay\u202eevil", "pay\\u202eevil"),  # a bidi override
+        ("zero\u200bwidth", "zero\\u200bwidth"),
+        ("line\u2028sep", "line\\u2028sep"),
+        ("\ud800", "\\ud800"),  # a lone surrogate cannot even be encoded
+        ("tag\U000e0041", "tag\\U000e0041"),
+    ],
+)
+def test_printable_escapes_what_could_act_on_a_terminal(raw: str, shown: str) -> None:
+    assert printable(raw) == shown
+
+
+@pytest.mark.parametrize("text", ["plain ascii", "café", "Привет", "漢字かな", "😀 ✓ €", ""])
+def test_printable_leaves_readable_text_alone(text: str) -> None:
+    assert printable(text) == text
+
+
+def test_json_line_parses_back_to_the_same_value_with_nothing_raw_in_it() -> None:
+    value = {"result": HOSTILE, "name": "café", HOSTILE: ["\U000e0041"]}
+    line = json_line(value)
+    assert json.loads(line) == value
+    assert not any(char in line for char in [*UNSAFE, "\U000e0041"])
+    assert "café" in line and "\n" not in line  # readable, one line
+
+
+def test_neutralized_escapes_every_string_keys_included() -> None:
+    value = {"a\x1b": ["\r", {"k": "\x9b"}], "n": 3, "none": None}
+    assert neutralized(value) == {"a\\x1b": ["\\r", {"k": "\\x9b"}], "n": 3, "none": None}
