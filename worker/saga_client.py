@@ -41,6 +41,7 @@ from sagacity.stores import JournalStore
 from sagacity.worker import client as api
 from sagacity.worker import client_resolutions as fixes
 from sagacity.worker.plugin import saga_converter
+from sagacity.worker.saga_runs import saga_run
 from sagacity.workflows.models import (
     DecisionResult,
     DirtyStep,
@@ -182,7 +183,10 @@ class SagaClient:
             ) from exc
 
     async def describe(self, saga_id: str) -> api.SagaSummary:
-        return await api.describe_saga(self.handle(saga_id))
+        """What Temporal knows of the saga (no worker needed): of the run that holds it,
+        past a later run started under its id and refused (saga_runs.saga_run)."""
+        handle, _ = await saga_run(self.temporal, saga_id)
+        return await api.describe_saga(handle)
 
     def journal(self, saga_id: str) -> list[JournalEntry]:
         """The saga's journal entries, in order (read from the store, not from Temporal)."""
@@ -224,9 +228,17 @@ class SagaClient:
 
     async def wait_pending(self, saga_id: str, *, timeout: float = 60.0) -> Review:
         """Wait until the saga asks for an approval (polling its `pending_approval` query;
-        Temporal has no push for it), and return the request, its hash checked here."""
+        Temporal has no push for it), and return the request, its hash checked here.
+        A saga that has finished asks for nothing more: NothingPendingError at once (a
+        script run again after its saga was decided does not wait out the timeout)."""
         deadline = asyncio.get_running_loop().time() + timeout
         while True:
+            summary = await api.describe_saga(self.handle(saga_id))
+            if not summary.running:
+                raise api.NothingPendingError(
+                    f"saga {saga_id!r} has finished "
+                    f"({summary.status or summary.execution_status}); nothing is pending"
+                )
             try:
                 pending = await api.pending_approval(self.handle(saga_id))
             except api.SagaNotOpenError:
@@ -321,9 +333,17 @@ class SagaClient:
             confirm=confirm,
         )
 
-    async def cancel(self, saga_id: str) -> api.SagaSummary:
-        """Ask a running saga to stop; it compensates its executed steps and closes."""
-        return await api.cancel_saga(self.handle(saga_id))
+    async def cancel(
+        self, saga_id: str, *, actor: str | None = None, reason: str = ""
+    ) -> api.SagaSummary:
+        """Ask a running saga to stop; it compensates its executed steps and closes. Who
+        asks (`actor`, default the signer's owner) and why go with the request: Temporal's
+        history records them, and the saga journals them in its close entry (its first
+        failure reads "saga cancelled (by ACTOR: REASON)")."""
+        if actor is None and self.signer is not None:
+            actor = self.signer.approver
+        reason = api.cancel_reason(actor, reason)
+        return await api.cancel_saga(self.handle(saga_id), reason=reason)
 
     # ---- dirty state --------------------------------------------------------------------------
 
