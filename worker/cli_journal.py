@@ -203,6 +203,7 @@ class Tally:
         }
 
 
+@global_options
 def journal(
     ctx: typer.Context,
     saga_id: Annotated[str, typer.Argument(help="the saga id", show_default=False)],

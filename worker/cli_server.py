@@ -74,7 +74,11 @@ async def run_dev(settings: Settings, *, port: int, ui_port: int, db_file: Path 
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         env = await start_dev_server(
-            ui=True, port=port, ui_port=ui_port, db_file=str(db_file) if db_file else None
+            ui=True,
+            port=port,
+            ui_port=ui_port,
+            db_file=str(db_file) if db_file else None,
+            banner=False,
         )
         try:
             worker = new_worker(

@@ -222,7 +222,8 @@ def verify(
                 _witness(settings, store, [saga_id], evidence)
             if as_json:
                 _json_one(located(store), saga, evidence, decisions, require_closed)
-            _conclude_one(saga, evidence, decisions, require_closed, located(store))
+            else:
+                _conclude_one(saga, evidence, decisions, require_closed, located(store))
             return
         evidence.log = audit_log(log, evidence.verifiers)
         evidence.findings += evidence.log.findings

