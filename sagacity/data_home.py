@@ -48,3 +48,10 @@ def ensure_private(folder: Path) -> Path:
         folder.mkdir(mode=0o700, exist_ok=True)
         folder.chmod(0o700)  # mkdir's mode passes through the umask
     return folder
+
+
+def default_journal_url() -> str:
+    """The embedded journal's URL, where `sagacity journal` and `verify` look by default:
+    journal.db in the data home, which is made (mode 0700) if missing. For a worker of
+    your own: `open_store(default_journal_url())`."""
+    return embedded_journal_url(ensure_private(data_home()))

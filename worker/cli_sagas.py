@@ -314,7 +314,18 @@ def status(ctx: typer.Context, saga_id: SagaId, as_json: JsonOpt = False) -> Non
             except NoWorkerError as exc:
                 return summary, None, [], f"{exc}; showing what visibility knows"
         if summary.execution_status == COMPLETED:
-            result = await _closed_view(handle)
+            try:
+                result = await _closed_view(handle)
+            except ValidationError:  # a workflow of the user's own returns its own result
+                return (
+                    summary,
+                    None,
+                    [],
+                    (
+                        f"workflow {saga_id} completed with a result of its own (a workflow on "
+                        f"the saga API); its journal has every step: `sagacity journal {saga_id}`"
+                    ),
+                )
             if result is not None:
                 return summary, result, result.steps, ""
         remark = (

@@ -1,8 +1,11 @@
 """SagaClient: start, inspect, approve, reject, cancel and clean up sagas in one typed
 call each.
 
-    client = await SagaClient.connect(task_queue="orders")
-    await client.approve("order-42", approver="alice@example.com")
+    async def main() -> None:
+        client = await SagaClient.connect(task_queue="orders")
+        await client.approve("order-42", approver="alice@example.com")
+
+    asyncio.run(main())
 
 It works for AgentSaga and for a user's own workflow on the saga API alike: both answer
 the same queries and take decisions through the same `decide` update. `approve` is the
@@ -11,7 +14,10 @@ the workflow, recomputes the payload's SHA-256 here from the payload shown (and 
 to go on if the workflow reports another), optionally asks `confirm` (the CLI shows the
 payload and prompts there), and sends the decision through the synchronous update, which
 answers with the journaled APPROVED or REJECTED entry. Errors are the typed errors of
-worker.client (SagaNotFoundError, NothingPendingError, ApprovalRefusedError...).
+worker.client (SagaNotFoundError, NothingPendingError, ApprovalRefusedError...): a
+refusal carries its code (`reason`) and sentence (`detail`), and an update that fails
+otherwise raises UpdateFailedError, never Temporal's WorkflowUpdateFailedError with the
+reason left in its cause.
 
 A saga that needs a human (an unknown outcome, a failed compensation) is listed by
 `needing_human` and `dirty`, and cleaned up by `resolve`, `retry_compensation` and
