@@ -142,6 +142,7 @@ def prove(
     proof checked; exit 1 if the saga has none or a proof fails."""
     keys = _verifiers(ctx, log_key)
     with user_errors(), open_journal(settings_of(ctx)) as store:
+        where = located(store)
         log_db = store.checkpoint_log()
         current = _current_head(log_db, keys)
         leaves = [leaf for leaf in log_db.of_saga(saga_id) if leaf.index < current.size]
@@ -180,6 +181,7 @@ def prove(
             f"leaf {leaf.index} of the signed tree of size {current.size}: proof of "
             f"{len(path)} hashes checked"
         )
+    note(f"journal: {where}")
 
 
 @log.command()
@@ -200,6 +202,7 @@ def consistency(
         except CheckpointError as exc:
             raise fail(str(exc)) from None
     with user_errors(), open_journal(settings_of(ctx)) as store:
+        where = located(store)
         log_db = store.checkpoint_log()
         stored = log_db.head()
         if stored is None or stored.size < old.size:
@@ -219,6 +222,7 @@ def consistency(
     if as_json:
         print_json({"old": old.note, "new": new.note, "proof": [_b64(h) for h in proof]})
         return
+    note(f"journal: {where}")
     say(
         f"consistent: the log grew from {old.size} to {new.size} checkpoints and only by "
         f"appending (proof of {len(proof)} hashes checked)"

@@ -6,12 +6,13 @@ arguments.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from sagacity.data_home import data_home, embedded_journal_url, ensure_private
+from sagacity.data_home import HOME_VARIABLE, data_home, embedded_journal_url, ensure_private
 from sagacity.errors import StoreUnavailableError
 from sagacity.stores.sqlite import sqlite_path
 
@@ -79,10 +80,13 @@ class Settings(BaseSettings):
         description="other base URLs a saga's model settings may choose (the key goes there too)",
     )
 
-    @field_validator("home")
+    @field_validator("home", mode="before")
     @classmethod
-    def _absolute(cls, value: Path) -> Path:
-        return value.expanduser().absolute()
+    def _absolute(cls, value: object) -> Path:
+        """An empty SAGACITY_HOME is unset (as data_home reads it); any other, absolute."""
+        if value is None or not str(value).strip():
+            return data_home({k: v for k, v in os.environ.items() if k != HOME_VARIABLE})
+        return Path(str(value)).expanduser().absolute()
 
     def embedded_home(self) -> Path | None:
         """The data home when the journal is a SQLite file inside it (the embedded

@@ -44,6 +44,12 @@ def test_the_default_journal_is_in_the_data_home(private_data_home: Path) -> Non
     assert elsewhere.embedded_home() is None  # an explicit journal is used as given
 
 
+def test_an_empty_sagacity_home_is_unset(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SAGACITY_HOME", " ")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert Settings().home == tmp_path / "sagacity" == data_home()
+
+
 def test_the_data_home_is_made_private(tmp_path: Path) -> None:
     home = ensure_private(tmp_path / "a" / "sagacity")
     assert stat.S_IMODE(home.stat().st_mode) == 0o700
