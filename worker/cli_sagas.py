@@ -334,10 +334,9 @@ def status(ctx: typer.Context, saga_id: SagaId, as_json: JsonOpt = False) -> Non
         )
         request = await cancel_request(handle)
         if request is not None:
-            remark = (
-                f"cancel requested {request.reason or '(no reason given)'} (client "
-                f"{request.identity}); {remark}"
-            )
+            why = request.reason or "with no reason given"
+            said = why if why.startswith("by ") else f"({why})"
+            remark = f"cancel requested {said} (client {request.identity}); {remark}"
         return summary, None, [], remark
 
     summary, view, steps, remark = run(main())
