@@ -22,10 +22,12 @@ RUN python -m venv /opt/sagacity \
 FROM python:3.11-slim
 ENV PATH=/opt/sagacity/bin:$PATH \
     PYTHONUNBUFFERED=1 \
-    PYTHONDONTWRITEBYTECODE=1
+    PYTHONDONTWRITEBYTECODE=1 \
+    SAGACITY_HOME=/app/.sagacity
 COPY --from=build /opt/sagacity /opt/sagacity
-# An unprivileged user; /app/.sagacity is where the example shop and a SQLite journal
-# would live, /app/keys the worker's log key (volumes in docker-compose.yml).
+# An unprivileged user; /app/.sagacity (SAGACITY_HOME, sagacity's data home) is where the
+# example shop and a SQLite journal would live, /app/keys the worker's log key (volumes in
+# docker-compose.yml).
 RUN useradd --system --uid 10001 --user-group --home-dir /app --shell /usr/sbin/nologin sagacity \
     && mkdir -p /app/.sagacity /app/keys \
     && chown -R sagacity:sagacity /app

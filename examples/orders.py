@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from sagacity.data_home import data_home, ensure_private
 from sagacity.toolbox import Toolbox
 from sagacity.tools import (
     CompensationContext,
@@ -32,7 +33,6 @@ from sagacity.tools import (
     tool,
 )
 
-DEFAULT_SHOP_PATH = ".sagacity/shop.db"
 INITIAL_STOCK = {"widget": 10, "gadget": 5}
 
 _SCHEMA = """
@@ -56,8 +56,8 @@ class ShopError(Exception):
 class Shop:
     """The fake shop. Each public tool method is a sagacity tool."""
 
-    def __init__(self, path: str | Path = DEFAULT_SHOP_PATH) -> None:
-        self.path = Path(path)
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else Path(shop_path())
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         schema = sqlite3.connect(self.path, timeout=30)
@@ -243,7 +243,8 @@ class Shop:
 
 
 def shop_path() -> str:
-    return os.environ.get("SAGACITY_SHOP_PATH", DEFAULT_SHOP_PATH)
+    """$SAGACITY_SHOP_PATH, else shop.db in sagacity's data home (made private on first use)."""
+    return os.environ.get("SAGACITY_SHOP_PATH") or str(ensure_private(data_home()) / "shop.db")
 
 
 def toolbox() -> Toolbox:

@@ -52,6 +52,19 @@ def _no_servers(what: str) -> None:
         pytest.fail(f"this test needs {what} but runs in the server-free unit tier: mark it")
 
 
+@pytest.fixture(autouse=True)
+def private_data_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """No test reads or writes the real data home (~/.local/share/sagacity): sagacity's
+    default journal, log key, demo and shop files go to a fresh folder per test, and so
+    do those of every process a test starts with this environment."""
+    home = tmp_path_factory.mktemp("sagacity-home")
+    monkeypatch.setenv("SAGACITY_HOME", str(home))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "xdg"))
+    return home
+
+
 @pytest.fixture(scope="session")
 def postgres_url() -> str:
     """URL of a reachable PostgreSQL; skips on a laptop without one, fails under CI."""

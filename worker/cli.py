@@ -3,8 +3,8 @@
 Commands are grouped by concern: sagas (worker.cli_sagas), approvals
 (worker.cli_approvals), the journal (worker.cli_journal), servers (worker.cli_server).
 Configuration comes from SAGACITY_ environment variables (worker.settings), overridden by
-the global options. User errors print one line and exit non-zero; no tracebacks for
-things a user can fix.
+the global options, which go before or after the command (worker.cli_common). User
+errors print one line and exit non-zero; no tracebacks for things a user can fix.
 """
 
 from __future__ import annotations
@@ -26,7 +26,15 @@ from sagacity.worker import (
     cli_verify,
     cli_verify_file,
 )
-from sagacity.worker.cli_common import CliState, err, fail
+from sagacity.worker.cli_common import (
+    AddressOpt,
+    CliState,
+    JournalOpt,
+    NamespaceOpt,
+    TaskQueueOpt,
+    err,
+    fail,
+)
 
 __all__ = ["app", "err", "fail", "main"]
 
@@ -41,36 +49,20 @@ app = typer.Typer(
 @app.callback(invoke_without_command=True)
 def _global_options(
     ctx: typer.Context,
-    address: Annotated[
-        str | None,
-        typer.Option("--address", help="Temporal host:port \\[env: SAGACITY_TEMPORAL_ADDRESS]"),
-    ] = None,
-    namespace: Annotated[
-        str | None, typer.Option(help="Temporal namespace \\[env: SAGACITY_NAMESPACE]")
-    ] = None,
-    task_queue: Annotated[
-        str | None, typer.Option(help="task queue of the sagas \\[env: SAGACITY_TASK_QUEUE]")
-    ] = None,
-    journal: Annotated[
-        str | None,
-        typer.Option(
-            "--journal",
-            help="journal URL: sqlite:///path.db or postgresql://… \\[env: SAGACITY_JOURNAL_URL]",
-        ),
-    ] = None,
+    address: AddressOpt = None,
+    namespace: NamespaceOpt = None,
+    task_queue: TaskQueueOpt = None,
+    journal: JournalOpt = None,
     tools: Annotated[
         str | None,
         typer.Option(help="with no command: run a worker serving this module:attr toolbox"),
     ] = None,
 ) -> None:
     """Run `sagacity --tools module:attr` to serve a toolbox, or a command below."""
-    overrides = {
-        "temporal_address": address,
-        "namespace": namespace,
-        "task_queue": task_queue,
-        "journal_url": journal,
-    }
-    ctx.obj = CliState({k: v for k, v in overrides.items() if v is not None})
+    ctx.obj = CliState()
+    ctx.obj.take(
+        {"address": address, "namespace": namespace, "task_queue": task_queue, "journal": journal}
+    )
     if ctx.invoked_subcommand is None:
         if tools is None:
             typer.echo(ctx.get_help())

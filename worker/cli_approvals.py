@@ -19,13 +19,17 @@ import typer
 from sagacity.approval_models import is_sha256_hex
 from sagacity.bounds import echo
 from sagacity.worker.cli_common import (
+    JsonOpt,
     KeyFile,
     SagaId,
     Yes,
     console,
+    err,
     fail,
+    global_options,
     load_signer,
     note,
+    print_json,
     run,
     say,
     settings_of,
@@ -94,8 +98,10 @@ def _decide(
     given_hash: str | None,
     reason: str,
     key: Path | None = None,
+    as_json: bool = False,
 ) -> DecisionResult:
     settings = settings_of(ctx)
+    shown = err if as_json else console  # with --json, stdout carries the JSON alone
     verb = "approve" if approve else "reject"
     signer, approver = load_signer(key, approver, "--approver")
     if not approver or not approver.strip():
@@ -106,7 +112,7 @@ def _decide(
 
     def confirm(pending: PendingApproval, local: str) -> bool:
         """Show what is decided on, warn about look-alike text, then ask (unless --yes)."""
-        console.print(pending_panel(pending, local))
+        shown.print(pending_panel(pending, local))
         warn_about_text(pending)
         if given_hash is not None and given_hash.strip().lower() != local:
             note(
@@ -138,6 +144,7 @@ def _decide(
     return run(main())
 
 
+@global_options
 def approve(
     ctx: typer.Context,
     saga_id: SagaId,
@@ -146,6 +153,7 @@ def approve(
     yes: Yes = False,
     given_hash: GivenHash = None,
     reason: Annotated[str, typer.Option(help="a note journaled with the approval")] = "",
+    as_json: JsonOpt = False,
 ) -> None:
     """Approve the step a saga is waiting on, bound to the hash of its exact payload."""
     result = _decide(
@@ -157,7 +165,11 @@ def approve(
         given_hash=given_hash,
         reason=reason,
         key=key,
+        as_json=as_json,
     )
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+        return
     say(
         f"approved step {result.step} of saga {saga_id} as {result.approver or approver}: "
         f"journaled APPROVED at seq {result.seq}, hash {result.hash}"
@@ -165,18 +177,23 @@ def approve(
     )
 
 
+@global_options
 def reject(
     ctx: typer.Context,
     saga_id: SagaId,
-    reason: Annotated[str, typer.Option(help="why: journaled with the rejection")],
+    reason: Annotated[
+        str, typer.Option(help="why (required): journaled with the rejection", show_default=False)
+    ],
     approver: Approver = None,
     key: KeyFile = None,
     yes: Yes = False,
     given_hash: GivenHash = None,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Reject the step a saga is waiting on; the saga compensates its executed steps."""
+    """Reject the step a saga is waiting on; the saga compensates its executed steps.
+    --reason is required: it is journaled with the rejection."""
     if not reason.strip():
-        raise fail("reject needs a non-empty --reason")
+        raise fail("reject needs a non-empty --reason: it is journaled with the rejection")
     result = _decide(
         ctx,
         saga_id,
@@ -186,7 +203,11 @@ def reject(
         given_hash=given_hash,
         reason=reason,
         key=key,
+        as_json=as_json,
     )
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+        return
     say(
         f"rejected step {result.step} of saga {saga_id} as {result.approver or approver}: "
         f"journaled REJECTED at seq {result.seq}, hash {result.hash}; the saga compensates "

@@ -1,21 +1,28 @@
-"""What every `sagacity` command shares: consoles, settings, and the error boundary.
+"""What every `sagacity` command shares: consoles, settings, JSON output, the global
+options, and the error boundary.
 
 User errors (unknown saga, nothing pending, wrong hash, broken journal, Temporal or the
 database unreachable, a bad file) become one line on stderr and a non-zero exit code;
 only a bug in sagacity itself shows a traceback.
+
+The global options (`--address`, `--namespace`, `--task-queue`, `--journal`) are defined
+once here and accepted before the command (`sagacity --journal URL journal ID`) or after
+it (`sagacity journal ID --journal URL`): `global_options` adds them to a command.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import inspect
+import json
 import sqlite3
 import sys
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
-from urllib.parse import unquote, urlparse
 
 import typer
 from pydantic import ValidationError
@@ -25,7 +32,7 @@ from temporalio.service import RPCError
 
 from sagacity.errors import SagacityError, StoreUnavailableError
 from sagacity.stores import JournalStore, open_store
-from sagacity.worker.settings import Settings
+from sagacity.worker.settings import Settings, journal_location, sqlite_file
 
 if TYPE_CHECKING:
     from sagacity.signing import SigningKey
@@ -46,8 +53,63 @@ KeyFile = Annotated[
         show_envvar=False,
     ),
 ]
+Actor = Annotated[
+    str | None,
+    typer.Option(
+        "--actor",
+        envvar="SAGACITY_ACTOR",
+        show_envvar=False,
+        help="your identity, journaled with the action \\[env: SAGACITY_ACTOR]",
+    ),
+]
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON instead of tables")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON instead of text")]
+
+GLOBAL_PANEL = "Global options (before or after the command)"
+AddressOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--address",
+        help="Temporal host:port \\[env: SAGACITY_TEMPORAL_ADDRESS]",
+        rich_help_panel=GLOBAL_PANEL,
+        show_default=False,
+    ),
+]
+NamespaceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--namespace",
+        help="Temporal namespace \\[env: SAGACITY_NAMESPACE]",
+        rich_help_panel=GLOBAL_PANEL,
+        show_default=False,
+    ),
+]
+TaskQueueOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--task-queue",
+        help="task queue of the sagas \\[env: SAGACITY_TASK_QUEUE]",
+        rich_help_panel=GLOBAL_PANEL,
+        show_default=False,
+    ),
+]
+JournalOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--journal",
+        help="journal URL: sqlite:///path.db or postgresql://… \\[env: SAGACITY_JOURNAL_URL; "
+        "default: journal.db in the data home, $SAGACITY_HOME or ~/.local/share/sagacity]",
+        rich_help_panel=GLOBAL_PANEL,
+        show_default=False,
+    ),
+]
+GLOBAL_OPTIONS: dict[str, tuple[str, Any]] = {
+    "address": ("temporal_address", AddressOpt),
+    "namespace": ("namespace", NamespaceOpt),
+    "task_queue": ("task_queue", TaskQueueOpt),
+    "journal": ("journal_url", JournalOpt),
+}
+"""Parameter name -> (the setting it overrides, its option)."""
 
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
@@ -70,11 +132,76 @@ def note(message: str) -> None:
     err.print(message, markup=False, highlight=False, soft_wrap=True)
 
 
+def print_json(value: Any) -> None:
+    """Data as JSON on stdout, alone: what every `--json` prints (dates as ISO text)."""
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=_json_default))
+    sys.stdout.write("\n")
+    sys.stdout.flush()
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    return str(value)
+
+
 @dataclass
 class CliState:
-    """Global options given before the command; they override SAGACITY_ variables."""
+    """Global options given on the command line; they override SAGACITY_ variables."""
 
     overrides: dict[str, Any] = field(default_factory=dict)
+
+    def take(self, given: dict[str, Any]) -> None:
+        """Record global options (by parameter name) given to the group or a command."""
+        for name, value in given.items():
+            if value is not None:
+                self.overrides[GLOBAL_OPTIONS[name][0]] = value
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def global_options(command: F) -> F:
+    """Let `command` take every global option after its name too: its signature gains them
+    (as typer reads it), and the values given go where `settings_of` finds the ones given
+    before the command. Written after the command, an option wins over one written before."""
+    return _with_options(command, tuple(GLOBAL_OPTIONS))
+
+
+def journal_option(command: F) -> F:
+    """`global_options` for a command that uses the journal setting alone (`demo`)."""
+    return _with_options(command, ("journal",))
+
+
+def _with_options(command: F, names: tuple[str, ...]) -> F:
+    signature = inspect.signature(command, eval_str=True)
+    clash = set(signature.parameters) & set(names)
+    if clash or next(iter(signature.parameters), None) != "ctx":
+        raise TypeError(
+            f"{command.__name__} must take ctx first and define no global option itself "
+            f"({sorted(clash)})"
+        )
+    extra = [
+        inspect.Parameter(
+            name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=GLOBAL_OPTIONS[name][1]
+        )
+        for name in names
+    ]
+
+    @functools.wraps(command)
+    def with_options(*args: Any, **kwargs: Any) -> Any:
+        given = {name: kwargs.pop(name, None) for name in names}
+        ctx: typer.Context = kwargs["ctx"] if "ctx" in kwargs else args[0]
+        state = ctx.find_object(CliState) or ctx.ensure_object(CliState)
+        state.take(given)
+        return command(*args, **kwargs)
+
+    with_options.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[*signature.parameters.values(), *extra]
+    )
+    return with_options  # type: ignore[return-value]
 
 
 def settings_of(ctx: typer.Context, **more: Any) -> Settings:
@@ -133,25 +260,27 @@ def run(main: Coroutine[Any, Any, T]) -> T:
         return asyncio.run(main)
 
 
-def sqlite_file(url: str) -> Path | None:
-    """The file a sqlite:/// URL names (same convention as the SQLite store), else None."""
-    if not url.startswith("sqlite:"):
-        return None
-    parsed = urlparse(url)
-    raw = unquote(parsed.netloc + parsed.path)
-    return Path(raw[1:] if raw.startswith("/") else raw) if raw not in ("", "/") else None
-
-
 def open_journal(settings: Settings) -> JournalStore:
     """Open the journal for reading. A SQLite file that does not exist is an error here,
     not an empty journal created on the spot in whatever directory the user stood in."""
     path = sqlite_file(settings.journal_url)
     if path is not None and not path.exists():
+        if settings.embedded_home() is not None:
+            raise StoreUnavailableError(
+                f"no journal at {path} (the default, in sagacity's data home): no worker of "
+                "this user has written one yet; run `sagacity dev`, or set "
+                "SAGACITY_JOURNAL_URL or --journal to the journal the worker writes"
+            )
         raise StoreUnavailableError(
             f"no journal at {path} (from {settings.journal_url}); set SAGACITY_JOURNAL_URL "
             "or --journal to the journal the worker writes"
         )
     return open_store(settings.journal_url)
+
+
+def located(store: JournalStore) -> str:
+    """Where `store` is, for people: a SQLite file as its absolute path."""
+    return journal_location(store.url)
 
 
 def load_signer(

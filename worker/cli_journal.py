@@ -15,12 +15,12 @@ sagas that should all have finished). docs/threat-model.md says what remains.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, TextIO
+from typing import Annotated, Any, TextIO
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -28,6 +28,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from sagacity.chain import VerifyReport
 from sagacity.decision_audit import DecisionAudit
 from sagacity.errors import JournalError
+from sagacity.evidence import Finding
 from sagacity.export_writer import JournalExport
 from sagacity.registry import ApproverRegistry
 from sagacity.stores import JournalStore
@@ -35,8 +36,11 @@ from sagacity.worker.cli_common import (
     console,
     err,
     fail,
+    global_options,
+    located,
     note,
     open_journal,
+    print_json,
     say,
     settings_of,
     user_errors,
@@ -57,6 +61,8 @@ RequireClosedOpt = Annotated[
 ]
 
 EXIT_OPEN = 1
+Verdict = tuple[str, int] | None
+"""Why a verify command fails (its error line and exit code), or None: it passes."""
 
 OPEN_CHAIN_NOTE = (
     "an open chain is a saga still running, or one whose entries after its newest "
@@ -88,7 +94,34 @@ def _one_or_all(saga_id: str | None, every: bool) -> None:
 
 def _known(store: JournalStore, saga_id: str) -> None:
     if store.head(saga_id) is None:
-        raise UnknownSagaError(f"no journal entries for saga {saga_id!r} in {store.url}")
+        raise UnknownSagaError(f"no journal entries for saga {saga_id!r} in {located(store)}")
+
+
+def report_json(report: VerifyReport) -> dict[str, Any]:
+    data = asdict(report)
+    data["reason"] = report.reason.value if report.reason is not None else None
+    return data
+
+
+def finding_json(finding: Finding) -> dict[str, Any]:
+    return {"saga_id": finding.saga_id, "problem": finding.problem.value, "detail": finding.detail}
+
+
+def decisions_json(audit: DecisionAudit) -> dict[str, Any]:
+    return {
+        "ok": audit.ok,
+        "signed": audit.signed,
+        "unsigned": audit.unsigned,
+        "summary": audit.summary(),
+        "problems": [{"saga_id": s, "seq": q, "problem": p} for s, q, p in audit.problems],
+    }
+
+
+def conclude(*verdicts: Verdict) -> None:
+    """Exit with the first failing verdict (its error line on stderr), if any."""
+    for verdict in verdicts:
+        if verdict is not None:
+            raise fail(*verdict)
 
 
 def _broken(report: VerifyReport) -> str:
@@ -100,15 +133,19 @@ class Tally:
     """Counts of the chains walked, and the open ones by name: an unbroken open chain is
     reported as such, never as intact evidence of a whole saga."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep: bool = False) -> None:
         self.sagas = 0
         self.entries = 0
         self.broken: list[VerifyReport] = []
         self.open: list[VerifyReport] = []
+        self.reports: list[VerifyReport] | None = [] if keep else None
+        """Every report, kept for --json (a text run keeps only the open and broken)."""
 
     def add(self, report: VerifyReport) -> None:
         self.sagas += 1
         self.entries += report.entries
+        if self.reports is not None:
+            self.reports.append(report)
         if not report.ok:
             self.broken.append(report)
         elif not report.closed:
@@ -135,22 +172,38 @@ class Tally:
             )
         if self.open:
             note(OPEN_CHAIN_NOTE)
+        conclude(self.verdict(require_closed=require_closed, prefix=prefix))
+
+    def verdict(self, *, require_closed: bool, prefix: str = "") -> Verdict:
         if self.broken:
             first = self.broken[0]
-            raise fail(
+            return (
                 f"{prefix}{len(self.broken)} of {self.sagas} sagas broken; first: "
-                f"{first.saga_id} at {_broken(first)}"
+                f"{first.saga_id} at {_broken(first)}",
+                EXIT_OPEN,
             )
         if require_closed and self.open:
             names = ", ".join(r.saga_id for r in self.open[:5])
             more = f" and {len(self.open) - 5} more" if len(self.open) > 5 else ""
-            raise fail(
+            return (
                 f"{prefix}{len(self.open)} of {self.sagas} chains open (no SAGA_CLOSED): "
                 f"{names}{more}; --require-closed expects every saga closed",
                 EXIT_OPEN,
             )
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sagas": self.sagas,
+            "entries": self.entries,
+            "closed": self.closed,
+            "open": [r.saga_id for r in self.open],
+            "broken": [r.saga_id for r in self.broken],
+            "reports": [report_json(r) for r in self.reports or []],
+        }
 
 
+@global_options
 def journal(
     ctx: typer.Context,
     saga_id: Annotated[str, typer.Argument(help="the saga id", show_default=False)],
@@ -159,15 +212,15 @@ def journal(
         typer.Option("--json", help="print the entries as a JSON array, payloads as values"),
     ] = False,
 ) -> None:
-    """A table of the saga's journal entries, in seq order."""
+    """A table of the saga's journal entries, in seq order (the journal's path on stderr)."""
     settings = settings_of(ctx)
     with user_errors(), open_journal(settings) as store:
         _known(store, saga_id)
         if as_json:
-            entries = [e.to_values() for e in store.entries(saga_id)]
-            say(json.dumps(entries, ensure_ascii=False, indent=2))
-            return
-        console.print(journal_table(saga_id, store.entries(saga_id)))
+            print_json([e.to_values() for e in store.entries(saga_id)])
+        else:
+            console.print(journal_table(saga_id, store.entries(saga_id)))
+        note(f"journal: {located(store)}")
 
 
 ApproversOpt = Annotated[
@@ -190,9 +243,14 @@ def _conclude_decisions(audit: DecisionAudit) -> None:
     for saga_id, seq, problem in audit.problems[:20]:
         console.print(f"[red]✗[/] {saga_id} seq {seq}: {problem}", soft_wrap=True)
     console.print(("  " if audit.ok else "[red]✗[/] ") + audit.summary(), soft_wrap=True)
-    if not audit.ok:
-        first = audit.problems[0]
-        raise fail(f"decision signature check failed at saga {first[0]} seq {first[1]}")
+    conclude(_decisions_verdict(audit))
+
+
+def _decisions_verdict(audit: DecisionAudit) -> Verdict:
+    if audit.ok:
+        return None
+    first = audit.problems[0]
+    return f"decision signature check failed at saga {first[0]} seq {first[1]}", EXIT_OPEN
 
 
 @contextlib.contextmanager
@@ -212,6 +270,7 @@ def _output(out: Path | None) -> Iterator[TextIO]:
         partial.unlink(missing_ok=True)
 
 
+@global_options
 def export(
     ctx: typer.Context,
     saga_id: SagaArg = None,
@@ -248,7 +307,6 @@ def export(
                     progress.advance(task)
             export.finish()
         written = export.entries
+        source = located(store)
     where = str(out) if out is not None else "stdout"
-    note(
-        f"exported {written} entries of {len(ids)} saga(s) to {where}",
-    )
+    note(f"exported {written} entries of {len(ids)} saga(s) to {where} (journal: {source})")

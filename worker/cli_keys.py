@@ -10,14 +10,14 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from sagacity.errors import SagacityError
 from sagacity.registry import ApproverRegistry
 from sagacity.signing import KeyFileError, SigningKey, key_id_of
-from sagacity.worker.cli_common import fail, say
+from sagacity.worker.cli_common import JsonOpt, fail, note, print_json, say
 
 keys = typer.Typer(help="Approvers' signing keys and the approver registry.", no_args_is_help=True)
 
@@ -50,6 +50,7 @@ def new(
     out: Annotated[
         Path | None, typer.Option(help="key file to write (default: ./APPROVER.key)")
     ] = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Make a key pair: the private key stays in a 0600 file; the public key is printed."""
     path = out or Path(f"{approver}.key")
@@ -58,8 +59,13 @@ def new(
         key.to_file(path)
     except KeyFileError as exc:
         raise fail(f"{exc} (choose --out)") from None
+    public = {"approver": approver, "key_id": key.key_id, "public_key": key.public_key}
+    if as_json:
+        print_json({**public, "file": str(path.absolute())})
+        note(f"wrote {path} (mode 0600; keep it on this machine)")
+        return
     say(f"wrote {path} (mode 0600; keep it on this machine)")
-    say(json.dumps({"approver": approver, "key_id": key.key_id, "public_key": key.public_key}))
+    say(json.dumps(public))
     say(
         f"enroll it: sagacity keys enroll --registry approvers.json --approver {approver} "
         f"--public-key {key.public_key} [--group finance]"
@@ -74,6 +80,7 @@ def enroll(
     group: Annotated[list[str] | None, typer.Option(help="a group (repeatable)")] = None,
     valid_from: Annotated[str | None, typer.Option(help="ISO time (default: now)")] = None,
     valid_until: Annotated[str | None, typer.Option(help="ISO time (default: no end)")] = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Enroll a public key in the registry (a new registry version)."""
     try:
@@ -92,6 +99,9 @@ def enroll(
         updated.save(registry)
     except SagacityError as exc:
         raise fail(str(exc)) from None
+    if as_json:
+        print_json(_registry_json(registry, updated) | {"enrolled": key_id_of(public_key)})
+        return
     say(
         f"enrolled key {key_id_of(public_key)} of {approver} in {registry} "
         f"(version {updated.version}, sha256 {updated.sha256[:16]}…)"
@@ -103,6 +113,7 @@ def revoke(
     registry: Registry,
     key_id: Annotated[str, typer.Argument(help="the key id to revoke")],
     at: Annotated[str | None, typer.Option(help="ISO time (default: now)")] = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Revoke a key from now (or --at) on; its earlier decisions stay verifiable."""
     try:
@@ -112,17 +123,32 @@ def revoke(
         updated.save(registry)
     except SagacityError as exc:
         raise fail(str(exc)) from None
+    if as_json:
+        print_json(_registry_json(registry, updated) | {"revoked": key_id})
+        return
     say(f"revoked key {key_id} in {registry} (version {updated.version})")
 
 
 @keys.command("list")
-def list_keys(registry: Registry) -> None:
+def list_keys(registry: Registry, as_json: JsonOpt = False) -> None:
     """The registry's keys, with their groups and validity."""
     try:
         reg = ApproverRegistry.load(registry)
     except SagacityError as exc:
         raise fail(str(exc)) from None
+    if as_json:
+        print_json(_registry_json(registry, reg))
+        return
     say(f"{registry}: version {reg.version}, sha256 {reg.sha256}")
     for k in reg.keys:
         state = "revoked " + k.revoked_at.isoformat() if k.revoked_at else "valid"
         say(f"  {k.key_id}  {k.approver}  groups={','.join(k.groups) or '-'}  {state}")
+
+
+def _registry_json(path: Path, registry: ApproverRegistry) -> dict[str, Any]:
+    return {
+        "registry": str(path.absolute()),
+        "version": registry.version,
+        "sha256": registry.sha256,
+        "keys": [k.model_dump(mode="json") for k in registry.keys],
+    }

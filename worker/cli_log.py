@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import base64
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -27,8 +26,11 @@ from sagacity.worker.cli_common import (
     JsonOpt,
     SagaId,
     fail,
+    global_options,
+    located,
     note,
     open_journal,
+    print_json,
     say,
     settings_of,
     user_errors,
@@ -40,6 +42,7 @@ from sagacity.worker.log_keys import (
     read_tree_head,
     worker_log_key,
 )
+from sagacity.worker.settings import journal_location
 
 log = typer.Typer(help="the checkpoint log: signed heads, inclusion and consistency proofs")
 
@@ -60,13 +63,14 @@ def _verifiers(ctx: typer.Context, given: str | None) -> list[NoteVerifier]:
 
 
 def _current_head(log_db: CheckpointLog, keys: list[NoteVerifier]) -> TreeHead:
+    where = journal_location(log_db.url)
     stored = log_db.head()
     if stored is None:
-        raise fail(f"the checkpoint log at {log_db.url} is empty: no saga was checkpointed yet")
+        raise fail(f"the checkpoint log at {where} is empty: no saga was checkpointed yet")
     head = open_tree_head(stored.note, keys)
     if log_db.root(head.size) != head.root:
         raise fail(
-            f"the checkpoint log at {log_db.url} does not hash to its newest signed tree head "
+            f"the checkpoint log at {where} does not hash to its newest signed tree head "
             f"(size {head.size}): the log's stored nodes were changed; run `sagacity verify --all`"
         )
     return head
@@ -78,39 +82,59 @@ def keygen(
     name: Annotated[
         str, typer.Option("--name", help="the log's name: the key name in every signature")
     ] = DEFAULT_LOG_NAME,
+    as_json: JsonOpt = False,
 ) -> None:
     """Make a log key for workers (SAGACITY_LOG_KEY=FILE); prints its public key."""
     with user_errors():
         signer = NoteSigner.generate(name)
         signer.to_file(out)
-    say(signer.verifier.encode())
+    if as_json:
+        print_json({"name": name, "verifier": signer.verifier.encode(), "file": str(out)})
+    else:
+        say(signer.verifier.encode())
     note(f"log key written to {out}; give auditors the line above (`sagacity log key` prints it)")
 
 
 @log.command()
-def key(ctx: typer.Context) -> None:
+@global_options
+def key(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Print the public (verifier) key of this worker's log key."""
     with user_errors():
         signer = worker_log_key(settings_of(ctx))
     if signer is None:
         raise fail("no log key here: set SAGACITY_LOG_KEY (make one with `sagacity log keygen`)")
+    if as_json:
+        print_json({"name": signer.name, "verifier": signer.verifier.encode()})
+        return
     say(signer.verifier.encode())
 
 
 @log.command()
-def head(ctx: typer.Context, log_key: LogKeyOpt = None) -> None:
+@global_options
+def head(ctx: typer.Context, log_key: LogKeyOpt = None, as_json: JsonOpt = False) -> None:
     """Print the newest signed tree head of the checkpoint log, after checking its
     signature and that the stored log hashes to it. Keep the output: `log consistency`
-    checks later that the log only grew since."""
+    checks later that the log only grew since (with --json, keep the "tree_head" text)."""
     keys = _verifiers(ctx, log_key)
     with user_errors(), open_journal(settings_of(ctx)) as store:
         current = _current_head(store.checkpoint_log(), keys)
-    console_text = current.note
-    typer.echo(console_text, nl=False)
-    note(f"tree head: {current.size} checkpoints, root {current.root.hex()[:16]}…")
+        where = located(store)
+    if as_json:
+        print_json(
+            {
+                "journal": where,
+                "tree_head": current.note,
+                "size": current.size,
+                "root": current.root.hex(),
+            }
+        )
+        return
+    typer.echo(current.note, nl=False)
+    note(f"tree head: {current.size} checkpoints, root {current.root.hex()[:16]}… ({where})")
 
 
 @log.command()
+@global_options
 def prove(
     ctx: typer.Context, saga_id: SagaId, log_key: LogKeyOpt = None, as_json: JsonOpt = False
 ) -> None:
@@ -118,6 +142,7 @@ def prove(
     proof checked; exit 1 if the saga has none or a proof fails."""
     keys = _verifiers(ctx, log_key)
     with user_errors(), open_journal(settings_of(ctx)) as store:
+        where = located(store)
         log_db = store.checkpoint_log()
         current = _current_head(log_db, keys)
         leaves = [leaf for leaf in log_db.of_saga(saga_id) if leaf.index < current.size]
@@ -135,22 +160,19 @@ def prove(
                 )
             proofs.append((leaf, path))
     if as_json:
-        say(
-            json.dumps(
-                {
-                    "tree_head": current.note,
-                    "checkpoints": [
-                        {
-                            "checkpoint": leaf.note,
-                            "log_index": leaf.index,
-                            "entries": leaf.entries,
-                            "inclusion_proof": [_b64(h) for h in path],
-                        }
-                        for leaf, path in proofs
-                    ],
-                },
-                indent=2,
-            )
+        print_json(
+            {
+                "tree_head": current.note,
+                "checkpoints": [
+                    {
+                        "checkpoint": leaf.note,
+                        "log_index": leaf.index,
+                        "entries": leaf.entries,
+                        "inclusion_proof": [_b64(h) for h in path],
+                    }
+                    for leaf, path in proofs
+                ],
+            }
         )
         return
     for leaf, path in proofs:
@@ -159,9 +181,11 @@ def prove(
             f"leaf {leaf.index} of the signed tree of size {current.size}: proof of "
             f"{len(path)} hashes checked"
         )
+    note(f"journal: {where}")
 
 
 @log.command()
+@global_options
 def consistency(
     ctx: typer.Context,
     old_head: Annotated[
@@ -178,6 +202,7 @@ def consistency(
         except CheckpointError as exc:
             raise fail(str(exc)) from None
     with user_errors(), open_journal(settings_of(ctx)) as store:
+        where = located(store)
         log_db = store.checkpoint_log()
         stored = log_db.head()
         if stored is None or stored.size < old.size:
@@ -195,12 +220,9 @@ def consistency(
             f"{new.size}); the log was rewritten"
         )
     if as_json:
-        say(
-            json.dumps(
-                {"old": old.note, "new": new.note, "proof": [_b64(h) for h in proof]}, indent=2
-            )
-        )
+        print_json({"old": old.note, "new": new.note, "proof": [_b64(h) for h in proof]})
         return
+    note(f"journal: {where}")
     say(
         f"consistent: the log grew from {old.size} to {new.size} checkpoints and only by "
         f"appending (proof of {len(proof)} hashes checked)"

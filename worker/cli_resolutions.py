@@ -21,14 +21,17 @@ from sagacity.canonical import canonical_bytes
 from sagacity.errors import SagacityError
 from sagacity.signing import SigningKey
 from sagacity.worker.cli_common import (
+    Actor,
     JsonOpt,
     KeyFile,
     SagaId,
     Yes,
     console,
     fail,
+    global_options,
     load_signer,
     note,
+    print_json,
     run,
     say,
     settings_of,
@@ -39,18 +42,10 @@ from sagacity.worker.saga_client import SagaClient
 from sagacity.workflows.models import DirtyStep, ResolutionResult
 
 Step = Annotated[int, typer.Argument(min=1, help="the dirty step", show_default=False)]
-Actor = Annotated[
-    str | None,
-    typer.Option(
-        "--actor",
-        envvar="SAGACITY_ACTOR",
-        show_envvar=False,
-        help="your identity, journaled with the action \\[env: SAGACITY_ACTOR]",
-    ),
-]
 Reason = Annotated[str, typer.Option(help="why: journaled with the action")]
 
 
+@global_options
 def dirty(
     ctx: typer.Context,
     limit: Annotated[int, typer.Option(min=1, help="at most this many sagas")] = 100,
@@ -75,7 +70,7 @@ def dirty(
             }
             for i in items
         ]
-        say(json.dumps(rows, ensure_ascii=False, indent=2))
+        print_json(rows)
     elif not items:
         note("no saga needs a human")
     else:
@@ -108,8 +103,10 @@ def _act(
     question: str,
     yes: bool,
     send: Send,
+    as_json: bool = False,
 ) -> None:
-    """Show the dirty step(s), ask, send, say what the saga did: in one connection."""
+    """Show the dirty step(s), ask, send, say what the saga did: in one connection. With
+    `as_json`, what the saga did is printed as JSON (the rest goes to stderr anyway)."""
     settings = settings_of(ctx)
     signer, actor = who
 
@@ -125,7 +122,11 @@ def _act(
         _confirm(f"{question}, as {actor}?", yes)
         return await send(client, listed)
 
-    _done(run(main()), saga_id)
+    result = run(main())
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+    else:
+        _done(result, saga_id)
 
 
 def _confirm(question: str, yes: bool) -> None:
@@ -151,6 +152,7 @@ def _done(result: ResolutionResult, saga_id: str) -> None:
     )
 
 
+@global_options
 def resolve(
     ctx: typer.Context,
     saga_id: SagaId,
@@ -176,6 +178,7 @@ def resolve(
     actor: Actor = None,
     key: KeyFile = None,
     yes: Yes = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Say what became of a step whose outcome is unknown."""
     if happened is None:
@@ -198,9 +201,11 @@ def resolve(
         lambda client, _: client.resolve(
             saga_id, step, happened=happened, result=parsed, reason=reason, actor=who[1]
         ),
+        as_json,
     )  # fmt: skip
 
 
+@global_options
 def retry_compensation(
     ctx: typer.Context,
     saga_id: SagaId,
@@ -209,15 +214,18 @@ def retry_compensation(
     actor: Actor = None,
     key: KeyFile = None,
     yes: Yes = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Run a step's failed compensation again (same idempotency key)."""
     who = _signer(actor, key)
     _act(
         ctx, saga_id, step, who, f"retry the compensation of step {step} of saga {saga_id}", yes,
         lambda client, _: client.retry_compensation(saga_id, step, reason=reason, actor=who[1]),
+        as_json,
     )  # fmt: skip
 
 
+@global_options
 def close(
     ctx: typer.Context,
     saga_id: SagaId,
@@ -232,6 +240,7 @@ def close(
     actor: Actor = None,
     key: KeyFile = None,
     yes: Yes = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Close a saga that needs a human, accepting its remaining dirty steps as they are."""
     if not accept.strip():
@@ -243,4 +252,5 @@ def close(
         lambda client, listed: client.accept(
             saga_id, reason=accept, steps=[d.step for d in listed], actor=who[1]
         ),
+        as_json,
     )  # fmt: skip

@@ -23,11 +23,14 @@ from sagacity.errors import SagacityError
 from sagacity.phases import SagaStatus
 from sagacity.signing import SigningKey
 from sagacity.worker.cli_common import (
+    Actor,
     JsonOpt,
     SagaId,
     console,
     fail,
+    global_options,
     note,
+    print_json,
     run,
     say,
     settings_of,
@@ -36,6 +39,7 @@ from sagacity.worker.client import (
     NoWorkerError,
     SagaHandle,
     SagaSummary,
+    cancel_reason,
     cancel_saga,
     connect,
     describe_saga,
@@ -50,6 +54,7 @@ from sagacity.worker.client import (
 from sagacity.worker.progress_follow import follow, readable_journal
 from sagacity.worker.progress_view import ProgressPrinter
 from sagacity.worker.render import pending_list, saga_overview, sagas_table, steps_table
+from sagacity.worker.saga_runs import cancel_request, saga_run
 from sagacity.worker.settings import Settings
 from sagacity.worker.task_queues import require_pollers, task_queue_pollers
 from sagacity.worker.terminal_safe import json_line, neutralized
@@ -66,10 +71,6 @@ from sagacity.workflows.start_input import check_start_fields
 RUNNING = WorkflowExecutionStatus.RUNNING.name
 COMPLETED = WorkflowExecutionStatus.COMPLETED.name
 FAILED = WorkflowExecutionStatus.FAILED.name
-
-
-def _echo_json(value: Any) -> None:
-    typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
 def _summary_json(summary: SagaSummary) -> dict[str, Any]:
@@ -179,6 +180,7 @@ async def _closed_view(handle: SagaHandle) -> SagaResult | None:
         return None
 
 
+@global_options
 def start(
     ctx: typer.Context,
     plan: Annotated[
@@ -320,12 +322,20 @@ def _result_summary(result: SagaResult, settings: Settings) -> SagaSummary:
     )
 
 
+@global_options
 def status(ctx: typer.Context, saga_id: SagaId, as_json: JsonOpt = False) -> None:
-    """Show a saga: status, steps, pending approval, failure, compensations."""
+    """Show a saga: status, steps, pending approval, failure, compensations (and, for a
+    cancelled saga, who asked and why)."""
     settings = settings_of(ctx)
 
     async def main() -> tuple[SagaSummary, SagaView | SagaResult | None, list[StepReport], str]:
-        handle = saga_handle(await connect(settings), saga_id)
+        handle, skipped = await saga_run(await connect(settings), saga_id)
+        if skipped:
+            note(
+                f"{len(skipped)} later run(s) of workflow {saga_id} (run {skipped[0]}) were "
+                "started under the saga's id outside sagacity and refused (SagaIdReused); "
+                "showing the saga's own run"
+            )
         summary = await describe_saga(handle)
         if summary.execution_status == RUNNING:
             try:
@@ -334,13 +344,30 @@ def status(ctx: typer.Context, saga_id: SagaId, as_json: JsonOpt = False) -> Non
             except NoWorkerError as exc:
                 return summary, None, [], f"{exc}; showing what visibility knows"
         if summary.execution_status in (COMPLETED, FAILED):  # a saga that did not complete
-            result = await _closed_view(handle)  # fails its workflow, with its result
+            # fails its workflow, with its result in the failure
+            try:
+                result = await _closed_view(handle)
+            except ValidationError:  # a workflow of the user's own returns its own result
+                return (
+                    summary,
+                    None,
+                    [],
+                    (
+                        f"workflow {saga_id} completed with a result of its own (a workflow on "
+                        f"the saga API); its journal has every step: `sagacity journal {saga_id}`"
+                    ),
+                )
             if result is not None:
                 return summary, result, result.steps, ""
         remark = (
             f"the saga ended {summary.execution_status} without a result; its journal has "
             f"every step: `sagacity journal {saga_id}`"
         )
+        request = await cancel_request(handle)
+        if request is not None:
+            why = request.reason or "with no reason given"
+            said = why if why.startswith("by ") else f"({why})"
+            remark = f"cancel requested {said} (client {request.identity}); {remark}"
         return summary, None, [], remark
 
     summary, view, steps, remark = run(main())
@@ -349,15 +376,17 @@ def status(ctx: typer.Context, saga_id: SagaId, as_json: JsonOpt = False) -> Non
         if view is not None:
             data.update(view.model_dump(mode="json", exclude={"steps"}))
         data["steps"] = [s.model_dump(mode="json") for s in steps]
-        _echo_json(data)
+        data["remark"] = remark or None
+        print_json(data)
     else:
         console.print(saga_overview(summary, view))
         if steps:
             console.print(steps_table(steps))
-    if remark:
+    if remark and not as_json:
         note(remark)
 
 
+@global_options
 def list_cmd(
     ctx: typer.Context,
     status_filter: Annotated[
@@ -381,13 +410,14 @@ def list_cmd(
 
     found = run(main())
     if as_json:
-        _echo_json([_summary_json(s) for s in found])
+        print_json([_summary_json(s) for s in found])
     elif not found:
         note("no sagas match")
     else:
         console.print(sagas_table(found))
 
 
+@global_options
 def pending(
     ctx: typer.Context,
     limit: Annotated[int, typer.Option(min=1, help="at most this many sagas")] = 100,
@@ -401,7 +431,7 @@ def pending(
 
     items = run(main())
     if as_json:
-        _echo_json(
+        print_json(
             [
                 {
                     "saga_id": i.summary.saga_id,
@@ -420,20 +450,40 @@ def pending(
         )
 
 
+@global_options
 def cancel(
     ctx: typer.Context,
     saga_id: SagaId,
+    reason: Annotated[
+        str,
+        typer.Option(
+            help="why: sent with the request, in Temporal's history and the saga's journal",
+            show_default=False,
+        ),
+    ],
+    actor: Actor = None,
     wait: Annotated[bool, typer.Option("--wait", help="wait until it has compensated")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Cancel a running saga: it compensates its executed steps in reverse order."""
+    """Cancel a running saga: it compensates its executed steps in reverse order.
+
+    Who asks (--actor) and why (--reason) go with the request: Temporal's history keeps
+    them, the saga journals them in its close entry ("saga cancelled (by ACTOR: REASON)"),
+    and `sagacity status` shows them.
+    """
+    if not reason.strip():
+        raise fail("cancel needs a non-empty --reason: it is journaled")
+    if not actor or not actor.strip():
+        raise fail("cancel needs --actor NAME (or $SAGACITY_ACTOR): who asked is journaled")
     settings = settings_of(ctx)
+    sent = cancel_reason(actor, reason)
 
     async def main() -> SagaSummary | None:
         handle = saga_handle(await connect(settings), saga_id)
-        await cancel_saga(handle)
-        say(
-            f"cancel requested for saga {saga_id}; it compensates its executed steps (a step "
-            "whose outcome is unknown then waits for a person: `sagacity dirty`)"
+        await cancel_saga(handle, reason=sent)
+        (note if as_json else say)(
+            f"cancel requested for saga {saga_id} ({sent}); it compensates its executed "
+            "steps (a step whose outcome is unknown then waits for a person: `sagacity dirty`)"
         )
         if not wait:
             return None
@@ -445,5 +495,16 @@ def cancel(
         return await describe_saga(handle)
 
     closed = run(main())
-    if closed is not None:
+    if as_json:
+        print_json(
+            {
+                "saga_id": saga_id,
+                "cancel_requested": True,
+                "actor": actor,
+                "reason": reason,
+                "sent": sent,
+                "closed": _summary_json(closed) if closed is not None else None,
+            }
+        )
+    elif closed is not None:
         say(f"saga {saga_id} closed: {closed.status or closed.execution_status}")

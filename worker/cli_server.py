@@ -12,7 +12,16 @@ import typer
 
 from sagacity.errors import SagacityError
 from sagacity.stores import open_store
-from sagacity.worker.cli_common import console, fail, run, say, settings_of
+from sagacity.worker.cli_common import (
+    console,
+    fail,
+    global_options,
+    journal_option,
+    located,
+    run,
+    say,
+    settings_of,
+)
 from sagacity.worker.client import connect_reason
 from sagacity.worker.settings import Settings
 
@@ -49,9 +58,12 @@ async def run_dev(settings: Settings, *, port: int, ui_port: int, db_file: Path 
     from sagacity.worker.app import load_toolbox, new_worker
     from sagacity.worker.devserver import start_dev_server
     from sagacity.worker.log_keys import worker_log_key
+    from sagacity.worker.quiet_failures import quiet_expected_failures
     from sagacity.worker.run import openai_model
 
+    settings.prepare_home()
     store = open_store(settings.journal_url)
+    quiet_expected_failures()
     model = None
     try:
         model = openai_model(settings)
@@ -62,7 +74,11 @@ async def run_dev(settings: Settings, *, port: int, ui_port: int, db_file: Path 
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         env = await start_dev_server(
-            ui=True, port=port, ui_port=ui_port, db_file=str(db_file) if db_file else None
+            ui=True,
+            port=port,
+            ui_port=ui_port,
+            db_file=str(db_file) if db_file else None,
+            banner=False,
         )
         try:
             worker = new_worker(
@@ -82,7 +98,7 @@ async def run_dev(settings: Settings, *, port: int, ui_port: int, db_file: Path 
                 say(f"Temporal dev server: {address} (namespace default)")
                 say(f"Temporal UI: http://127.0.0.1:{ui_port}")
                 say(
-                    f"worker: task queue {settings.task_queue}, journal {store.url}, "
+                    f"worker: task queue {settings.task_queue}, journal {located(store)}, "
                     f"tools {', '.join(toolbox.names())}"
                 )
                 if settings.approvers:
@@ -108,6 +124,7 @@ async def run_dev(settings: Settings, *, port: int, ui_port: int, db_file: Path 
             await model.aclose()
 
 
+@global_options
 def dev(
     ctx: typer.Context,
     port: Annotated[
@@ -141,13 +158,10 @@ def dev(
     run(main())
 
 
+@global_options
 def worker(
     ctx: typer.Context,
     tools: ToolsOpt = None,
-    journal: Annotated[
-        str | None, typer.Option(help="journal URL (overrides SAGACITY_JOURNAL_URL)")
-    ] = None,
-    task_queue: Annotated[str | None, typer.Option(help="task queue")] = None,
     workflow: Annotated[
         list[str] | None,
         typer.Option(help="module:Class of a workflow on the saga API to run too (repeatable)"),
@@ -163,7 +177,7 @@ def worker(
     """Run a saga worker until interrupted."""
     from sagacity.worker.run import run_worker
 
-    settings = settings_of(ctx, tools=tools, journal_url=journal, task_queue=task_queue)
+    settings = settings_of(ctx, tools=tools)
     if workflow:
         settings = settings.model_copy(update={"workflows": [*settings.workflows, *workflow]})
     if approvers:
@@ -183,13 +197,26 @@ def worker(
     run(main())
 
 
+@journal_option
 def demo(
-    keep_server: Annotated[
-        bool, typer.Option("--keep-server", help="keep the dev server and UI up")
+    ctx: typer.Context,
+    keep: Annotated[
+        bool,
+        typer.Option(
+            "--keep",
+            "--keep-server",
+            help="keep the dev server, its UI and the worker up until Ctrl-C, and print the "
+            "UI's address",
+        ),
     ] = False,
 ) -> None:
-    """Run four example sagas on an embedded dev server and verify their journals."""
+    """Run four example sagas on an embedded dev server and verify their journals.
+
+    Its files are in sagacity's data home ($SAGACITY_HOME, else ~/.local/share/sagacity);
+    the journal is the default one unless SAGACITY_JOURNAL_URL or --journal names another.
+    """
     from sagacity.worker.demo import run_demo
 
-    code = run(run_demo(keep_server=keep_server, console=console))
+    settings = settings_of(ctx)
+    code = run(run_demo(settings, keep=keep, console=console))
     raise typer.Exit(code)

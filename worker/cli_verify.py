@@ -10,7 +10,7 @@ so "verified" never claims more than was looked at; every problem names the saga
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -22,11 +22,16 @@ from sagacity.evidence_walk import SagaEvidence, audit_log, check_all, check_sag
 from sagacity.note_keys import NoteVerifier
 from sagacity.stores import JournalStore
 from sagacity.worker.cli_common import (
+    JsonOpt,
     console,
     fail,
+    global_options,
+    located,
     note,
     open_journal,
+    print_json,
     run,
+    say,
     settings_of,
     user_errors,
 )
@@ -39,11 +44,17 @@ from sagacity.worker.cli_journal import (
     SagaArg,
     Tally,
     UnknownSagaError,
+    Verdict,
     _broken,
     _conclude_decisions,
     _decision_audit,
+    _decisions_verdict,
     _one_or_all,
     _progress,
+    conclude,
+    decisions_json,
+    finding_json,
+    report_json,
 )
 from sagacity.worker.log_keys import log_verifiers
 from sagacity.worker.render import finding_line, verify_line
@@ -114,12 +125,27 @@ class Evidence:
             note(f"… and {len(self.findings) - 50} more findings")
         mark = "  " if not self.findings else "[red]✗[/] "
         console.print(mark + escape(self.kinds()), soft_wrap=True)
-        if self.findings and not quiet:
-            first = self.findings[0]
-            raise fail(
-                f"{len(self.findings)} evidence problem(s); first: {first.saga_id}: "
-                f"{first.problem.value}"
-            )
+        if not quiet:
+            conclude(self.verdict())
+
+    def verdict(self) -> Verdict:
+        if not self.findings:
+            return None
+        first = self.findings[0]
+        return (
+            f"{len(self.findings)} evidence problem(s); first: {first.saga_id}: "
+            f"{first.problem.value}",
+            EXIT_OPEN,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "checked": self.kinds().removeprefix("evidence checked: "),
+            "signatures_checked": self.verifiers is not None,
+            "checkpointed_sagas": self.checkpointed,
+            "witnessed_sagas": self.witnessed,
+            "findings": [finding_json(f) for f in self.findings],
+        }
 
 
 def _witness(
@@ -147,6 +173,7 @@ def _check_witness(witness: str | None) -> None:
         raise fail(f"--witness {witness!r}: the only witness is 'temporal'")
 
 
+@global_options
 def verify(
     ctx: typer.Context,
     saga_id: SagaArg = None,
@@ -156,13 +183,15 @@ def verify(
     approvers: ApproversOpt = None,
     log_key: LogKeyOpt = None,
     witness: WitnessOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Walk hash chains in the journal and compare them with their signed checkpoints
     (and, with --witness temporal, with Temporal history); exit 1 naming the saga and
     what is wrong.
 
     The summary counts closed and open chains and lists the open ones, and says which
-    kinds of evidence were checked.
+    kinds of evidence were checked. With --json, all of it is one JSON object on stdout
+    (every chain's report too); the exit code is the same.
     """
     _one_or_all(saga_id, every)
     _check_witness(witness)
@@ -185,17 +214,22 @@ def verify(
                 expect_close=expect,
             )
             if saga.report is None and not saga.findings:
-                raise UnknownSagaError(f"no journal entries for saga {saga_id!r} in {store.url}")
+                raise UnknownSagaError(
+                    f"no journal entries for saga {saga_id!r} in {located(store)}"
+                )
             evidence.add(saga)
             if witness:
                 _witness(settings, store, [saga_id], evidence)
-            _conclude_one(saga, evidence, decisions, require_closed)
+            if as_json:
+                _json_one(located(store), saga, evidence, decisions, require_closed)
+            else:
+                _conclude_one(saga, evidence, decisions, require_closed, located(store))
             return
         evidence.log = audit_log(log, evidence.verifiers)
         evidence.findings += evidence.log.findings
-        tally = Tally()
+        tally = Tally(keep=as_json)
         ids = list(store.sagas())
-        with _progress() as progress:
+        with _progress(visible=not as_json) as progress:
             task = progress.add_task("verifying", total=len(ids))
             walk = check_all(store, log, evidence.verifiers, decisions.observe, expect_close=expect)
             for saga in walk:
@@ -203,32 +237,94 @@ def verify(
                 if saga.report is None:
                     continue
                 tally.add(saga.report)
-                if verbose or not saga.report.ok:
+                if (verbose or not saga.report.ok) and not as_json:
                     console.print(verify_line(saga.report), soft_wrap=True)
                 progress.advance(task)
         if witness:
             _witness(settings, store, None, evidence)
+        where = located(store)
+    if as_json:
+        verdicts = (
+            _decisions_verdict(decisions),
+            evidence.verdict(),
+            tally.verdict(require_closed=require_closed),
+        )
+        print_json(
+            {
+                "journal": where,
+                "ok": all(v is None for v in verdicts),
+                **tally.to_json(),
+                "evidence": evidence.to_json(),
+                "decisions": decisions_json(decisions),
+            }
+        )
+        conclude(*verdicts)
+        return
     _conclude_decisions(decisions)
     evidence.conclude()
-    tally.conclude(store.url, require_closed=require_closed)
+    tally.conclude(where, require_closed=require_closed)
+
+
+def _one_verdict(saga: SagaEvidence, require_closed: bool) -> Verdict:
+    report = saga.report
+    if report is not None and not report.ok:
+        return f"journal of saga {saga.saga_id} is broken at {_broken(report)}", EXIT_OPEN
+    if report is not None and not report.closed and require_closed:
+        return (
+            f"journal of saga {saga.saga_id} is open (no SAGA_CLOSED); "
+            "--require-closed expects it closed",
+            EXIT_OPEN,
+        )
+    return None
+
+
+def _json_one(
+    where: str,
+    saga: SagaEvidence,
+    evidence: Evidence,
+    decisions: DecisionAudit,
+    require_closed: bool,
+) -> None:
+    """`verify SAGA --json`: the report, findings and signature check as one object, then
+    the exit the text run would end with (decisions, then the chain, then findings)."""
+    report = saga.report
+    broken = report is not None and not report.ok
+    chain = _one_verdict(saga, require_closed)
+    verdicts = (
+        _decisions_verdict(decisions),
+        chain if broken else None,
+        evidence.verdict(),
+        None if broken else chain,
+    )
+    print_json(
+        {
+            "journal": where,
+            "ok": all(v is None for v in verdicts),
+            "report": report_json(report) if report is not None else None,
+            "evidence": evidence.to_json(),
+            "decisions": decisions_json(decisions),
+        }
+    )
+    conclude(*verdicts)
 
 
 def _conclude_one(
-    saga: SagaEvidence, evidence: Evidence, decisions: DecisionAudit, require_closed: bool
+    saga: SagaEvidence,
+    evidence: Evidence,
+    decisions: DecisionAudit,
+    require_closed: bool,
+    where: str,
 ) -> None:
     report = saga.report
+    say(f"journal: {where}")
     if report is not None:
         console.print(verify_line(report), soft_wrap=True)
     _conclude_decisions(decisions)
+    chain = _one_verdict(saga, require_closed)
     if report is not None and not report.ok:
         evidence.conclude(quiet=True)
-        raise fail(f"journal of saga {saga.saga_id} is broken at {_broken(report)}")
+        conclude(chain)
     evidence.conclude()
     if report is not None and not report.closed:
         note(OPEN_CHAIN_NOTE)
-        if require_closed:
-            raise fail(
-                f"journal of saga {saga.saga_id} is open (no SAGA_CLOSED); "
-                "--require-closed expects it closed",
-                EXIT_OPEN,
-            )
+        conclude(chain)

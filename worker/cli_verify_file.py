@@ -26,13 +26,27 @@ from sagacity.audit import export_lines, verify_jsonl
 from sagacity.entry import JournalEntry
 from sagacity.file_evidence import FileEvidence, log_of
 from sagacity.note_keys import NoteVerifier
-from sagacity.worker.cli_common import console, fail, note, settings_of, user_errors
+from sagacity.worker.cli_common import (
+    JsonOpt,
+    console,
+    fail,
+    global_options,
+    note,
+    print_json,
+    settings_of,
+    user_errors,
+)
 from sagacity.worker.cli_journal import (
     ApproversOpt,
     RequireClosedOpt,
     Tally,
+    Verdict,
     _conclude_decisions,
     _decision_audit,
+    _decisions_verdict,
+    conclude,
+    decisions_json,
+    finding_json,
 )
 from sagacity.worker.cli_verify import LogKeyOpt
 from sagacity.worker.log_keys import log_verifiers, read_tree_head
@@ -64,6 +78,7 @@ RequireCompleteOpt = Annotated[
 ]
 
 
+@global_options
 def verify_file(
     ctx: typer.Context,
     file: Annotated[
@@ -75,6 +90,7 @@ def verify_file(
     log_key: LogKeyOpt = None,
     known_head: KnownHeadOpt = None,
     skip_signatures: SkipSignaturesOpt = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Verify an export offline, from the file alone; exit 1 naming the first broken seq.
     Every signed decision's signature is re-checked too; with --approvers (the registry
@@ -85,7 +101,8 @@ def verify_file(
 
     The summary counts closed and open chains and lists the open ones (a saga exported
     while running, or whose last lines were cut), and says which kinds of evidence were
-    checked and what a partial export cannot show.
+    checked and what a partial export cannot show. With --json, all of it is one JSON
+    object on stdout; the exit code is the same.
     """
     decisions = _decision_audit(approvers)
     with user_errors():
@@ -110,12 +127,43 @@ def verify_file(
             "anyone can sign their own: give --log-key (the log's public key, from `sagacity "
             "log key`) or set SAGACITY_LOG_VERIFIER; --skip-signatures checks the rest alone"
         )
-    tally = Tally()
+    tally = Tally(keep=as_json)
     for report in reports:
         tally.add(report)
+    findings = evidence.finish(reports)
+    partial = evidence.head_line is not None and not evidence.complete
+    verdicts: list[Verdict] = [_decisions_verdict(decisions)]
+    if findings:
+        verdicts.append(
+            (f"{file}: {len(findings)} evidence problem(s); first: {findings[0].describe()}", 1)
+        )
+    if require_complete and not (evidence.complete and evidence.head is not None):
+        verdicts.append(
+            (
+                f"{file} is not a complete export with a signed tree head; --require-complete "
+                "expects one (`sagacity export --all`)",
+                1,
+            )
+        )
+    verdicts.append(tally.verdict(require_closed=require_closed, prefix=f"{file}: "))
+    if as_json:
+        print_json(
+            {
+                "file": str(file),
+                "ok": all(v is None for v in verdicts),
+                **tally.to_json(),
+                "complete": evidence.complete and evidence.head is not None,
+                "checked": _kinds(evidence, verifiers),
+                "signatures_checked": bool(verifiers),
+                "findings": [finding_json(f) for f in findings],
+                "decisions": decisions_json(decisions),
+            }
+        )
+        conclude(*verdicts)
+        return
+    for report in reports:
         console.print(verify_line(report), soft_wrap=True)
     _conclude_decisions(decisions)
-    findings = evidence.finish(reports)
     for finding in findings[:50]:
         console.print(finding_line(finding), soft_wrap=True)
     if len(findings) > 50:
@@ -125,18 +173,12 @@ def verify_file(
         + escape("evidence checked: " + _kinds(evidence, verifiers)),
         soft_wrap=True,
     )
-    if evidence.head_line is not None and not evidence.complete:
+    if partial:
         note(
             "partial export: a checkpoint left out of it cannot be seen offline; use "
             "`sagacity verify SAGA` on the journal, or a complete export (`export --all`)"
         )
-    if findings:
-        raise fail(f"{file}: {len(findings)} evidence problem(s); first: {findings[0].describe()}")
-    if require_complete and not (evidence.complete and evidence.head is not None):
-        raise fail(
-            f"{file} is not a complete export with a signed tree head; --require-complete "
-            "expects one (`sagacity export --all`)"
-        )
+    conclude(*verdicts[1:-1])
     tally.conclude(str(file), require_closed=require_closed, prefix=f"{file}: ")
 
 

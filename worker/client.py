@@ -75,6 +75,8 @@ __all__ = [
     "SagaNotOpenError",
     "SagaSummary",
     "TemporalUnavailableError",
+    "UpdateFailedError",
+    "cancel_reason",
     "cancel_saga",
     "check_pending",
     "connect",
@@ -140,9 +142,22 @@ class PendingHashMismatchError(SagaClientError):
     approve anything until someone finds out why."""
 
 
+class UpdateFailedError(SagaClientError):
+    """A person's update failed in the workflow for another reason than a refusal (its
+    validator, a malformed body, an error in the workflow's handler): `reason` is the
+    failure's type, `detail` its message. Temporal's WorkflowUpdateFailedError keeps both
+    in its `cause`; this error says them."""
+
+    def __init__(self, what: str, reason: str, detail: str) -> None:
+        self.reason = reason
+        self.detail = detail
+        super().__init__(f"{what} failed ({reason}): {detail}")
+
+
 class RefusedError(SagaClientError):
-    """The saga refused what a person sent: `reason` is the stable code, `detail` the
-    sentence, `journaled` whether the saga recorded the refusal as evidence."""
+    """The saga refused what a person sent: `reason` is the stable code (HASH_MISMATCH,
+    NOT_ALLOWED...), `detail` the sentence, `journaled` whether the saga recorded the
+    refusal as evidence. The message says all three."""
 
     what = "request"
     unjournaled = "not journaled"
@@ -152,7 +167,7 @@ class RefusedError(SagaClientError):
         self.detail = detail
         self.journaled = journaled
         evidence = "journaled as evidence" if journaled else self.unjournaled
-        super().__init__(f"{self.what} refused: {detail} ({evidence})")
+        super().__init__(f"{self.what} refused ({reason}): {detail} ({evidence})")
 
 
 class ApprovalRefusedError(RefusedError):
@@ -593,15 +608,27 @@ async def send_update(
         except WorkflowUpdateFailedError as exc:
             cause = exc.cause
             if not (isinstance(cause, ApplicationError) and cause.type == refusal_type):
-                raise SagaClientError(f"{what} failed: {cause or exc}") from exc
+                kind = getattr(cause, "type", None) or type(cause or exc).__name__
+                detail = getattr(cause, "message", None) or str(cause or exc)
+                raise UpdateFailedError(what, kind, detail) from exc
             code = str(cause.details[0]) if cause.details else "REFUSED"
             journaled = len(cause.details) > 1 and cause.details[1] == "journaled"
             raise refused(code, cause.message, journaled=journaled) from exc
 
 
-async def cancel_saga(handle: SagaHandle) -> SagaSummary:
-    """Ask a running saga to stop; it compensates its executed steps and closes. Temporal
-    accepts a cancel of a finished workflow silently, so that case is refused here."""
+def cancel_reason(actor: str | None, reason: str = "") -> str:
+    """The reason a cancel request carries: who asked and why ("by alice: customer called
+    back"). The saga keeps it in its failure, so its close entry and result say it."""
+    who = f"by {actor.strip()}" if actor and actor.strip() else ""
+    why = " ".join(reason.split())
+    return f"{who}: {why}" if who and why else who or why
+
+
+async def cancel_saga(handle: SagaHandle, *, reason: str = "") -> SagaSummary:
+    """Ask a running saga to stop; it compensates its executed steps and closes. `reason`
+    (see cancel_reason) is recorded with the request in Temporal's history and, by the
+    saga, in its journal. Temporal accepts a cancel of a finished workflow silently, so
+    that case is refused here."""
     summary = await describe_saga(handle)
     if not summary.running:
         raise SagaAlreadyClosedError(
@@ -609,5 +636,5 @@ async def cancel_saga(handle: SagaHandle) -> SagaSummary:
             f"({summary.status or summary.execution_status}); nothing to cancel"
         )
     with _rpc(_client_of(handle), handle.id, call="the cancel request"):
-        await handle.cancel()
+        await handle.cancel(reason=reason)
     return summary

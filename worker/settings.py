@@ -6,21 +6,32 @@ arguments.
 
 from __future__ import annotations
 
-from pydantic import Field, SecretStr
+import os
+from pathlib import Path
+
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-DEFAULT_JOURNAL_URL = "sqlite:///.sagacity/journal.db"
+from sagacity.data_home import HOME_VARIABLE, data_home, embedded_journal_url, ensure_private
+from sagacity.errors import StoreUnavailableError
+from sagacity.stores.sqlite import sqlite_path
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SAGACITY_", env_file=".env", extra="ignore")
 
+    home: Path = Field(
+        default_factory=data_home,
+        description="sagacity's data folder (default $XDG_DATA_HOME/sagacity or "
+        "~/.local/share/sagacity): the embedded journal, its log key, the demo's files",
+    )
     temporal_address: str = "127.0.0.1:7233"
     namespace: str = "default"
     task_queue: str = "sagacity"
     journal_url: str = Field(
-        default=DEFAULT_JOURNAL_URL,
-        description="memory://, sqlite:///relative.db, sqlite:////abs.db or postgresql://…",
+        default_factory=lambda data: embedded_journal_url(data["home"]),
+        description="memory://, sqlite:///relative.db, sqlite:////abs.db or postgresql://…; "
+        "default: journal.db in the data home",
     )
     approval_timeout_seconds: float = Field(default=7 * 24 * 3600, gt=0)
     tools: str = Field(
@@ -68,3 +79,41 @@ class Settings(BaseSettings):
         default_factory=list,
         description="other base URLs a saga's model settings may choose (the key goes there too)",
     )
+
+    @field_validator("home", mode="before")
+    @classmethod
+    def _absolute(cls, value: object) -> Path:
+        """An empty SAGACITY_HOME is unset (as data_home reads it); any other, absolute."""
+        if value is None or not str(value).strip():
+            return data_home({k: v for k, v in os.environ.items() if k != HOME_VARIABLE})
+        return Path(str(value)).expanduser().absolute()
+
+    def embedded_home(self) -> Path | None:
+        """The data home when the journal is a SQLite file inside it (the embedded
+        default), else None."""
+        path = sqlite_file(self.journal_url)
+        return self.home if path is not None and path.is_relative_to(self.home) else None
+
+    def prepare_home(self) -> None:
+        """Create the data home (mode 0700) before a journal in it is first written."""
+        home = self.embedded_home()
+        if home is not None:
+            ensure_private(home)
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The absolute path of the file a sqlite: URL names, else None (another store, or a
+    URL that names no file)."""
+    if not url.startswith("sqlite:"):
+        return None
+    try:
+        return sqlite_path(url).absolute()
+    except StoreUnavailableError:
+        return None
+
+
+def journal_location(url: str) -> str:
+    """Where a journal is, for people: a SQLite file as its absolute path, another store
+    as its URL (a store's `url` carries no password)."""
+    path = sqlite_file(url)
+    return str(path) if path is not None else url

@@ -45,7 +45,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.workflows.models import SagaOptions, SagaState
 
 from sagacity.workflows.compensator import failure_type
-from sagacity.workflows.saga_engine import SagaCore
+from sagacity.workflows.saga_engine import SagaCore, cancel_failure
 from sagacity.workflows.saga_errors import (
     STEP_ERROR_TYPES,
     SagaFailedError,
@@ -142,7 +142,7 @@ class Saga(SagaCore):
             # meanwhile wins over the continue-as-new: the saga compensates, closes and
             # the workflow ends cancelled (never an uncompensated end, never a lost cancel).
             if await _cancelled_during(self.handover()):
-                self.fail("saga cancelled")
+                self.fail(cancel_failure())
                 await self.finish()
                 raise asyncio.CancelledError("cancelled while handing the saga over") from exc
             return False

@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
         ToolOutcome,
     )
     from sagacity.approval_policy import ApprovalRequirement
+    from sagacity.bounds import cut
     from sagacity.phases import Phase, SagaStatus, StepStatus
     from sagacity.registry import KeyLookup
     from sagacity.resolutions import ResolutionPolicy
@@ -63,6 +64,20 @@ from sagacity.workflows.requester import check_requester
 from sagacity.workflows.saga_display import SagaDisplay
 from sagacity.workflows.saga_errors import VISIBLE_STEP_FAILURES, tool_failure
 from sagacity.workflows.saga_handlers import SagaDoors
+
+CANCEL_REASON = "cancel-reason"
+"""Patch: a cancel's reason is kept in the saga's failure (older runs journal none)."""
+MAX_CANCEL_REASON = 500
+
+
+def cancel_failure() -> str:
+    """What a cancel fails the saga with: "saga cancelled", with the reason the request
+    gave (`sagacity cancel` sends who and why), so the close entry and the result say it."""
+    reason = " ".join((workflow.cancellation_reason() or "").split())
+    if reason and workflow.patched(CANCEL_REASON):
+        return f"saga cancelled ({cut(reason, MAX_CANCEL_REASON)})"
+    return "saga cancelled"
+
 
 T = TypeVar("T")
 
@@ -200,7 +215,7 @@ class SagaCore(SagaDisplay):
         anything else: a bug, which fails the workflow task (nothing to compensate; the
         task is retried and the saga goes on once the fix is deployed)."""
         if is_cancelled(exc):
-            self.fail("saga cancelled")
+            self.fail(cancel_failure())
             return True
         if not isinstance(exc, Exception):
             return False  # continue-as-new, or the SDK closing an evicted workflow
@@ -290,7 +305,7 @@ class SagaCore(SagaDisplay):
             return await self._step(call)
         except BaseException as exc:
             if is_cancelled(exc):
-                self.fail("saga cancelled")
+                self.fail(cancel_failure())
             raise
         finally:
             self.in_flight -= 1

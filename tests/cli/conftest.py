@@ -57,8 +57,10 @@ def invoke_sync(args: list[str], env: Mapping[str, str], stdin: str | None = Non
 
 
 def cli_env(**values: str) -> dict[str, str]:
-    """Environment for a CLI subprocess: importable from any cwd, no stray SAGACITY_ vars."""
+    """Environment for a CLI subprocess: importable from any cwd, no stray SAGACITY_ vars
+    but the test's own data home (tests/conftest.py: never the real one)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SAGACITY_")}
+    env["SAGACITY_HOME"] = os.environ["SAGACITY_HOME"]
     env["PYTHONPATH"] = str(REPO_ROOT)
     env["COLUMNS"] = "200"
     env.update(values)

@@ -42,7 +42,7 @@ TEMPORAL_COMMANDS = [
     ["pending"],
     ["approve", "s1", "--approver", "alice", "--yes"],
     ["reject", "s1", "--reason", "no", "--approver", "alice", "--yes"],
-    ["cancel", "s1"],
+    ["cancel", "s1", "--reason", "customer called", "--actor", "olivia"],
     ["dirty"],
     ["resolve", "s1", "2", "--happened", "--actor", "olivia", "--yes"],
     ["retry-compensation", "s1", "2", "--actor", "olivia", "--yes"],

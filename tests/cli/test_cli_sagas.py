@@ -8,11 +8,12 @@ import time
 from collections.abc import Mapping
 
 import pytest
+from temporalio.client import WorkflowFailureError
 from typer.testing import CliRunner
 
 from sagacity.approvals import approval_hash
 from sagacity.chain import verify_chain
-from sagacity.phases import SagaStatus
+from sagacity.phases import Phase, SagaStatus
 from sagacity.worker.cli import app
 from sagacity.worker.client import saga_result
 from sagacity.workflows.models import SagaInput, ToolCall
@@ -205,23 +206,49 @@ async def test_cancel_compensates_and_a_second_cancel_is_refused(cli: CliHarness
     await cli.pending(handle.id)
     assert cli.shop.stock("widget") == 8
 
-    ran = await cli("cancel", handle.id, "--wait")
+    why = ["--reason", "customer called back"]
+    ran = await cli("cancel", handle.id, "--wait", *why, SAGACITY_ACTOR="olivia")
     assert ran.code == 0, ran.output
     assert f"saga {handle.id} closed: COMPENSATED" in ran.stdout
     assert cli.shop.stock("widget") == 10
     assert [c["refunded"] for c in cli.shop.charges()] == [True]
     assert cli.shop.wires() == []
 
-    again = await cli("cancel", handle.id)
+    # Who asked and why are journaled by the saga and shown by `status`.
+    closing = [e for e in cli.store.entries(handle.id) if e.phase is Phase.SAGA_CLOSED]
+    assert closing[0].result["first_failure"] == (
+        "saga cancelled (by olivia: customer called back)"
+    )
+    status = await cli("status", handle.id)
+    assert status.code == 0 and "COMPENSATED" in status.stdout
+    assert "cancel requested by olivia: customer called back" in status.stderr
+    assert f"sagacity journal {handle.id}" in status.stderr  # cancelled: no result to show
+    shown = json.loads((await cli("status", handle.id, "--json")).stdout)
+    assert "by olivia: customer called back" in shown["remark"]
+
+    again = await cli("cancel", handle.id, *why, "--actor", "olivia")
     assert again.code == 1
     assert "has already finished (COMPENSATED); nothing to cancel" in again.stderr
 
-    status = await cli("status", handle.id)
-    assert status.code == 0 and "COMPENSATED" in status.stdout
-    assert f"sagacity journal {handle.id}" in status.stderr  # cancelled: no result to show
-
-    unknown = await cli("cancel", "no-such-saga")
+    unknown = await cli("cancel", "no-such-saga", *why, "--actor", "olivia")
     assert unknown.code == 1 and "no saga 'no-such-saga'" in unknown.stderr
+
+
+async def test_cancel_names_who_and_why_before_sending(cli: CliHarness) -> None:
+    handle = await cli.start(_plan(RESERVE, WIRE))
+    await cli.pending(handle.id)
+    no_reason = await cli("cancel", handle.id, "--actor", "olivia")
+    assert no_reason.code == 2 and "--reason" in no_reason.stderr  # a CLI mistake: usage
+    blank = await cli("cancel", handle.id, "--actor", "olivia", "--reason", " ")
+    assert blank.stderr.strip() == "error: cancel needs a non-empty --reason: it is journaled"
+    nobody = await cli("cancel", handle.id, "--reason", "r")
+    assert nobody.code == 1 and "cancel needs --actor NAME" in nobody.stderr
+    assert (await cli.client.get_workflow_handle(handle.id).describe()).close_time is None
+
+    sent = await cli("cancel", handle.id, "--reason", "r", "--actor", "olivia", "--json")
+    assert sent.code == 0, sent.output
+    answer = json.loads(sent.stdout)
+    assert answer["sent"] == "by olivia: r" and answer["closed"] is None
 
 
 async def test_status_without_a_worker_says_so(cli: CliHarness) -> None:
@@ -239,3 +266,26 @@ def test_every_saga_status_is_a_list_filter() -> None:
     help_text = CliRunner().invoke(app, ["list", "--help"], env={"COLUMNS": "250"}).stdout
     for status in SagaStatus:
         assert status.value.lower() in help_text
+
+
+async def test_status_shows_the_saga_not_a_rerun_refused_for_its_id(cli: CliHarness) -> None:
+    """Temporal lets anyone start another run under a saga's id (its own client, its UI);
+    the saga refuses it and that run fails at once, as the id's latest run. `status` still
+    shows the saga, and says what it skipped."""
+    handle = await cli.start(_plan(CHARGE))
+    first = await handle.result()
+    rerun = await cli.client.start_workflow(
+        "AgentSaga", _plan(CHARGE), id=handle.id, task_queue=cli.task_queue
+    )  # Temporal's default id policy, not sagacity's
+    with pytest.raises(WorkflowFailureError):
+        await rerun.result()
+    assert rerun.result_run_id != handle.result_run_id
+
+    ran = await cli("status", handle.id)
+    assert ran.code == 0, ran.output
+    assert "COMPLETED" in ran.stdout and "FAILED" not in ran.stdout
+    assert f"(run {rerun.result_run_id}) were started under the saga's id" in ran.stderr
+    shown = json.loads((await cli("status", handle.id, "--json")).stdout)
+    assert (shown["run_id"], shown["status"]) == (handle.result_run_id, "COMPLETED")
+    assert shown["head_hash"] == first.head_hash
+    assert len(cli.shop.charges()) == 1  # the refused run ran nothing

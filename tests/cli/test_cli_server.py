@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import socket
 import sys
@@ -29,6 +30,8 @@ pytestmark = [pytest.mark.temporal, pytest.mark.timeout(240)]
 
 RESERVE = {"tool": "reserve_inventory", "args": {"sku": "widget", "qty": 1}}
 WIRE = {"tool": "send_wire_transfer", "args": {"iban": "DE89370400440532013000", "amount": 7}}
+CHARGE = {"tool": "charge_card", "args": {"amount": 5, "currency": "EUR"}}
+FAILS = {"tool": "ship_order", "args": {"address": "Main St 1", "fail": True}}
 
 
 def free_port() -> int:
@@ -140,10 +143,25 @@ async def test_dev_serves_temporal_the_ui_and_a_worker_then_stops(tmp_path: Path
         assert (await cli(user, "verify", "dev-saga")).code == 0
         assert len(Shop(tmp_path / "shop.db").wires()) == 1
 
+        # Ordinary failures: a refund the provider refuses, a goal with no model provider.
+        Shop(tmp_path / "shop.db").set_fault("refund")
+        plan.write_text(json.dumps({"plan": [CHARGE, FAILS], "compensation_attempts": 2}))
+        started = await cli(user, "start", "--plan", str(plan), "--id", "dev-refund")
+        assert started.code == 0, started.output
+        no_model = await cli(user, "start", "--goal", "sell", "--model", "m", "--wait")
+        assert no_model.code == 1, no_model.output
+        deadline = time.monotonic() + 60
+        while "NEEDS_HUMAN" not in (status := await cli(user, "status", "dev-refund")).stdout:
+            assert time.monotonic() < deadline, status.output
+            await asyncio.sleep(0.3)
+
         ran = await stop(proc)
     assert ran.code == 0, ran
     assert "stopping" in ran.stdout
-    assert "Traceback" not in ran.stderr
+    assert "Traceback" not in ran.stderr  # each failure is one line, its reason on it
+    assert "ShopError: payment provider refused the refund (fault injected)" in ran.stderr
+    assert "UnknownModelProvider: no model provider 'openai' on this worker" in ran.stderr
+    assert "localhost:" not in ran.stdout  # the server's own banner stays out
     assert nothing_listens(port) and nothing_listens(ui_port)
     assert processes_mentioning(f"--port {port} ") == []
 
@@ -188,8 +206,13 @@ async def test_worker_runs_sagas_until_sigterm(
     assert "Traceback" not in stopped.stderr
 
 
-async def test_demo_runs_four_sagas_and_leaves_nothing_running(tmp_path: Path) -> None:
-    ran = await run_subprocess("demo", env=cli_env(), cwd=tmp_path, timeout=180)
+async def test_demo_runs_four_sagas_and_leaves_nothing_running(
+    tmp_path: Path, private_data_home: Path
+) -> None:
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir()
+    there.mkdir()
+    ran = await run_subprocess("demo", env=cli_env(), cwd=here, timeout=180)
     assert ran.code == 0, ran.output
     assert ran.stdout.count("verified demo-") == 4
     for status in ("COMPLETED", "COMPENSATED"):
@@ -202,6 +225,30 @@ async def test_demo_runs_four_sagas_and_leaves_nothing_running(tmp_path: Path) -
     assert warned == [], warned  # the dev server's start-up notices stay out of the demo
     assert "demo finished" in ran.stdout
     assert processes_mentioning(str(tmp_path)) == []
+    # No link to the UI of a server that has stopped.
+    assert "Temporal UI" not in ran.output and "http://127.0.0.1" not in ran.output
+    assert "localhost:" not in ran.output.replace("localhost:11434", "")  # the server's banner
+    # Its files are in the data home, and its sagas are found from any folder.
+    assert f"journal: {private_data_home}/journal.db" in ran.stdout
+    assert list(here.iterdir()) == []
+    assert (private_data_home / "demo" / "demo-keys" / "approvers.json").exists()
+    saga_id = re.findall(r"verified (demo-\w+-1):", ran.stdout)[0]
+    found = await run_subprocess("journal", saga_id, env=cli_env(), cwd=there)
+    assert found.code == 0 and "SAGA_CLOSED" in found.stdout, found.output
+
+
+async def test_demo_keep_serves_the_ui_until_ctrl_c(tmp_path: Path) -> None:
+    args = ("demo", "--keep")
+    async with process(*args, env=cli_env(), cwd=tmp_path, ready="Temporal UI:") as (proc, lines):
+        text = "".join(lines)
+        assert "demo finished" in text  # the sagas ran first; the link comes last
+        url = re.findall(r"Temporal UI: (http://127\.0\.0\.1:\d+)", text)[0]
+        page = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=10).status)
+        assert page == 200  # a live link
+        ran = await stop(proc)
+    assert ran.code == 0, ran
+    assert "stopping" in ran.stdout and "Traceback" not in ran.stderr
+    assert nothing_listens(int(url.rsplit(":", 1)[1]))
 
 
 async def test_python_m_worker_with_tools_runs_a_worker(tmp_path: Path, temporal_env) -> None:

@@ -7,6 +7,8 @@ for real in tests/cli.)"""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import re
 import shlex
@@ -85,44 +87,72 @@ def test_the_parser_refuses_a_misspelt_option() -> None:
 
 
 @pytest.mark.temporal
-@pytest.mark.timeout(120)
-async def test_the_python_snippets_run(temporal_env: WorkflowEnvironment, tmp_path: Path) -> None:
+@pytest.mark.timeout(180)
+async def test_the_python_snippets_run(
+    temporal_env: WorkflowEnvironment, tmp_path: Path, private_data_home: Path
+) -> None:
+    """Every script, then each again as a person would re-run it: a re-run finds its saga
+    (never a second run under its id), a refused approver leaves the payout waiting, and
+    `sagacity status` and `journal` show the sagas from another folder."""
     for name, body in python_files().items():
         (tmp_path / name).write_text(body)
-    env = {
-        **os.environ,
-        "TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
-        "PYTHONUNBUFFERED": "1",
-    }
+    address = temporal_env.client.service_client.config.target_host
+    env = {**os.environ, "TEMPORAL_ADDRESS": address, "PYTHONUNBUFFERED": "1"}
     log_path = tmp_path / "worker.log"
     with log_path.open("w") as log:
         worker = subprocess.Popen(
             [sys.executable, "worker.py"], cwd=tmp_path, env=env, stdout=log, stderr=log
         )
+
+    def script(*args: str) -> str:
+        ran = subprocess.run(
+            [sys.executable, *args],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert finished(ran), f"{args}:\n{ran.stderr[-3000:]}"
+        return ran.stdout
+
     try:
         deadline = time.monotonic() + 60
         while "worker ready" not in log_path.read_text():
             assert worker.poll() is None, log_path.read_text()
             assert time.monotonic() < deadline, "the README's worker never got ready"
             time.sleep(0.1)
-        outputs = {}
-        for script in ("starter.py", "agent_starter.py"):
-            ran = subprocess.run(
-                [sys.executable, script],
-                cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
-            )  # fmt: skip
-            assert finished(ran), f"{script}:\n{ran.stderr[-3000:]}"
-            outputs[script] = ran.stdout
+        first = script("starter.py")
+        again = script("starter.py")
+        refused = script("starter.py", "payout-7", "bob@example.com")
+        then = script("starter.py", "payout-7")
+        agent = script("agent_starter.py")
+        agent_again = script("agent_starter.py")
     finally:
         worker.terminate()
         worker.wait(timeout=20)
 
-    assert (
-        "step 2: send_wire_transfer {'iban': 'DE89370400440532013000', 'amount': 5000}"
-        in (outputs["starter.py"])
-    )
-    assert re.search(r"approved at seq \d+; result: paid", outputs["starter.py"])
-    assert outputs["agent_starter.py"].strip() == "COMPLETED ['EXECUTED']"
+    assert "step 2: send_wire_transfer {'iban': 'DE89370400440532013000', 'amount': 5000}" in first
+    assert re.search(r"approved at seq \d+\nresult: paid", first)
+    assert again.splitlines() == [
+        "payout-1042 was started before",
+        "saga 'payout-1042' has finished (COMPLETED); nothing is pending",
+        "result: paid",
+    ]
+    assert re.search(r"^refused \(\w+\): .*bob@example\.com", refused.splitlines()[-1])
+    assert "approved at seq" in then and then.endswith("result: paid\n")
+    assert agent.strip() == "COMPLETED ['EXECUTED']"
+    assert agent_again.splitlines() == ["agent-1 was started before", "COMPLETED ['EXECUTED']"]
     worked = log_path.read_text()
-    assert "charging 5000" in worked and "wiring 5000 to DE89370400440532013000" in worked
-    assert "charging 120" in worked and "refunding" not in worked
+    assert worked.count("charging 5000") == 2 and worked.count("wiring 5000") == 2
+    assert worked.count("charging 120") == 1 and "refunding" not in worked
+
+    # The worker journaled into the data home, where the CLI looks from any folder.
+    cli = {"SAGACITY_TEMPORAL_ADDRESS": address}
+    status = await asyncio.to_thread(
+        CliRunner().invoke, app, ["status", "payout-1042", "--json"], env=cli
+    )
+    assert status.exit_code == 0, status.output
+    shown = json.loads(status.stdout)
+    assert shown["execution_status"] == "COMPLETED" and shown["status"] == "COMPLETED"
+    assert "completed with a result of its own" in shown["remark"]  # not an AgentSaga's
+    journal = await asyncio.to_thread(CliRunner().invoke, app, ["journal", "payout-1042"], env=cli)
+    assert journal.exit_code == 0 and "SAGA_CLOSED" in journal.stdout, journal.output
+    assert f"journal: {private_data_home}/journal.db" in journal.stderr
+    assert not (tmp_path / "journal.db").exists()

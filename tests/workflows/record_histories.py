@@ -246,6 +246,24 @@ async def cancelled_while_awaiting_approval(h: Harness, saga_id: str) -> Handle:
     return handle
 
 
+async def cancelled_with_reason(h: Harness, saga_id: str) -> Handle:
+    """A cancel that says who and why (`sagacity cancel --actor --reason`): the saga
+    journals it in its close entry (patch `cancel-reason`)."""
+    handle = await _start(h, saga_id, SagaInput(plan=[RESERVE, CHARGE, WIRE]))
+    await _pending(handle)
+    await handle.cancel(reason="by olivia: customer called back")
+    try:
+        await asyncio.wait_for(handle.result(), WAIT_S)
+    except WorkflowFailureError as exc:
+        if not isinstance(exc.cause, CancelledError):
+            raise
+    closing = [e for e in h.store.entries(saga_id) if e.phase is Phase.SAGA_CLOSED]
+    failure = closing[0].result["first_failure"] if closing else None  # type: ignore[index, call-overload]
+    if failure != "saga cancelled (by olivia: customer called back)":
+        raise AssertionError(f"{saga_id}: closed with first failure {failure!r}")
+    return handle
+
+
 async def agent_scripted(h: Harness, saga_id: str) -> Handle:
     script = [
         ModelTurn(tool_calls=[RESERVE.model_copy(update={"call_id": "c1"})]),
@@ -273,6 +291,7 @@ FLOWS: dict[str, Flow] = {
     "cancelled_while_awaiting_approval": cancelled_while_awaiting_approval,
     # recorded after `journal-abandoned-approval` (REJECTED by sagacity:cancelled)
     "cancelled_while_awaiting_approval_v2": cancelled_while_awaiting_approval,
+    "cancelled_with_reason": cancelled_with_reason,
     "agent_scripted": agent_scripted,
 }
 

@@ -3,7 +3,8 @@
 The histories in histories/*.json were recorded by `python -m tests.workflows.record_histories`
 (one per flow: happy path, failure with compensation, a failing compensation, approve by
 signal, reject, a stale hash refused then approved, approve by update, cancel while
-awaiting approval, the agent loop with a scripted model). Replaying them needs no server.
+awaiting approval, a cancel that says who and why, the agent loop with a scripted model).
+Replaying them needs no server.
 The replayer is configured as the production worker is: the pydantic data converter and
 the sandbox with worker.plugin.PASSTHROUGH.
 
@@ -376,3 +377,13 @@ class _OnQueue:
     def __init__(self, harness: Any, task_queue: str) -> None:
         self.client, self.store, self.shop = harness.client, harness.store, harness.shop
         self.task_queue = task_queue
+
+
+def test_the_cancel_reason_history_records_its_patch() -> None:
+    """cancelled_with_reason.json was recorded with the `cancel-reason` patch: a cancel
+    that says who and why is journaled with it, and sagas cancelled before the patch (the
+    other cancel histories) replay without it."""
+    text = (HISTORIES / "cancelled_with_reason.json").read_text()
+    assert "cancel-reason" in _patches(text)
+    for older in ("cancelled_while_awaiting_approval", "cancelled_while_awaiting_approval_v2"):
+        assert "cancel-reason" not in _patches((HISTORIES / f"{older}.json").read_text())
