@@ -17,6 +17,7 @@ from sagacity.worker.client import (
     ApprovalRefusedError,
     UpdateFailedError,
     saga_handle,
+    saga_result,
     send_update,
 )
 from sagacity.worker.client_resolutions import ResolutionRefusedError
@@ -61,7 +62,7 @@ async def test_approve_and_reject_print_the_journaled_decision(cli: CliHarness) 
     assert entry.result["payload_sha256"] == pending.payload_sha256
     no = parsed(await cli("reject", rejected.id, "--reason", "wrong IBAN", *yes))
     assert (no["step"], no["approve"], no["accepted"]) == (2, False, True)
-    assert (await rejected.result()).status.value == "COMPENSATED"
+    assert (await saga_result(rejected)).status.value == "COMPENSATED"
 
 
 async def test_a_refusal_says_its_code_and_sentence(cli: CliHarness) -> None:
