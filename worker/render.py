@@ -23,6 +23,7 @@ from sagacity.entry import JournalEntry
 from sagacity.evidence import Finding
 from sagacity.phases import Phase
 from sagacity.worker.confusables import TextWarning, payload_warnings
+from sagacity.worker.terminal_safe import printable
 from sagacity.workflows.models import (
     DirtyStep,
     PendingApproval,
@@ -45,7 +46,10 @@ STATUS_STYLE = {
 
 
 def _t(value: object, style: str = "") -> Text:
-    return Text("" if value is None else str(value), style=style)
+    """Every value the CLI prints, escaped (worker.terminal_safe): tool names, arguments,
+    results and errors are a caller's, a model's or a tool's, and an ESC or a bidi
+    override in them must not move the cursor or rewrite what the terminal shows."""
+    return Text("" if value is None else printable(str(value)), style=style)
 
 
 def _when(moment: datetime | None) -> str:
