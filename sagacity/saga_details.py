@@ -11,12 +11,12 @@ instruction into the page. Pure functions: the workflow calls them on every chan
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sagacity.bounds import cut
 from sagacity.canonical import canonical_text
+from sagacity.visible import visible_char as _visible
 
 __all__ = ["HEADLINES", "MAX_STEPS", "md_code", "md_text", "saga_details", "start_summary"]
 
@@ -41,21 +41,6 @@ MAX_STEPS = 50
 
 _MARKDOWN = set("\\`*_{}[]()#+-.!|<>~&:\"'=$%^@/")
 """ASCII punctuation markdown (or HTML, or autolinks) can give a meaning to: escaped."""
-
-
-def _visible(ch: str) -> str:
-    """A character as shown: controls, format characters (bidi overrides, zero-width)
-    and separators other than a plain space become a `\\uXXXX` escape a reader sees."""
-    if ch == " ":
-        return ch
-    category = unicodedata.category(ch)
-    if category[0] in "CZ" or ch in "\u115f\u1160\u3164\uffa0":
-        code = ord(ch)
-        if code <= 0xFFFF:
-            return f"\\u{code:04x}"
-        high, low = 0xD800 + ((code - 0x10000) >> 10), 0xDC00 + ((code - 0x10000) & 0x3FF)
-        return f"\\u{high:04x}\\u{low:04x}"  # as JSON writes it (UTF-16 surrogates)
-    return ch
 
 
 def md_text(value: object, limit: int = 200) -> str:
