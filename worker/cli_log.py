@@ -23,6 +23,7 @@ from sagacity.checkpoint import CheckpointError, TreeHead, open_tree_head
 from sagacity.checkpoint_log import CheckpointLog
 from sagacity.merkle import leaf_hash, verify_consistency, verify_inclusion
 from sagacity.note_keys import NoteSigner, NoteVerifier
+from sagacity.visible import visible
 from sagacity.worker.cli_common import (
     JsonOpt,
     SagaId,
@@ -35,8 +36,8 @@ from sagacity.worker.cli_common import (
 )
 from sagacity.worker.cli_verify import LogKeyOpt
 from sagacity.worker.log_keys import (
-    DEFAULT_LOG_NAME,
     log_verifiers,
+    new_log_name,
     read_tree_head,
     worker_log_key,
 )
@@ -76,12 +77,18 @@ def _current_head(log_db: CheckpointLog, keys: list[NoteVerifier]) -> TreeHead:
 def keygen(
     out: Annotated[Path, typer.Option("--out", "-o", help="the key file to write (0600)")],
     name: Annotated[
-        str, typer.Option("--name", help="the log's name: the key name in every signature")
-    ] = DEFAULT_LOG_NAME,
+        str | None,
+        typer.Option(
+            "--name",
+            help="the log's name: the key name in every signature (default: "
+            "sagacity.local/journal-<8 random hex digits>, a name no other deployment has)",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Make a log key for workers (SAGACITY_LOG_KEY=FILE); prints its public key."""
     with user_errors():
-        signer = NoteSigner.generate(name)
+        signer = NoteSigner.generate(name if name is not None else new_log_name())
         signer.to_file(out)
     say(signer.verifier.encode())
     note(f"log key written to {out}; give auditors the line above (`sagacity log key` prints it)")
@@ -155,7 +162,8 @@ def prove(
         return
     for leaf, path in proofs:
         say(
-            f"{saga_id}: checkpoint at {leaf.entries} entries (head {leaf.head_hash[:16]}…) is "
+            f"{visible(saga_id)}: checkpoint at {leaf.entries} entries (head "
+            f"{leaf.head_hash[:16]}…) is "
             f"leaf {leaf.index} of the signed tree of size {current.size}: proof of "
             f"{len(path)} hashes checked"
         )
