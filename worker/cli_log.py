@@ -19,7 +19,7 @@ from typing import Annotated
 
 import typer
 
-from sagacity.checkpoint import CheckpointError, TreeHead, open_tree_head
+from sagacity.checkpoint import CheckpointError, TreeHead, open_tree_head, same_log
 from sagacity.checkpoint_log import CheckpointLog
 from sagacity.merkle import leaf_hash, verify_consistency, verify_inclusion
 from sagacity.note_keys import NoteSigner, NoteVerifier
@@ -195,6 +195,11 @@ def consistency(
                 "kept: checkpoints were removed (the log was rolled back)"
             )
         new = open_tree_head(stored.note, keys)
+        if not same_log(old.signers, new.signers):
+            raise fail(
+                f"the head you kept is signed by {old.log}, the log's current head by "
+                f"{new.log}: this is another log (a log is its key, not its name)"
+            )
         proof = log_db.prove_consistency(old.size, new.size)
     if not verify_consistency(old.size, new.size, old.root, new.root, proof):
         raise fail(

@@ -162,3 +162,26 @@ def test_verify_with_checkpoints_and_no_key_known_is_refused(tmp_path: Path) -> 
     skipped = invoke_sync(["verify", "--all", "--skip-signatures"], env)
     assert skipped.code == 0, skipped.output
     assert "signatures NOT checked (--skip-signatures): they vouch for nothing" in skipped.output
+
+
+def test_consistency_with_a_kept_head_of_another_key_of_the_same_name_is_refused(
+    tmp_path: Path,
+) -> None:
+    staging, prod = NoteSigner.generate("acme/log"), NoteSigner.generate("acme/log")
+    (tmp_path / "staging").mkdir()
+    staging_url = _journal(tmp_path / "staging", staging)
+    both = f"{staging.verifier.encode()}\n{prod.verifier.encode()}\n"
+    (tmp_path / "both.keys").write_text(both, encoding="utf-8")
+    kept = invoke_sync(
+        ["log", "head"], cli_env(SAGACITY_JOURNAL_URL=staging_url, SAGACITY_LOG_VERIFIER=both)
+    )
+    assert kept.code == 0, kept.output
+    (tmp_path / "staging-head.txt").write_text(kept.stdout, encoding="utf-8")
+    env = cli_env(
+        SAGACITY_JOURNAL_URL=_journal(tmp_path, prod),
+        SAGACITY_LOG_VERIFIER=str(tmp_path / "both.keys"),
+    )
+    ran = invoke_sync(["log", "consistency", str(tmp_path / "staging-head.txt")], env)
+    assert ran.code == 1, ran.output
+    assert f"signed by acme/log (key {staging.key_hash.hex()})" in ran.stderr
+    assert "this is another log" in ran.stderr

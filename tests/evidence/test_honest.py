@@ -37,6 +37,7 @@ async def test_honest_sagas_verify_with_every_kind_of_evidence(
     assert f"checkpoints of {count} saga(s) (signatures checked with {key})" in verified.output
     assert "checkpoint log of" in verified.output and "signed tree head" in verified.output
     assert f"Temporal history of {count} saga(s)" in verified.output
+    assert "started more than once" not in verified.output  # continued as new is one start
 
     grown = await rig.cli("log", "consistency", str(tmp_path / "head-1.txt"))
     assert grown.code == 0, grown.output
