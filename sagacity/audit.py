@@ -190,6 +190,11 @@ class _Block:
         if self.broken_line is None and not self.verifier.feed(entry):
             self.broken_line = number
 
+    def unreadable(self, number: int, exc: UnreadableEntryError) -> None:
+        if self.broken_line is None:
+            self.verifier.unreadable(exc.seq, str(exc))
+            self.broken_line = number
+
     def report(self) -> VerifyReport:
         report = self.verifier.report()
         if self.broken_line is None:
@@ -222,14 +227,13 @@ def verify_jsonl(
 
     Pass an open file (or any iterable of lines): the file is read once, line by line, and
     only the current saga's verifier and the finished reports are held. Raises
-    AuditFileError for a line that is not an exported entry.
+    AuditFileError for a line that is not an exported entry; an entry whose payload
+    `observe` cannot read (UnreadableEntryError) breaks its saga's report there.
     """
     reports: dict[str, VerifyReport] = {}
     current: str | None = None
     block: _Block | None = None  # None while skipping the lines of a resumed saga
     for number, entry in read_entries(lines, evidence):
-        if observe is not None:
-            observe(entry)
         if entry.saga_id != current:
             if block is not None and current is not None:
                 reports[current] = block.report()
@@ -239,6 +243,13 @@ def verify_jsonl(
                 block = None
             else:
                 block = _Block(current)
+        try:
+            if observe is not None:
+                observe(entry)
+        except UnreadableEntryError as exc:  # a payload no sagacity writes: this saga only
+            if block is not None:
+                block.unreadable(number, exc)
+            continue
         if block is not None:
             block.feed(number, entry)
     if block is not None and current is not None:

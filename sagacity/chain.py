@@ -228,8 +228,11 @@ class ChainVerifier:
         return None
 
     def unreadable(self, seq: int, detail: str) -> None:
-        """A stored row could not even be read as an entry: altered outside sagacity."""
+        """A stored row could not even be read as an entry, or its payload not as JSON:
+        altered outside sagacity. It counts as an entry examined, so a saga whose first
+        row is unreadable is reported, not taken for one with no entries."""
         if self.broken is None:
+            self.count += 1
             self.broken = (seq, BreakReason.UNREADABLE, detail)
 
     def report(self) -> VerifyReport:

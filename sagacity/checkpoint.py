@@ -20,7 +20,7 @@ passed off as the other:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import quote, unquote
 
@@ -40,6 +40,22 @@ class CheckpointError(SagacityError, ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class LogKey:
+    """The key that signed a checkpoint or tree head: its name and 4-byte key hash.
+
+    A log is its key, not its name: two deployments can give their keys the same name
+    (older versions named every key `sagacity.local/journal`), and an auditor who trusts
+    both must not take one log's checkpoint for the other's. The key hash covers the
+    name and the public key, so equal LogKeys are one key."""
+
+    name: str
+    key_hash: bytes
+
+    def __str__(self) -> str:
+        return f"{self.name} (key {self.key_hash.hex()})"
+
+
+@dataclass(frozen=True, slots=True)
 class SagaCheckpoint:
     """What a saga checkpoint says, once its signature has been checked."""
 
@@ -50,6 +66,8 @@ class SagaCheckpoint:
     signed_at: datetime
     note: str
     """The signed note itself: the leaf of the checkpoint log."""
+    signers: tuple[LogKey, ...] = field(default=(), compare=False)
+    """The keys whose signatures were checked (or, read with no key, that it claims)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +77,19 @@ class TreeHead:
     size: int
     root: bytes
     note: str
+    signers: tuple[LogKey, ...] = field(default=(), compare=False)
+    """As SagaCheckpoint.signers; empty for a head read from the store, not opened."""
+
+    @property
+    def log(self) -> LogKey | None:
+        """The key of the log this head is of (its first signer), once opened."""
+        return self.signers[0] if self.signers else None
+
+
+def same_log(a: tuple[LogKey, ...], b: tuple[LogKey, ...]) -> bool:
+    """Whether two opened notes are of one log: a key signed both. The name alone says
+    nothing (see LogKey)."""
+    return not set(a).isdisjoint(b)
 
 
 def saga_origin(log_name: str, saga_id: str) -> str:
@@ -82,25 +113,29 @@ def sign_saga_checkpoint(
 
 def sign_tree_head(signer: NoteSigner, *, size: int, root: bytes) -> TreeHead:
     note = sign_checkpoint(signer, Checkpoint(origin=signer.name, size=size, root_hash=root))
-    return TreeHead(size, root, note)
+    return TreeHead(size, root, note, (LogKey(signer.name, signer.key_hash),))
 
 
-def _open(note: str, verifiers: Iterable[NoteVerifier] | None, what: str) -> tuple[Checkpoint, str]:
-    """The checkpoint body of a note signed by one of `verifiers`, and that key's name
-    (the log it belongs to). With `verifiers` None the signature is not checked (no key
-    is known): the body is read as its first signer names it, and callers say so."""
+def _open(
+    note: str, verifiers: Iterable[NoteVerifier] | None, what: str
+) -> tuple[Checkpoint, str, tuple[LogKey, ...]]:
+    """The checkpoint body of a note signed by one of `verifiers`, that key's name (the
+    log it belongs to) and the keys that signed it. With `verifiers` None the signature
+    is not checked (no key is known): the body is read as its first signer names it, and
+    callers say so."""
     try:
         signed = parse_note(note) if verifiers is None else open_note(note, verifiers)
         checkpoint = Checkpoint.parse(signed.text)
     except NoteError as exc:
         raise CheckpointError(f"{what}: {exc}") from None
-    return checkpoint, signed.signatures[0].name
+    signers = tuple(LogKey(s.name, s.key_hash) for s in signed.signatures)
+    return checkpoint, signed.signatures[0].name, signers
 
 
 def open_saga_checkpoint(note: str, verifiers: Iterable[NoteVerifier] | None) -> SagaCheckpoint:
     """Check a saga checkpoint's signature and read it; CheckpointError says what is wrong
     (a tree head offered as a saga checkpoint is refused by its origin)."""
-    checkpoint, log_name = _open(note, verifiers, "saga checkpoint")
+    checkpoint, log_name, signers = _open(note, verifiers, "saga checkpoint")
     prefix = log_name + SAGA_ORIGIN_PART
     encoded = checkpoint.origin[len(prefix) :]
     saga_id = unquote(encoded, errors="strict")
@@ -121,14 +156,16 @@ def open_saga_checkpoint(note: str, verifiers: Iterable[NoteVerifier] | None) ->
         raise CheckpointError(f"saga checkpoint: bad time {times[0]!r}") from None
     if checkpoint.size < 1:
         raise CheckpointError("saga checkpoint: a chain checkpoint covers at least one entry")
-    return SagaCheckpoint(saga_id, checkpoint.size, checkpoint.root_hash.hex(), signed_at, note)
+    return SagaCheckpoint(
+        saga_id, checkpoint.size, checkpoint.root_hash.hex(), signed_at, note, signers
+    )
 
 
 def open_tree_head(note: str, verifiers: Iterable[NoteVerifier] | None) -> TreeHead:
     """Check a tree head's signature and read it (a saga checkpoint is refused)."""
-    checkpoint, log_name = _open(note, verifiers, "tree head")
+    checkpoint, log_name, signers = _open(note, verifiers, "tree head")
     if checkpoint.origin != log_name or checkpoint.extensions:
         raise CheckpointError(
             f"tree head: origin {checkpoint.origin!r} is not the log {log_name!r} itself"
         )
-    return TreeHead(checkpoint.size, checkpoint.root_hash, note)
+    return TreeHead(checkpoint.size, checkpoint.root_hash, note, signers)

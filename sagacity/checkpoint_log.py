@@ -210,6 +210,13 @@ class CheckpointLog(ABC):
         )
         return _head(rows[0]) if rows else None
 
+    def in_use(self) -> bool:
+        """Whether the log holds any leaf or tree head: its checkpoints then need the log
+        key to mean anything, and verification refuses to pass them unchecked."""
+        return bool(self._read(self._sql("SELECT 1 FROM {cp} LIMIT 1"), ())) or bool(
+            self._read(self._sql("SELECT 1 FROM {heads} LIMIT 1"), ())
+        )
+
     def heads(self) -> Iterator[TreeHead]:
         """Every stored tree head, oldest first, streamed."""
         last = 0

@@ -12,12 +12,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from sagacity.bounds import depth_of
 from sagacity.canonical import DEFAULT_MAX_PAYLOAD_BYTES, JsonValue, canonical_text, parse_canonical
-from sagacity.errors import InvalidEntryError
+from sagacity.errors import InvalidEntryError, UnreadableEntryError
 from sagacity.phases import LIFECYCLE_STEP, Phase
 
 MAX_NAME_CHARS = 256
 """Limit for saga ids, tool names and actors: identifiers, not payloads."""
+MAX_STORED_DEPTH = 256
+"""Deepest nesting a stored payload may have: a worker's decoders refuse values nested
+about 200 levels deep, so no entry it wrote is deeper; reading one that is would recurse
+past Python's limit in whatever walks it next."""
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -175,21 +180,43 @@ class JournalEntry:
 
     @property
     def input(self) -> JsonValue:
-        return parse_canonical(self.input_json)
+        return self._stored(self.input_json, "input")
 
     @property
     def result(self) -> JsonValue:
-        return parse_canonical(self.result_json)
+        return self._stored(self.result_json, "result")
 
     @property
     def error(self) -> str | None:
-        value = parse_canonical(self.error_json)
+        value = self._stored(self.error_json, "error")
         return value if isinstance(value, str) else None
 
     @property
     def actor(self) -> str | None:
-        value = parse_canonical(self.actor_json)
+        value = self._stored(self.actor_json, "actor")
         return value if isinstance(value, str) else None
+
+    def _stored(self, text: str, field: str) -> JsonValue:
+        """A payload field's value. Sagacity only writes canonical JSON there, so text
+        that is not JSON, or nested deeper than anything a worker can write, was put in
+        by hand (a row edited, a line of an export forged): UnreadableEntryError names
+        the seq, and verification reports the entry `unreadable` instead of crashing."""
+        try:
+            value = parse_canonical(text)
+        except (ValueError, RecursionError) as exc:
+            why = "nested too deep to read" if isinstance(exc, RecursionError) else "not JSON"
+            raise UnreadableEntryError(
+                f"its {field} is {why}: sagacity writes canonical JSON there, so the entry "
+                "was written outside sagacity",
+                self.seq,
+            ) from None
+        if depth_of(value, MAX_STORED_DEPTH) > MAX_STORED_DEPTH:
+            raise UnreadableEntryError(
+                f"its {field} is nested more than {MAX_STORED_DEPTH} levels deep, deeper than "
+                "any sagacity worker writes: the entry was written outside sagacity",
+                self.seq,
+            )
+        return value
 
     @property
     def recorded_at_text(self) -> str:

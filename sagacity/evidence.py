@@ -19,10 +19,12 @@ from enum import StrEnum
 from sagacity.chain import VerifyReport
 from sagacity.checkpoint import (
     CheckpointError,
+    LogKey,
     SagaCheckpoint,
     TreeHead,
     open_saga_checkpoint,
     open_tree_head,
+    same_log,
 )
 from sagacity.checkpoint_log import LoggedCheckpoint
 from sagacity.entry import JournalEntry
@@ -132,23 +134,47 @@ def _when(checkpoint: SagaCheckpoint) -> str:
 
 
 def open_leaf(
-    leaf: LoggedCheckpoint, verifiers: Sequence[NoteVerifier] | None
+    leaf: LoggedCheckpoint,
+    verifiers: Sequence[NoteVerifier] | None,
+    log: tuple[LogKey, ...] = (),
 ) -> tuple[SagaCheckpoint | None, Finding | None]:
-    """A stored leaf's signed checkpoint, checked against the key and its own columns."""
+    """A stored leaf's signed checkpoint, checked against the key, against the log's own
+    key (`log`: the signers of its tree head; a checkpoint another log signed, with a key
+    the auditor also trusts, is not one of this log) and against its own columns."""
     try:
         checkpoint = open_saga_checkpoint(leaf.note, verifiers)
     except CheckpointError as exc:
         return None, Finding(leaf.saga_id, Problem.BAD_CHECKPOINT, f"log leaf {leaf.index}: {exc}")
-    said = (checkpoint.saga_id, checkpoint.entries, checkpoint.head_hash)
-    if said != (leaf.saga_id, leaf.entries, leaf.head_hash):
+    if log and not same_log(checkpoint.signers, log):
         return None, Finding(
-            leaf.saga_id,
+            checkpoint.saga_id,
             Problem.BAD_CHECKPOINT,
-            f"log leaf {leaf.index}: its columns (saga {leaf.saga_id!r}, {leaf.entries} "
-            f"entries) are not what its signed note says (saga {checkpoint.saga_id!r}, "
-            f"{checkpoint.entries} entries): the row was edited",
+            f"log leaf {leaf.index}: signed by {_keys(checkpoint.signers)}, but the log's tree "
+            f"head by {_keys(log)}: a checkpoint of another log was put in this one",
         )
+    if _columns(leaf) != _columns(checkpoint):
+        return None, _misfiled(leaf, checkpoint)
     return checkpoint, None
+
+
+def _columns(row: LoggedCheckpoint | SagaCheckpoint) -> tuple[str, int, str]:
+    if isinstance(row, LoggedCheckpoint):
+        return row.saga_id, row.entries, row.head_hash
+    return row.saga_id, row.entries, row.head_hash
+
+
+def _misfiled(leaf: LoggedCheckpoint, checkpoint: SagaCheckpoint) -> Finding:
+    return Finding(
+        checkpoint.saga_id,
+        Problem.BAD_CHECKPOINT,
+        f"log leaf {leaf.index}: its columns (saga {leaf.saga_id!r}, {leaf.entries} "
+        f"entries) are not what its signed note says (saga {checkpoint.saga_id!r}, "
+        f"{checkpoint.entries} entries): the row was edited",
+    )
+
+
+def _keys(signers: tuple[LogKey, ...]) -> str:
+    return ", ".join(str(key) for key in signers) or "no key"
 
 
 class RootBuilder:
@@ -187,30 +213,53 @@ class LogAudit:
 
     Every head's root is compared with the root recomputed at its size; the newest head's
     signature is checked (one Ed25519 verification, not one per head: a root that matches
-    the leaves needs no signature to be right). Leaves are checked for shape and against
-    their own columns here; their signatures are checked saga by saga (check_all)."""
+    the leaves needs no signature to be right), and its key is the log's (`log_key`).
+    Leaves are checked for shape and against their own columns here; their signatures
+    are checked saga by saga (check_all). The columns are only an index: a leaf whose
+    columns disagree with its signed note is found, and filed under the saga its note
+    names (`misfiled`), so a checkpoint cannot be hidden from its saga by renaming it."""
 
     verifiers: Sequence[NoteVerifier] | None
     """None: no log key is known, so signatures are not checked (the roots still are)."""
+    want: str | None = None
+    """A saga whose leaves to keep in `wanted`, found by what their signed notes say."""
     findings: list[Finding] = field(default_factory=list)
     leaves: int = 0
+    """The leaves in order from index 0 (up to the first gap): the roots compared."""
+    read: int = 0
+    """Every leaf read, gaps or not."""
     heads: int = 0
     latest: TreeHead | None = None
+    wanted: list[LoggedCheckpoint] = field(default_factory=list)
+    misfiled: dict[str, list[LoggedCheckpoint]] = field(default_factory=dict)
+    """Leaves whose columns disagree with their note, by the note's saga, columns as the
+    note says."""
+    misfiled_at: set[int] = field(default_factory=set)
+    """Their log indexes: a walk by the saga_id column skips them."""
+
+    @property
+    def log_key(self) -> tuple[LogKey, ...]:
+        """The keys of the log (its newest tree head's, checked): every leaf must be
+        signed by one of them. Empty when the log has no usable head."""
+        return self.latest.signers if self.latest is not None else ()
 
     def check(self, leaves: Iterable[LoggedCheckpoint], heads: Iterable[TreeHead]) -> None:
         builder = RootBuilder()
         pending = iter(heads)
         head = next(pending, None)
+        gap = False
         for leaf in leaves:
+            self.read += 1
+            self._file(leaf)
+            if gap:
+                continue  # the roots cannot be compared past a gap; the leaves are still read
             if leaf.index != builder.size:
                 self._broken(
                     f"leaf {builder.size} is missing (the next leaf is {leaf.index}): "
                     "checkpoints were deleted from the log"
                 )
-                return
-            _, problem = open_leaf(leaf, None)
-            if problem is not None:
-                self.findings.append(problem)
+                gap = True
+                continue
             builder.add(leaf.note.encode("utf-8"))
             while head is not None and head.size <= builder.size:
                 if head.size == builder.size:
@@ -219,7 +268,10 @@ class LogAudit:
                     self._broken(f"a tree head of size {head.size} is out of order")
                 head = next(pending, None)
         self.leaves = builder.size
-        if head is not None:
+        self.wanted.sort(key=lambda leaf: (leaf.entries, leaf.index))
+        if gap:
+            pass
+        elif head is not None:
             self._broken(
                 f"a signed tree head covers {head.size} leaves, but the log holds "
                 f"{builder.size}: leaves were deleted"
@@ -233,10 +285,31 @@ class LogAudit:
             )
         if self.latest is not None and self.verifiers is not None:
             try:
-                open_tree_head(self.latest.note, self.verifiers)
+                self.latest = open_tree_head(self.latest.note, self.verifiers)
             except CheckpointError as exc:
                 self._broken(f"the newest tree head (size {self.latest.size}): {exc}")
                 self.latest = None
+
+    def _file(self, leaf: LoggedCheckpoint) -> None:
+        """Read a leaf's note (unchecked: signatures are checked per saga) and file it
+        under the saga it names."""
+        try:
+            said = open_saga_checkpoint(leaf.note, None)
+        except CheckpointError as exc:
+            self.findings.append(
+                Finding(leaf.saga_id, Problem.BAD_CHECKPOINT, f"log leaf {leaf.index}: {exc}")
+            )
+            return
+        filed = leaf
+        if _columns(leaf) != _columns(said):
+            self.findings.append(_misfiled(leaf, said))
+            filed = LoggedCheckpoint(
+                leaf.index, said.saga_id, said.entries, said.head_hash, leaf.note
+            )
+            self.misfiled.setdefault(said.saga_id, []).append(filed)
+            self.misfiled_at.add(leaf.index)
+        if said.saga_id == self.want:
+            self.wanted.append(filed)
 
     def _head(self, head: TreeHead, root: bytes) -> None:
         self.heads += 1

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from sagacity.audit import verify_store
 from sagacity.chain import VerifyReport
-from sagacity.checkpoint import SagaCheckpoint
+from sagacity.checkpoint import LogKey, SagaCheckpoint
 from sagacity.checkpoint_log import CheckpointLog, LoggedCheckpoint
 from sagacity.entry import JournalEntry
 from sagacity.evidence import ChainCheckpoints, Finding, LogAudit, open_leaf
@@ -34,12 +34,14 @@ class SagaEvidence:
 
 
 def _opened(
-    leaves: Sequence[LoggedCheckpoint], verifiers: Sequence[NoteVerifier] | None
+    leaves: Sequence[LoggedCheckpoint],
+    verifiers: Sequence[NoteVerifier] | None,
+    log: tuple[LogKey, ...] = (),
 ) -> tuple[list[SagaCheckpoint], list[Finding]]:
     good: list[SagaCheckpoint] = []
     bad: list[Finding] = []
     for leaf in leaves:
-        checkpoint, problem = open_leaf(leaf, verifiers)
+        checkpoint, problem = open_leaf(leaf, verifiers, log)
         if checkpoint is not None:
             good.append(checkpoint)
         if problem is not None:
@@ -55,10 +57,13 @@ def check_saga(
     observe: Observe | None = None,
     *,
     expect_close: bool = True,
+    log: tuple[LogKey, ...] = (),
 ) -> SagaEvidence:
     """Verify one saga's chain and compare it with its checkpoints (`expect_close`: see
-    ChainCheckpoints.finish)."""
-    checkpoints, findings = _opened(leaves, verifiers)
+    ChainCheckpoints.finish; `log`: the key every checkpoint must be signed by, see
+    open_leaf). `leaves` are trusted to be all of the saga's: `check_one` finds them by
+    what their notes say, not by the log's saga_id column."""
+    checkpoints, findings = _opened(leaves, verifiers, log)
     check = ChainCheckpoints(saga_id, checkpoints)
 
     def both(entry: JournalEntry) -> None:
@@ -71,15 +76,66 @@ def check_saga(
     return SagaEvidence(saga_id, report if report.entries else None, findings, len(leaves))
 
 
-def _grouped(leaves: Iterator[LoggedCheckpoint]) -> Iterator[tuple[str, list[LoggedCheckpoint]]]:
+def check_one(
+    store: JournalStore,
+    log: CheckpointLog,
+    saga_id: str,
+    verifiers: Sequence[NoteVerifier] | None,
+    observe: Observe | None = None,
+    *,
+    expect_close: bool = True,
+) -> tuple[SagaEvidence, LogAudit]:
+    """One saga against the whole log: the log is audited (its leaves against its signed
+    heads, each leaf's columns against its note) and the saga's checkpoints are the
+    leaves whose signed notes name it, whatever the saga_id column says. A checkpoint
+    renamed or deleted to hide a cut tail is found (`bad_checkpoint`, `log_broken`, and
+    `truncated` from the note). It reads every leaf once: O(log size)."""
+    audit = LogAudit(verifiers, want=saga_id)
+    audit.check(log.leaves(), log.heads())
+    saga = check_saga(
+        store,
+        saga_id,
+        audit.wanted,
+        verifiers,
+        observe,
+        expect_close=expect_close,
+        log=audit.log_key,
+    )
+    return saga, audit
+
+
+def _grouped(
+    leaves: Iterator[LoggedCheckpoint], skip: set[int]
+) -> Iterator[tuple[str, list[LoggedCheckpoint]]]:
     group: list[LoggedCheckpoint] = []
     for leaf in leaves:
+        if leaf.index in skip:
+            continue
         if group and leaf.saga_id != group[0].saga_id:
             yield group[0].saga_id, group
             group = []
         group.append(leaf)
     if group:
         yield group[0].saga_id, group
+
+
+def _with_misfiled(
+    groups: Iterator[tuple[str, list[LoggedCheckpoint]]],
+    misfiled: dict[str, list[LoggedCheckpoint]],
+) -> Iterator[tuple[str, list[LoggedCheckpoint]]]:
+    """The column-ordered groups with each misfiled leaf put back under the saga its note
+    names, still in saga-id order."""
+    extra = sorted(misfiled.items())
+    at = 0
+    for saga_id, leaves in groups:
+        while at < len(extra) and extra[at][0] < saga_id:
+            yield extra[at]
+            at += 1
+        if at < len(extra) and extra[at][0] == saga_id:
+            leaves = sorted([*leaves, *extra[at][1]], key=lambda leaf: leaf.entries)
+            at += 1
+        yield saga_id, leaves
+    yield from extra[at:]
 
 
 def check_all(
@@ -89,17 +145,32 @@ def check_all(
     observe: Observe | None = None,
     *,
     expect_close: bool = True,
+    audit: LogAudit | None = None,
 ) -> Iterator[SagaEvidence]:
     """Every saga of the journal, and every checkpointed saga missing from it, in id
-    order, each compared with its checkpoints (none when `log` is None)."""
+    order, each compared with its checkpoints (none when `log` is None). The checkpoints
+    are filed by what their notes say, and must be signed by the log's own key, as
+    `audit` (of this log; made here when not given) found them."""
+    if log is not None and audit is None:
+        audit = audit_log(log, verifiers)
     sagas = iter(store.sagas())
-    groups = _grouped(iter(log.by_saga())) if log is not None else iter(())
+    groups: Iterator[tuple[str, list[LoggedCheckpoint]]] = iter(())
+    key: tuple[LogKey, ...] = ()
+    if log is not None and audit is not None:
+        groups = _with_misfiled(_grouped(iter(log.by_saga()), audit.misfiled_at), audit.misfiled)
+        key = audit.log_key
     saga = next(sagas, None)
     group = next(groups, None)
     while saga is not None or group is not None:
         if group is not None and (saga is None or group[0] < saga):
             yield check_saga(
-                store, group[0], group[1], verifiers, observe, expect_close=expect_close
+                store,
+                group[0],
+                group[1],
+                verifiers,
+                observe,
+                expect_close=expect_close,
+                log=key,
             )
             group = next(groups, None)
             continue
@@ -108,16 +179,18 @@ def check_all(
         if group is not None and group[0] == saga:
             leaves = group[1]
             group = next(groups, None)
-        yield check_saga(store, saga, leaves, verifiers, observe, expect_close=expect_close)
+        yield check_saga(
+            store, saga, leaves, verifiers, observe, expect_close=expect_close, log=key
+        )
         saga = next(sagas, None)
 
 
 def checkpointed(log: CheckpointLog, verifiers: Sequence[NoteVerifier] | None) -> bool:
     """Whether closed sagas are expected to carry a checkpoint: the log is in use (it has
-    a tree head) or the auditor holds its key. A log emptied by someone who could drop its
-    triggers still expects them when the key is given (and `log consistency` against an
-    earlier head shows the loss)."""
-    return bool(verifiers) or log.head() is not None
+    a leaf or a tree head) or the auditor holds its key. A log emptied by someone who
+    could drop its triggers still expects them when the key is given (and `log
+    consistency` against an earlier head shows the loss)."""
+    return bool(verifiers) or log.in_use()
 
 
 def audit_log(log: CheckpointLog, verifiers: Sequence[NoteVerifier] | None) -> LogAudit:

@@ -14,9 +14,11 @@ can show depends on what it is:
   histories), and in a complete export the leaves it proves must rebuild the known
   root: the log was only appended to.
 
-Every checkpoint must be of the tree head's log: a checkpoint another log signed (a
-staging log whose key the auditor also trusts) cannot pass for one of this log, not even
-as a leaf newer than the head, which no proof ties to it.
+Every checkpoint must be of the tree head's log, signed by the head's key (a log is its
+key, not its name: two deployments may name their keys alike): a checkpoint another log
+signed (a staging log whose key the auditor also trusts) cannot pass for one of this
+log, not even as a leaf newer than the head, which no proof ties to it; nor can a kept
+head of another key.
 
 Memory: one integer per checkpoint line (to see a leaf repeated or left out), in a
 complete export checked against a known head 32 bytes per leaf it covers, and each
@@ -30,12 +32,13 @@ from dataclasses import dataclass, field
 
 from sagacity.chain import VerifyReport
 from sagacity.checkpoint import (
-    SAGA_ORIGIN_PART,
     CheckpointError,
+    LogKey,
     SagaCheckpoint,
     TreeHead,
     open_saga_checkpoint,
     open_tree_head,
+    same_log,
 )
 from sagacity.entry import JournalEntry
 from sagacity.errors import AuditFileError
@@ -80,6 +83,11 @@ class FileEvidence:
     """The leaf hashes of the known head's leaves, at 32 * index, as they are proved
     (grown as leaves arrive: only a complete export checked against a known head)."""
 
+    def __post_init__(self) -> None:
+        if self.known is not None and not self.known.signers:
+            # A head read from a store, not opened: its key is what ties it to a log.
+            self.known = open_tree_head(self.known.note, self.verifiers)
+
     def evidence(self, number: int, item: HeadLine | CheckpointLine) -> None:
         if isinstance(item, HeadLine):
             self._head(item)
@@ -96,13 +104,13 @@ class FileEvidence:
         except CheckpointError as exc:
             self._found(EXPORT, Problem.BAD_CHECKPOINT, f"line {number}: {exc}")
             return
-        if self.head is not None and log_of(checkpoint.note) != log_of(self.head.note):
+        if self.head is not None and not same_log(checkpoint.signers, self.head.signers):
             self._found(
                 checkpoint.saga_id,
                 Problem.BAD_CHECKPOINT,
-                f"line {number}: a checkpoint of log {log_of(checkpoint.note)!r}, but the tree "
-                f"head is of log {log_of(self.head.note)!r}: a checkpoint of another log was "
-                "put in this export",
+                f"line {number}: a checkpoint signed by {_keys(checkpoint.signers)}, but the "
+                f"tree head by {_keys(self.head.signers)}: a checkpoint of another log was put "
+                "in this export",
             )
             return
         if checkpoint.saga_id in self._started:
@@ -125,12 +133,12 @@ class FileEvidence:
         except CheckpointError as exc:
             self._found(EXPORT, Problem.LOG_BROKEN, f"line {item.number}: {exc}")
             return
-        if self.known is not None and log_of(self.known.note) != log_of(self.head.note):
+        if self.known is not None and not same_log(self.known.signers, self.head.signers):
             self._found(
                 EXPORT,
                 Problem.LOG_BROKEN,
-                f"the head you kept is of log {log_of(self.known.note)!r}, the export's of log "
-                f"{log_of(self.head.note)!r}: this export is of another log",
+                f"the head you kept is signed by {_keys(self.known.signers)}, the export's by "
+                f"{_keys(self.head.signers)}: this export is of another log",
             )
             self._foreign_known = True
 
@@ -260,9 +268,5 @@ class FileEvidence:
         self.findings.append(Finding(saga_id, problem, detail))
 
 
-def log_of(note: str) -> str:
-    """The log a checkpoint or tree head belongs to: its origin line, without the saga
-    part (a saga id is percent-encoded, so it holds no "/")."""
-    origin = note.split("\n", 1)[0]
-    log, part, _ = origin.rpartition(SAGA_ORIGIN_PART)
-    return log if part else origin
+def _keys(signers: tuple[LogKey, ...]) -> str:
+    return ", ".join(str(key) for key in signers) or "no key"

@@ -12,12 +12,12 @@ calls them on every change.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sagacity.bounds import cut
 from sagacity.canonical import canonical_text
+from sagacity.visible import visible_char as _visible
 
 __all__ = [
     "HEADLINES",
@@ -53,21 +53,6 @@ _MARKDOWN = set("\\`*_{}[]()#+-.!|~<>&")
 (field names, numbers, statuses): the Temporal UI's renderer honours fewer escapes than
 CommonMark (it shows `\\=` as written) and turns a bare URL into a link, so every value a
 caller, a model or a tool controls is shown in a code span instead (md_code)."""
-
-
-def _visible(ch: str) -> str:
-    """A character as shown: controls, format characters (bidi overrides, zero-width)
-    and separators other than a plain space become a `\\uXXXX` escape a reader sees."""
-    if ch == " ":
-        return ch
-    category = unicodedata.category(ch)
-    if category[0] in "CZ" or ch in "\u115f\u1160\u3164\uffa0":
-        code = ord(ch)
-        if code <= 0xFFFF:
-            return f"\\u{code:04x}"
-        high, low = 0xD800 + ((code - 0x10000) >> 10), 0xDC00 + ((code - 0x10000) & 0x3FF)
-        return f"\\u{high:04x}\\u{low:04x}"  # as JSON writes it (UTF-16 surrogates)
-    return ch
 
 
 def md_text(value: object, limit: int = 200) -> str:

@@ -32,6 +32,7 @@ from temporalio.service import RPCError
 
 from sagacity.errors import SagacityError, StoreUnavailableError
 from sagacity.stores import JournalStore, open_store
+from sagacity.visible import visible
 from sagacity.worker.settings import Settings, journal_location, sqlite_file
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ EXIT_INTERRUPTED = 130
 
 def fail(message: str, code: int = EXIT_ERROR) -> typer.Exit:
     """Print `message` as one line on stderr; return the Exit to raise."""
-    text = " ".join(message.split())  # one line, whatever the message carried
+    text = visible(" ".join(message.split()))  # one line, whatever the message carried
     err.print(f"[bold red]error:[/] {escape(text)}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 

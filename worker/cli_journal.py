@@ -32,6 +32,7 @@ from sagacity.evidence import Finding
 from sagacity.export_writer import JournalExport
 from sagacity.registry import ApproverRegistry
 from sagacity.stores import JournalStore
+from sagacity.visible import visible
 from sagacity.worker.cli_common import (
     console,
     err,
@@ -45,7 +46,7 @@ from sagacity.worker.cli_common import (
     settings_of,
     user_errors,
 )
-from sagacity.worker.render import journal_table
+from sagacity.worker.render import journal_table, shown
 
 SagaArg = Annotated[
     str | None, typer.Argument(help="the saga id; omit with --all", show_default=False)
@@ -164,11 +165,11 @@ class Tally:
     def conclude(self, where: str, *, require_closed: bool, prefix: str = "") -> None:
         """Print the summary and the open chains; raise the exit a broken chain (or, with
         require_closed, an open one) calls for."""
-        say(self.summary(where))
+        say(visible(self.summary(where)))
         for report in self.open:
             say(
-                f"open: {report.saga_id} ({report.entries} entries, head "
-                f"{report.head_hash[:16]}, no SAGA_CLOSED)"
+                f"open: {visible(report.saga_id)} ({report.entries} entries, head "
+                f"{visible(report.head_hash[:16])}, no SAGA_CLOSED)"
             )
         if self.open:
             note(OPEN_CHAIN_NOTE)
@@ -241,7 +242,7 @@ def _decision_audit(registry: str | None) -> DecisionAudit:
 def _conclude_decisions(audit: DecisionAudit) -> None:
     """Print the signature check; exit 1 naming each decision whose signature fails."""
     for saga_id, seq, problem in audit.problems[:20]:
-        console.print(f"[red]✗[/] {saga_id} seq {seq}: {problem}", soft_wrap=True)
+        console.print(f"[red]✗[/] {shown(saga_id)} seq {seq}: {shown(problem)}", soft_wrap=True)
     console.print(("  " if audit.ok else "[red]✗[/] ") + audit.summary(), soft_wrap=True)
     conclude(_decisions_verdict(audit))
 

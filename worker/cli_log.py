@@ -18,10 +18,11 @@ from typing import Annotated
 
 import typer
 
-from sagacity.checkpoint import CheckpointError, TreeHead, open_tree_head
+from sagacity.checkpoint import CheckpointError, TreeHead, open_tree_head, same_log
 from sagacity.checkpoint_log import CheckpointLog
 from sagacity.merkle import leaf_hash, verify_consistency, verify_inclusion
 from sagacity.note_keys import NoteSigner, NoteVerifier
+from sagacity.visible import visible
 from sagacity.worker.cli_common import (
     JsonOpt,
     SagaId,
@@ -37,8 +38,8 @@ from sagacity.worker.cli_common import (
 )
 from sagacity.worker.cli_verify import LogKeyOpt
 from sagacity.worker.log_keys import (
-    DEFAULT_LOG_NAME,
     log_verifiers,
+    new_log_name,
     read_tree_head,
     worker_log_key,
 )
@@ -80,16 +81,22 @@ def _current_head(log_db: CheckpointLog, keys: list[NoteVerifier]) -> TreeHead:
 def keygen(
     out: Annotated[Path, typer.Option("--out", "-o", help="the key file to write (0600)")],
     name: Annotated[
-        str, typer.Option("--name", help="the log's name: the key name in every signature")
-    ] = DEFAULT_LOG_NAME,
+        str | None,
+        typer.Option(
+            "--name",
+            help="the log's name: the key name in every signature (default: "
+            "sagacity.local/journal-<8 random hex digits>, a name no other deployment has)",
+            show_default=False,
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Make a log key for workers (SAGACITY_LOG_KEY=FILE); prints its public key."""
     with user_errors():
-        signer = NoteSigner.generate(name)
+        signer = NoteSigner.generate(name if name is not None else new_log_name())
         signer.to_file(out)
     if as_json:
-        print_json({"name": name, "verifier": signer.verifier.encode(), "file": str(out)})
+        print_json({"name": signer.name, "verifier": signer.verifier.encode(), "file": str(out)})
     else:
         say(signer.verifier.encode())
     note(f"log key written to {out}; give auditors the line above (`sagacity log key` prints it)")
@@ -177,7 +184,8 @@ def prove(
         return
     for leaf, path in proofs:
         say(
-            f"{saga_id}: checkpoint at {leaf.entries} entries (head {leaf.head_hash[:16]}…) is "
+            f"{visible(saga_id)}: checkpoint at {leaf.entries} entries (head "
+            f"{leaf.head_hash[:16]}…) is "
             f"leaf {leaf.index} of the signed tree of size {current.size}: proof of "
             f"{len(path)} hashes checked"
         )
@@ -212,6 +220,11 @@ def consistency(
                 "kept: checkpoints were removed (the log was rolled back)"
             )
         new = open_tree_head(stored.note, keys)
+        if not same_log(old.signers, new.signers):
+            raise fail(
+                f"the head you kept is signed by {old.log}, the log's current head by "
+                f"{new.log}: this is another log (a log is its key, not its name)"
+            )
         proof = log_db.prove_consistency(old.size, new.size)
     if not verify_consistency(old.size, new.size, old.root, new.root, proof):
         raise fail(

@@ -10,15 +10,15 @@ so "verified" never claims more than was looked at; every problem names the saga
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
 
+from sagacity.checkpoint import LogKey
 from sagacity.checkpoint_log import CheckpointLog
 from sagacity.decision_audit import DecisionAudit
 from sagacity.evidence import Finding, LogAudit
-from sagacity.evidence_walk import SagaEvidence, audit_log, check_all, check_saga, checkpointed
+from sagacity.evidence_walk import SagaEvidence, audit_log, check_all, check_one, checkpointed
 from sagacity.note_keys import NoteVerifier
 from sagacity.stores import JournalStore
 from sagacity.worker.cli_common import (
@@ -57,8 +57,11 @@ from sagacity.worker.cli_journal import (
     report_json,
 )
 from sagacity.worker.log_keys import log_verifiers
-from sagacity.worker.render import finding_line, verify_line
+from sagacity.worker.render import finding_line, shown, verify_line
 from sagacity.worker.settings import Settings
+
+if TYPE_CHECKING:
+    from sagacity.worker.witness import WitnessReport
 
 LogKeyOpt = Annotated[
     str | None,
@@ -79,6 +82,37 @@ WitnessOpt = Annotated[
 ]
 
 
+SkipSignaturesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--skip-signatures",
+        help="check with no log key: the checkpoints and tree heads then vouch for nothing "
+        "(anyone can sign their own)",
+    ),
+]
+NO_KEY_KNOWN = (
+    "no log key is known to check them, and anyone can sign their own: give --log-key (the "
+    "log's public key, from `sagacity log key`) or set SAGACITY_LOG_VERIFIER; "
+    "--skip-signatures checks the rest alone"
+)
+"""The end of the refusal of checkpoints no key can check (verify and verify-file)."""
+
+
+def auditor_keys(settings: Settings, log_key: str | None, skip: bool) -> list[NoteVerifier]:
+    """The keys that check signatures: --log-key, else SAGACITY_LOG_VERIFIER, else the
+    worker's own key if readable here; none with --skip-signatures."""
+    if not skip:
+        return log_verifiers(settings, log_key)
+    if log_key:
+        raise typer.BadParameter("--skip-signatures and --log-key contradict each other; drop one")
+    return []
+
+
+def describe_keys(verifiers: Sequence[NoteVerifier]) -> str:
+    """Keys as the summaries name them: a name can be shared, its key hash cannot."""
+    return ", ".join(str(LogKey(v.name, v.key_hash)) for v in verifiers)
+
+
 class Evidence:
     """What was checked beyond the chains, and what it found."""
 
@@ -87,7 +121,7 @@ class Evidence:
         self.findings: list[Finding] = []
         self.checkpointed = 0
         self.log: LogAudit | None = None
-        self.witnessed: int | None = None
+        self.witnessed: str | None = None
         self.expected = True
         """Whether closed chains must be checkpointed (see evidence_walk.checkpointed)."""
 
@@ -98,22 +132,30 @@ class Evidence:
     def kinds(self) -> str:
         parts = ["hash chains"]
         keyed = (
-            f"signatures checked with {', '.join(v.name for v in self.verifiers)}"
+            f"signatures checked with {describe_keys(self.verifiers)}"
             if self.verifiers
-            else "signatures NOT checked: no log key (give --log-key)"
+            else "signatures NOT checked (--skip-signatures): they vouch for nothing"
         )
         if self.expected:
             parts.append(f"checkpoints of {self.checkpointed} saga(s) ({keyed})")
         else:
-            parts.append("no checkpoints: the checkpoint log is empty and no log key is known")
-        if self.log is not None:
+            parts.append(
+                "NO checkpoints: the checkpoint log is empty and no log key is known, so only "
+                "the chains vouch (a rewritten, cut or deleted saga would not show; give "
+                "--log-key)"
+            )
+        if self.log is not None and (self.log.read or self.log.heads):
             head = self.log.latest
             parts.append(
-                f"checkpoint log of {self.log.leaves} leaves"
-                + (f" against its signed tree head of size {head.size}" if head else "")
+                f"checkpoint log of {self.log.read} leaves"
+                + (
+                    f" against its signed tree head of size {head.size} (log {head.log})"
+                    if head is not None and head.log is not None
+                    else ""
+                )
             )
         if self.witnessed is not None:
-            parts.append(f"Temporal history of {self.witnessed} saga(s)")
+            parts.append(self.witnessed)
         return "evidence checked: " + "; ".join(parts)
 
     def conclude(self, *, quiet: bool = False) -> None:
@@ -123,8 +165,8 @@ class Evidence:
             console.print(finding_line(finding), soft_wrap=True)
         if len(self.findings) > 50:
             note(f"… and {len(self.findings) - 50} more findings")
-        mark = "  " if not self.findings else "[red]✗[/] "
-        console.print(mark + escape(self.kinds()), soft_wrap=True)
+        mark = "[red]✗[/] " if self.findings else "  " if self.expected else "[yellow]![/] "
+        console.print(mark + shown(self.kinds()), soft_wrap=True)
         if not quiet:
             conclude(self.verdict())
 
@@ -152,20 +194,33 @@ def _witness(
     settings: Settings, store: JournalStore, saga_ids: list[str] | None, evidence: Evidence
 ) -> None:
     """Compare the journal with Temporal history: the named sagas, or (None) every saga of
-    the journal and every saga workflow on the task queue."""
+    the journal and every saga workflow on a task queue that serves it."""
     from sagacity.worker.app import connect
-    from sagacity.worker.witness import saga_workflows, witness_all
+    from sagacity.worker.witness import Scope, saga_workflows, scope, witness_all
 
-    async def main() -> tuple[int, list[Finding]]:
+    async def main() -> tuple[Scope | None, WitnessReport]:
         client = await connect(settings)
-        ids = saga_ids
-        if ids is None:
-            on_queue = await saga_workflows(client, settings.task_queue)
-            ids = sorted(set(store.sagas()) | set(on_queue))
-        return await witness_all(client, store, ids)
+        if saga_ids is not None:
+            return None, await witness_all(client, store, saga_ids)
+        seen = scope(store.sagas(), await saga_workflows(client), settings.task_queue)
+        return seen, await witness_all(client, store, seen.ids)
 
-    evidence.witnessed, found = run(main())
-    evidence.findings += found
+    seen, report = run(main())
+    evidence.findings += report.findings
+    text = f"Temporal history of {report.sagas} saga(s) ({report.runs} run(s) read"
+    if report.reused:
+        text += (
+            f"; {report.reused} id(s) started more than once: only runs holding the saga's "
+            "entries vouch"
+        )
+    if seen is not None:
+        text += f"; every saga workflow of task queue(s) {', '.join(seen.queues)}"
+        if seen.others:
+            text += (
+                f"; {seen.others} saga workflow(s) on other task queues of the namespace not "
+                "compared (another journal's, or name them: verify ID --witness temporal)"
+            )
+    evidence.witnessed = text + ")"
 
 
 def _check_witness(witness: str | None) -> None:
@@ -184,35 +239,37 @@ def verify(
     log_key: LogKeyOpt = None,
     witness: WitnessOpt = None,
     as_json: JsonOpt = False,
+    skip_signatures: SkipSignaturesOpt = False,
 ) -> None:
     """Walk hash chains in the journal and compare them with their signed checkpoints
-    (and, with --witness temporal, with Temporal history); exit 1 naming the saga and
-    what is wrong.
+    and the checkpoint log (and, with --witness temporal, with Temporal history); exit 1
+    naming the saga and what is wrong.
 
     The summary counts closed and open chains and lists the open ones, and says which
-    kinds of evidence were checked. With --json, all of it is one JSON object on stdout
-    (every chain's report too); the exit code is the same.
+    kinds of evidence were checked. Checking one saga reads the whole checkpoint log
+    once: its checkpoints are the leaves whose signed notes name it. With --json, all of
+    it is one JSON object on stdout (every chain's report too); the exit code is the same.
     """
     _one_or_all(saga_id, every)
     _check_witness(witness)
     settings = settings_of(ctx)
     decisions = _decision_audit(approvers or settings.approvers)
     with user_errors():
-        evidence = Evidence(log_verifiers(settings, log_key))
+        evidence = Evidence(auditor_keys(settings, log_key, skip_signatures))
         store = open_journal(settings)
     with user_errors(), store:
         log: CheckpointLog = store.checkpoint_log()
+        if not evidence.verifiers and not skip_signatures and log.in_use():
+            raise fail(
+                f"the checkpoint log at {store.url} holds signed checkpoints, but {NO_KEY_KNOWN}"
+            )
         expect = checkpointed(log, evidence.verifiers)
         evidence.expected = expect
         if saga_id is not None:
-            saga = check_saga(
-                store,
-                saga_id,
-                log.of_saga(saga_id),
-                evidence.verifiers,
-                decisions.observe,
-                expect_close=expect,
+            saga, evidence.log = check_one(
+                store, log, saga_id, evidence.verifiers, decisions.observe, expect_close=expect
             )
+            evidence.findings += evidence.log.findings
             if saga.report is None and not saga.findings:
                 raise UnknownSagaError(
                     f"no journal entries for saga {saga_id!r} in {located(store)}"
@@ -231,7 +288,14 @@ def verify(
         ids = list(store.sagas())
         with _progress(visible=not as_json) as progress:
             task = progress.add_task("verifying", total=len(ids))
-            walk = check_all(store, log, evidence.verifiers, decisions.observe, expect_close=expect)
+            walk = check_all(
+                store,
+                log,
+                evidence.verifiers,
+                decisions.observe,
+                expect_close=expect,
+                audit=evidence.log,
+            )
             for saga in walk:
                 evidence.add(saga)
                 if saga.report is None:

@@ -20,11 +20,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from sagacity.audit import export_lines, verify_jsonl
 from sagacity.entry import JournalEntry
-from sagacity.file_evidence import FileEvidence, log_of
+from sagacity.file_evidence import FileEvidence
 from sagacity.note_keys import NoteVerifier
 from sagacity.worker.cli_common import (
     JsonOpt,
@@ -48,9 +47,15 @@ from sagacity.worker.cli_journal import (
     decisions_json,
     finding_json,
 )
-from sagacity.worker.cli_verify import LogKeyOpt
-from sagacity.worker.log_keys import log_verifiers, read_tree_head
-from sagacity.worker.render import finding_line, verify_line
+from sagacity.worker.cli_verify import (
+    NO_KEY_KNOWN,
+    LogKeyOpt,
+    SkipSignaturesOpt,
+    auditor_keys,
+    describe_keys,
+)
+from sagacity.worker.log_keys import read_tree_head
+from sagacity.worker.render import finding_line, shown, verify_line
 
 KnownHeadOpt = Annotated[
     Path | None,
@@ -58,14 +63,6 @@ KnownHeadOpt = Annotated[
         "--known-head",
         help="a tree head you kept earlier (`sagacity log head > FILE`): the export's head "
         "must extend it (a rolled-back or rewritten log is found)",
-    ),
-]
-SkipSignaturesOpt = Annotated[
-    bool,
-    typer.Option(
-        "--skip-signatures",
-        help="check chains and proofs with no log key: the export's checkpoints and tree "
-        "head then vouch for nothing (anyone can sign their own)",
     ),
 ]
 RequireCompleteOpt = Annotated[
@@ -111,8 +108,8 @@ def verify_file(
         evidence = FileEvidence(verifiers or None, known=known)
 
         def observe(entry: JournalEntry) -> None:
-            decisions.observe(entry)
             evidence.observe(entry)
+            decisions.observe(entry)
 
         if str(file) == "-":
             reports = verify_jsonl(export_lines(sys.stdin.buffer), observe, evidence.evidence)
@@ -122,11 +119,7 @@ def verify_file(
     if not reports and not evidence.checkpoints and evidence.head_line is None:
         raise fail(f"{file} holds no journal entries")  # a head alone is evidence: go on
     if not verifiers and not skip_signatures and (evidence.checkpoints or evidence.head_line):
-        raise fail(
-            f"{file} carries signed checkpoints, but no log key is known to check them, and "
-            "anyone can sign their own: give --log-key (the log's public key, from `sagacity "
-            "log key`) or set SAGACITY_LOG_VERIFIER; --skip-signatures checks the rest alone"
-        )
+        raise fail(f"{file} carries signed checkpoints, but {NO_KEY_KNOWN}")
     tally = Tally(keep=as_json)
     for report in reports:
         tally.add(report)
@@ -168,11 +161,9 @@ def verify_file(
         console.print(finding_line(finding), soft_wrap=True)
     if len(findings) > 50:
         note(f"… and {len(findings) - 50} more findings")
-    console.print(
-        ("  " if not findings else "[red]✗[/] ")
-        + escape("evidence checked: " + _kinds(evidence, verifiers)),
-        soft_wrap=True,
-    )
+    bare = not (evidence.checkpoints or evidence.head_line)
+    mark = "[red]✗[/] " if findings else "[yellow]![/] " if bare else "  "
+    console.print(mark + shown("evidence checked: " + _kinds(evidence, verifiers)), soft_wrap=True)
     if partial:
         note(
             "partial export: a checkpoint left out of it cannot be seen offline; use "
@@ -191,16 +182,14 @@ def _verifiers(
 ) -> list[NoteVerifier]:
     """The keys that check the file's signatures, as `verify` finds them; none with
     --skip-signatures, which a check that only signatures make sound refuses."""
+    found = auditor_keys(settings_of(ctx), log_key, skip)
     if not skip:
-        found = log_verifiers(settings_of(ctx), log_key)
         if not found and (require_complete or known_head is not None):
             raise fail(
                 "--require-complete and --known-head need the log key, and none is known: "
                 "give --log-key (from `sagacity log key`) or set SAGACITY_LOG_VERIFIER"
             )
         return found
-    if log_key:
-        raise typer.BadParameter("--skip-signatures and --log-key contradict each other; drop one")
     if require_complete or known_head is not None:
         raise typer.BadParameter(
             "--require-complete and --known-head need the log key: without signatures a "
@@ -212,9 +201,13 @@ def _verifiers(
 def _kinds(evidence: FileEvidence, verifiers: list[NoteVerifier]) -> str:
     kinds = ["hash chains"]
     if not (evidence.checkpoints or evidence.head_line):
-        return "hash chains; no checkpoints in this export (only the chains vouch for it)"
+        return (
+            "hash chains only: NO checkpoint evidence in this export, so only the chains "
+            "vouch for it (a chain rewritten, cut back or made up with recomputed hashes "
+            "would pass); give the log key, and --require-complete, to refuse such a file"
+        )
     keyed = (
-        f"signatures checked with {', '.join(v.name for v in verifiers)}"
+        f"signatures checked with {describe_keys(verifiers)}"
         if verifiers
         else "signatures NOT checked (--skip-signatures): they vouch for nothing"
     )
@@ -223,7 +216,7 @@ def _kinds(evidence: FileEvidence, verifiers: list[NoteVerifier]) -> str:
     if head is not None:
         what = "complete export: every leaf of" if evidence.complete else "partial export:"
         kinds.append(
-            f"{what} the tree head of log {log_of(head.note)!r} of size {head.size}, "
+            f"{what} the tree head of log {head.log} of size {head.size}, "
             f"{evidence.proved} inclusion proof(s) checked"
             + (f", {evidence.newer} checkpoint(s) newer" if evidence.newer else "")
         )

@@ -14,6 +14,7 @@ verifier text `sagacity log key` prints, or a file holding one per line.
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 
 from sagacity.checkpoint import CheckpointError, TreeHead, open_tree_head
@@ -22,8 +23,18 @@ from sagacity.signed_note import NoteError
 from sagacity.stores.sqlite import sqlite_path
 from sagacity.worker.settings import Settings
 
-DEFAULT_LOG_NAME = "sagacity.local/journal"
+LOG_NAME_PREFIX = "sagacity.local/journal-"
 EMBEDDED_KEY_FILE = "log-key.json"
+
+
+def new_log_name() -> str:
+    """A log name no other deployment has: the prefix and 8 random hex digits.
+
+    A checkpoint names its log, and an auditor reads that name; two deployments set up
+    with one default name (every key was `sagacity.local/journal` before) print the same
+    name for two logs. Verification tells logs apart by their key, so keys made under
+    the old name keep verifying; a name of its own makes the log recognisable too."""
+    return LOG_NAME_PREFIX + secrets.token_hex(4)
 
 
 def embedded_key_path(journal_url: str) -> Path | None:
@@ -46,7 +57,7 @@ def worker_log_key(settings: Settings, *, create: bool = False) -> NoteSigner | 
             return None
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            NoteSigner.generate(DEFAULT_LOG_NAME).to_file(path)
+            NoteSigner.generate(new_log_name()).to_file(path)
         except NoteError:
             if not path.exists():
                 raise

@@ -22,6 +22,7 @@ from sagacity.chain import VerifyReport
 from sagacity.entry import JournalEntry
 from sagacity.evidence import Finding
 from sagacity.phases import Phase
+from sagacity.visible import visible
 from sagacity.worker.confusables import TextWarning, payload_warnings
 from sagacity.worker.terminal_safe import printable
 from sagacity.workflows.models import (
@@ -105,9 +106,18 @@ def journal_table(saga_id: str, entries: Iterable[JournalEntry]) -> Table:
     return table
 
 
+def shown(value: object) -> str:
+    """Text from a journal, a file or a caller, ready for a rich markup line: invisible
+    and control characters shown as escapes (a newline cannot start a forged line, ESC
+    cannot restyle the terminal, U+202E cannot reverse it: sagacity.visible), and markup
+    escaped (a saga id "[conceal]x" cannot hide its own line). Every saga id, finding
+    and detail the verify, verify-file and log commands print goes through it."""
+    return escape(visible("" if value is None else str(value)))
+
+
 def verify_line(report: VerifyReport) -> str:
     """One line of rich markup; saga-provided text is escaped."""
-    saga = escape(report.saga_id)
+    saga = shown(report.saga_id)
     if report.ok and report.closed:
         return (
             f"[green]verified[/] {saga}: {report.entries} entries, chain intact "
@@ -122,14 +132,14 @@ def verify_line(report: VerifyReport) -> str:
     reason = report.reason.value if report.reason is not None else "broken"
     return (
         f"[red]BROKEN[/] {saga}: first broken seq {report.first_broken_seq} "
-        f"({reason}): {escape(report.detail)}"
+        f"({reason}): {shown(report.detail)}"
     )
 
 
 def finding_line(finding: Finding) -> str:
     """One evidence problem as rich markup; its saga id and detail come from the journal
-    or the file, so they are escaped (a saga id "[conceal]x" would hide its own line)."""
-    return f"[red]✗[/] {escape(finding.describe())}"
+    or the file, so they are shown escaped."""
+    return f"[red]✗[/] {shown(finding.describe())}"
 
 
 def sagas_table(summaries: Iterable[Any]) -> Table:

@@ -19,19 +19,17 @@ emoji are printed as they are (look-alike letters are worker.confusables' concer
 from __future__ import annotations
 
 import json
-import unicodedata
 from typing import Any
+
+from sagacity.visible import hidden
 
 __all__ = ["json_line", "neutralized", "printable"]
 
-UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
-
-def _unsafe(char: str) -> bool:
-    if char.isascii():
-        return not char.isprintable()  # C0 controls and DEL; space and the rest print
-    return unicodedata.category(char) in UNSAFE_CATEGORIES
+_unsafe = hidden
+"""What is escaped: sagacity.visible's one definition (here spelled `\\x1b`, `\\r`,
+`\\u202e`, readable on a terminal; the Temporal UI and verify spell it `\\uXXXX`)."""
 
 
 def _escape(char: str) -> str:

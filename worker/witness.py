@@ -2,21 +2,29 @@
 
 Every journal write an activity makes comes back to the workflow as an EntryRef (seq and
 hash), and a saga's result names its head: so Temporal history holds, outside the
-journal's database, the hash of each entry the saga wrote, in the history of every run
-of the workflow (continue-as-new chains are followed back to the first run). This module
-reads those histories and compares them with the journal:
+journal's database, the hash of each entry the saga wrote. This module reads the history
+of every run Temporal has under the saga's workflow id — every execution visibility
+lists with that id, and the continue-as-new chain of each back to its first run — and
+compares them with the journal:
 
 - an entry of the history whose hash differs from the journal's at that seq: rewritten;
 - an entry of the history past the journal's end: the tail was cut;
 - a saga workflow whose journal has no entry: the journal is gone;
 - a journal saga with no workflow: inserted by hand (or its history is past the
-  namespace's retention — the finding says so, since Temporal forgets on purpose).
+  namespace's retention — the finding says so, since Temporal forgets on purpose);
+- a journal saga whose workflow's runs hold none of its entries: they vouch for nothing
+  (a workflow that reused the id, or one started only to lend the id a history).
+
+A saga's id is started once (sagacity's own starts refuse a duplicate), but any client
+may start another workflow under a closed saga's id. Every run is read, so a run that
+reused the id cannot hide the saga's own; only runs that hold the saga's entries vouch.
 
 It trusts Temporal's history, which a Temporal administrator can delete but the
 journal's database owner cannot touch: the two are separate failure (and attack)
-domains. With `--all` it lists the saga workflows of the task queue (those with the
-SagaStatus search attribute), so a namespace shared by several journals should be
-checked saga by saga, or per task queue.
+domains. With `--all` it lists the saga workflows (those with the SagaStatus search
+attribute) of every task queue this journal's sagas ran on, and of the configured one;
+saga workflows on other task queues of the namespace are counted, not compared, since
+they may be another journal's.
 """
 
 from __future__ import annotations
@@ -53,6 +61,11 @@ class Witnessed:
     closed_at: int | None = None
     """The head seq the saga's result names (None while it runs)."""
     conflicts: list[str] = field(default_factory=list)
+    starts: set[str] = field(default_factory=set)
+    """The first run of each chain of runs (continue-as-new, retries): more than one
+    means the id was started more than once."""
+    types: set[str] = field(default_factory=set)
+    """The workflow types of the runs."""
 
 
 def _payloads(event: HistoryEvent) -> Iterator[Payload]:
@@ -131,7 +144,10 @@ def read_history(seen: Witnessed, history: WorkflowHistory) -> str | None:
     for event in history.events:
         kind = event.WhichOneof("attributes")
         if kind == "workflow_execution_started_event_attributes":
-            previous = event.workflow_execution_started_event_attributes.continued_execution_run_id
+            started = event.workflow_execution_started_event_attributes
+            previous = started.continued_execution_run_id
+            seen.starts.add(started.first_execution_run_id or started.original_execution_run_id)
+            seen.types.add(started.workflow_type.name)
         for payload in _payloads(event):
             value = _values(payload)
             for seq, digest in _refs(value):
@@ -146,23 +162,41 @@ def read_history(seen: Witnessed, history: WorkflowHistory) -> str | None:
     return previous or None
 
 
+async def _run_ids(client: Client, saga_id: str) -> list[str | None]:
+    """Every run visibility lists under the id, and the newest run (None: visibility
+    may not list a run started a moment ago)."""
+    query = f"WorkflowId = '{_quoted(saga_id)}'"
+    listed: list[str | None] = [run.run_id async for run in client.list_workflows(query)]
+    return [None, *listed]
+
+
 async def witness_saga(client: Client, saga_id: str) -> Witnessed | None:
-    """The refs of every run of the saga's workflow, newest run first back to the
-    first; None when Temporal has no workflow with this id."""
+    """The refs of every run Temporal has under the saga's workflow id, each followed
+    back through continue-as-new to its first run; None when Temporal has none."""
     seen = Witnessed(saga_id)
-    run_id: str | None = None
-    while seen.runs < _MAX_RUNS:
+    pending = await _run_ids(client, saga_id)
+    read: set[str] = set()
+    while pending and seen.runs < _MAX_RUNS:
+        run_id = pending.pop()
+        if run_id is not None and run_id in read:
+            continue
         handle = client.get_workflow_handle(saga_id, run_id=run_id)
         try:
+            if run_id is None:
+                run_id = (await handle.describe()).run_id
+                if run_id in read:
+                    continue
+                handle = client.get_workflow_handle(saga_id, run_id=run_id)
             history = await handle.fetch_history()
         except RPCError as exc:
             if exc.status is RPCStatusCode.NOT_FOUND:
-                return None if seen.runs == 0 else seen
+                continue  # the newest run is gone, or a listed run passed retention
             raise
-        run_id = read_history(seen, history)
-        if run_id is None:
-            return seen
-    return seen
+        read.add(run_id)
+        previous = read_history(seen, history)
+        if previous is not None and previous not in read:
+            pending.append(previous)
+    return seen if seen.runs else None
 
 
 def compare(store: JournalStore, seen: Witnessed | None, saga_id: str) -> list[Finding]:
@@ -178,7 +212,13 @@ def compare(store: JournalStore, seen: Witnessed | None, saga_id: str) -> list[F
                 "journal by hand, or its history is past the namespace's retention",
             )
         ]
-    findings = [Finding(saga_id, Problem.WITNESS, text) for text in seen.conflicts]
+    reused = (
+        f" (the id was started {len(seen.starts)} times: a run of another workflow, or of "
+        "a saga of another journal, may hold it)"
+        if len(seen.starts) > 1
+        else ""
+    )
+    findings = [Finding(saga_id, Problem.WITNESS, text + reused) for text in seen.conflicts]
     wanted = dict(seen.refs)
     last = 0
     for entry in store.entries(saga_id):
@@ -193,7 +233,19 @@ def compare(store: JournalStore, seen: Witnessed | None, saga_id: str) -> list[F
                     f"history recorded {digest[:16]}…: the chain was rewritten",
                 )
             )
-    if last == 0 and seen.refs:
+    if last and not seen.refs:
+        findings.append(
+            Finding(
+                saga_id,
+                Problem.WITNESS,
+                f"Temporal has {seen.runs} run(s) under this id ({', '.join(sorted(seen.types))}), "
+                "but their history holds no entry of this saga, so it vouches for nothing: "
+                "another workflow reused the id, or one was started under it to lend an "
+                "inserted saga a history (a saga started a moment ago has none yet: look "
+                "again)",
+            )
+        )
+    elif last == 0 and seen.refs:
         findings.append(
             Finding(
                 saga_id,
@@ -223,25 +275,66 @@ def compare(store: JournalStore, seen: Witnessed | None, saga_id: str) -> list[F
     return findings
 
 
-async def saga_workflows(client: Client, task_queue: str) -> list[str]:
-    """The ids of the saga workflows on `task_queue` (they carry SagaStatus)."""
-    query = f"{SAGA_STATUS.name} IS NOT NULL AND TaskQueue = '{_quoted(task_queue)}'"
-    ids = {execution.id async for execution in client.list_workflows(query)}
-    return sorted(ids)
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Which saga workflows `verify --all --witness temporal` compares with the journal."""
+
+    ids: list[str]
+    """The journal's sagas and the saga workflows on `queues`."""
+    queues: list[str]
+    """The configured task queue and every one this journal's sagas ran on."""
+    others: int
+    """Saga workflows on other task queues of the namespace: not compared."""
+
+
+def scope(journal: Iterable[str], listed: dict[str, set[str]], configured: str) -> Scope:
+    """The ids to witness: every saga of the journal, and every saga workflow (`listed`:
+    id -> the task queues of its runs) on a task queue that serves this journal — the
+    configured one and any a journal saga ran on. A journal served by several queues is
+    covered by each; a saga deleted from the journal is found on any of them."""
+    ids = set(journal)
+    queues = {configured}
+    for saga_id in ids:
+        queues |= listed.get(saga_id, set())
+    wanted = {saga_id for saga_id, on in listed.items() if on & queues}
+    others = sum(1 for saga_id in listed if saga_id not in wanted and saga_id not in ids)
+    return Scope(sorted(ids | wanted), sorted(queues), others)
+
+
+async def saga_workflows(client: Client) -> dict[str, set[str]]:
+    """Every saga workflow of the namespace (they carry SagaStatus), with the task queues
+    of its runs: whatever queue a saga ran on, it is listed."""
+    listed: dict[str, set[str]] = {}
+    async for execution in client.list_workflows(f"{SAGA_STATUS.name} IS NOT NULL"):
+        listed.setdefault(execution.id, set()).add(execution.task_queue)
+    return listed
 
 
 def _quoted(text: str) -> str:
     return text.replace("\\", "\\\\").replace("'", "\\'")
 
 
+@dataclass
+class WitnessReport:
+    """What the witness compared: sagas with a workflow, runs read, ids started more
+    than once, and the findings."""
+
+    sagas: int = 0
+    runs: int = 0
+    reused: int = 0
+    findings: list[Finding] = field(default_factory=list)
+
+
 async def witness_all(
     client: Client, store: JournalStore, saga_ids: Iterable[str]
-) -> tuple[int, list[Finding]]:
-    """Compare each saga; returns how many were witnessed and the findings."""
-    findings: list[Finding] = []
-    count = 0
+) -> WitnessReport:
+    """Compare each saga with the histories of every run under its id."""
+    report = WitnessReport()
     for saga_id in saga_ids:
         seen = await witness_saga(client, saga_id)
-        count += seen is not None
-        findings += compare(store, seen, saga_id)
-    return count, findings
+        if seen is not None:
+            report.sagas += 1
+            report.runs += seen.runs
+            report.reused += len(seen.starts) > 1
+        report.findings += compare(store, seen, saga_id)
+    return report

@@ -107,8 +107,8 @@ def test_verify_file_with_a_kept_head_and_require_complete(tmp_path: Path) -> No
     full = invoke_sync(["verify-file", str(whole), "--require-complete", *key], env)
     assert full.code == 0, full.output
     assert (
-        f"complete export: every leaf of the tree head of log {signer.name!r} of size 4"
-        in full.output
+        f"complete export: every leaf of the tree head of log {signer.name} "
+        f"(key {signer.key_hash.hex()}) of size 4" in full.output
     )
     assert "the export's head extends your known head of size 3" in full.output
     part = invoke_sync(["verify-file", str(one), *key], env)
@@ -135,3 +135,53 @@ def test_verify_file_with_a_kept_head_and_require_complete(tmp_path: Path) -> No
     crlf = invoke_sync(["verify-file", str(whole), *key], env)
     assert crlf.code == 1 and "head.txt: holds a carriage return" in crlf.stderr, crlf.output
     assert len(crlf.stderr.strip().splitlines()) == 1
+
+
+def test_keygen_names_each_log_its_own(tmp_path: Path) -> None:
+    """Two deployments set up with the defaults no longer share a log name."""
+    made = [
+        invoke_sync(["log", "keygen", "--out", str(tmp_path / f"k{i}.json")], cli_env())
+        for i in range(2)
+    ]
+    names = [ran.stdout.split("+", 1)[0] for ran in made]
+    assert all(ran.code == 0 for ran in made), made
+    assert names[0] != names[1]
+    assert all(name.startswith("sagacity.local/journal-") for name in names)
+
+
+def test_verify_with_checkpoints_and_no_key_known_is_refused(tmp_path: Path) -> None:
+    """Anyone who can write the log's tables can sign checkpoints of their own: with no
+    key to check them they are refused, as verify-file refuses them (exit 1, one line)."""
+    url = _journal(tmp_path, NoteSigner.generate("acme/log"))
+    env = cli_env(SAGACITY_JOURNAL_URL=url)
+    for args in (["verify", "--all"], ["verify", "s1"]):
+        refused = invoke_sync(args, env)
+        assert refused.code == 1, refused.output
+        assert "holds signed checkpoints, but no log key is known" in refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1
+    skipped = invoke_sync(["verify", "--all", "--skip-signatures"], env)
+    assert skipped.code == 0, skipped.output
+    assert "signatures NOT checked (--skip-signatures): they vouch for nothing" in skipped.output
+
+
+def test_consistency_with_a_kept_head_of_another_key_of_the_same_name_is_refused(
+    tmp_path: Path,
+) -> None:
+    staging, prod = NoteSigner.generate("acme/log"), NoteSigner.generate("acme/log")
+    (tmp_path / "staging").mkdir()
+    staging_url = _journal(tmp_path / "staging", staging)
+    both = f"{staging.verifier.encode()}\n{prod.verifier.encode()}\n"
+    (tmp_path / "both.keys").write_text(both, encoding="utf-8")
+    kept = invoke_sync(
+        ["log", "head"], cli_env(SAGACITY_JOURNAL_URL=staging_url, SAGACITY_LOG_VERIFIER=both)
+    )
+    assert kept.code == 0, kept.output
+    (tmp_path / "staging-head.txt").write_text(kept.stdout, encoding="utf-8")
+    env = cli_env(
+        SAGACITY_JOURNAL_URL=_journal(tmp_path, prod),
+        SAGACITY_LOG_VERIFIER=str(tmp_path / "both.keys"),
+    )
+    ran = invoke_sync(["log", "consistency", str(tmp_path / "staging-head.txt")], env)
+    assert ran.code == 1, ran.output
+    assert f"signed by acme/log (key {staging.key_hash.hex()})" in ran.stderr
+    assert "this is another log" in ran.stderr

@@ -13,7 +13,7 @@ import asyncio
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +22,13 @@ import pytest
 from psycopg import sql
 from temporalio.testing import WorkflowEnvironment
 
+from sagacity.chain import GENESIS_HASH, compute_hash
+from sagacity.entry import JournalEntry, render_timestamp
 from sagacity.examples.orders import Shop
 from sagacity.note_keys import NoteSigner
+from sagacity.phases import Phase
 from sagacity.stores import JournalStore, open_store
+from sagacity.stores.base import utc_now
 from sagacity.toolbox import Toolbox
 from sagacity.worker.app import new_worker
 from sagacity.worker.client import saga_result
@@ -82,6 +86,24 @@ class Tamperer:
         else:
             self._run_sqlite(statements)
 
+    def insert(self, entries: Sequence[JournalEntry]) -> None:
+        """Insert entries as rows, as they are: whatever their ids and payloads say."""
+        self.run(
+            *(
+                (
+                    "INSERT INTO {journal} (saga_id, seq, step, attempt, tool, phase, "
+                    "input_json, result_json, error_json, actor_json, recorded_at, prev_hash, "
+                    "hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        e.saga_id, e.seq, e.step, e.attempt, e.tool, e.phase.value,
+                        e.input_json, e.result_json, e.error_json, e.actor_json,
+                        render_timestamp(e.recorded_at), e.prev_hash, e.hash,
+                    ),
+                )
+                for e in entries
+            )
+        )  # fmt: skip
+
     def _run_postgres(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
         tables = [self.names[k] for k in ("journal", "cp", "nodes", "heads")]
         with psycopg.connect(self.dsn, autocommit=True) as conn:
@@ -119,6 +141,65 @@ class Tamperer:
                     conn.execute(text)
         finally:
             conn.close()
+
+
+def hand_made(saga_id: str, *rows: dict[str, Any]) -> list[JournalEntry]:
+    """A chain written by hand, correctly hashed, with whatever texts `rows` give (no
+    check of the id or the payloads: what someone with the database's rows can write).
+    Each row names its `phase` and optionally `input`, `result`, `actor` (raw text)."""
+    entries: list[JournalEntry] = []
+    prev = GENESIS_HASH
+    for seq, row in enumerate(rows, start=1):
+        entry = JournalEntry(
+            saga_id=saga_id,
+            seq=seq,
+            step=0,
+            attempt=1,
+            tool="",
+            phase=Phase(row["phase"]),
+            input_json=row.get("input", "null"),
+            result_json=row.get("result", "null"),
+            error_json="null",
+            actor_json=row.get("actor", "null"),
+            recorded_at=utc_now(),
+            prev_hash=prev,
+            hash="",
+        )
+        entry = replace(entry, hash=compute_hash(entry))
+        entries.append(entry)
+        prev = entry.hash
+    return entries
+
+
+def rewrite(entries: Sequence[JournalEntry], old: str, new: str) -> list[JournalEntry]:
+    """The chain with `old` replaced by `new` in every payload and every hash recomputed:
+    a rewrite the chain alone cannot show."""
+    forged: list[JournalEntry] = []
+    prev = GENESIS_HASH
+    for entry in entries:
+        entry = replace(
+            entry,
+            input_json=entry.input_json.replace(old, new),
+            result_json=entry.result_json.replace(old, new),
+            prev_hash=prev,
+            hash="",
+        )
+        entry = replace(entry, hash=compute_hash(entry))
+        forged.append(entry)
+        prev = entry.hash
+    return forged
+
+
+def updates(entries: Sequence[JournalEntry]) -> list[tuple[str, tuple[Any, ...]]]:
+    """The statements that store `entries` over the rows of the same saga and seq."""
+    return [
+        (
+            "UPDATE {journal} SET input_json=?, result_json=?, prev_hash=?, hash=? "
+            "WHERE saga_id=? AND seq=?",
+            (e.input_json, e.result_json, e.prev_hash, e.hash, e.saga_id, e.seq),
+        )
+        for e in entries
+    ]
 
 
 @dataclass

@@ -33,11 +33,11 @@ async def test_honest_sagas_verify_with_every_kind_of_evidence(
     verified = await rig.cli("verify", "--all", "--witness", "temporal", "--require-closed")
     assert verified.code == 0, verified.output
     assert f"verified {count} sagas" in verified.output
-    assert f"checkpoints of {count} saga(s) (signatures checked with sagacity.test/evidence)" in (
-        verified.output
-    )
+    key = f"sagacity.test/evidence (key {rig.signer.key_hash.hex()})"
+    assert f"checkpoints of {count} saga(s) (signatures checked with {key})" in verified.output
     assert "checkpoint log of" in verified.output and "signed tree head" in verified.output
     assert f"Temporal history of {count} saga(s)" in verified.output
+    assert "started more than once" not in verified.output  # continued as new is one start
 
     grown = await rig.cli("log", "consistency", str(tmp_path / "head-1.txt"))
     assert grown.code == 0, grown.output
@@ -61,8 +61,7 @@ async def test_honest_sagas_verify_with_every_kind_of_evidence(
     assert checked.code == 0, checked.output
     head = rig.store.checkpoint_log().head()
     assert head is not None and head.size > count  # the closes and the periodic ones
-    proofs = f"{head.size} checkpoint(s) (signatures checked with sagacity.test/evidence); "
-    proofs += "complete export: every leaf of the tree head of log 'sagacity.test/evidence' "
-    proofs += f"of size {head.size}, "
+    proofs = f"{head.size} checkpoint(s) (signatures checked with {key}); "
+    proofs += f"complete export: every leaf of the tree head of log {key} of size {head.size}, "
     proofs += f"{head.size} inclusion proof(s) checked; the export's head extends your known head"
     assert proofs in checked.output

@@ -1,0 +1,118 @@
+"""Temporal as a witness, attacked through workflow ids: a closed saga's id started again
+by a raw client (its new run holds none of the saga's entries and once hid the old one),
+a workflow started only to lend an inserted saga an id with a history, and a journal
+served by two task queues with a saga deleted from the one verify is not configured for.
+Each is done for real (dev server; PostgreSQL as superuser with the guards off, and
+SQLite), shown to have happened, and found naming the saga."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowFailureError
+
+from sagacity.chain import verify_chain
+from sagacity.examples.orders import Shop
+from sagacity.phases import Phase
+from sagacity.toolbox import Toolbox
+from sagacity.worker.app import new_worker
+from sagacity.workflows.models import SagaResult
+from tests.evidence.conftest import (
+    CHECKPOINT_EVERY,
+    EvidenceRig,
+    hand_made,
+    plan_for,
+    rewrite,
+    updates,
+)
+
+
+async def _runs(rig: EvidenceRig, saga_id: str) -> int:
+    return len([r async for r in rig.client.list_workflows(f"WorkflowId = '{saga_id}'")])
+
+
+async def test_a_closed_sagas_id_started_again_does_not_hide_its_history(
+    rig: EvidenceRig,
+) -> None:
+    (victim,) = await rig.run_sagas(1, "reused")
+    rig.tamper.run(*updates(rewrite(list(rig.store.entries(victim)), "1250", "9999999")))
+    assert any("9999999" in e.input_json for e in rig.store.entries(victim))
+    assert verify_chain(victim, rig.store.entries(victim)).ok
+    again = await rig.client.start_workflow(
+        "AgentSaga", plan_for(0), id=victim, task_queue=rig.task_queue, result_type=SagaResult
+    )  # a raw client's default lets a new workflow reuse a closed id
+    with pytest.raises(WorkflowFailureError):
+        await again.result()  # the journal refuses its entries: it writes none
+    assert await _runs(rig, victim) == 2
+
+    for args in ([victim], ["--all"]):
+        found = await rig.cli("verify", *args, "--witness", "temporal")
+        assert found.code == 1, found.output
+        assert f"{victim}: witness: entry 1 hashes to" in found.output
+        assert "Temporal history recorded" in found.output
+        assert "1 id(s) started more than once" in found.output
+
+
+async def test_a_workflow_started_to_lend_an_inserted_saga_a_history_vouches_for_nothing(
+    rig: EvidenceRig,
+) -> None:
+    ghost = f"ghost-{uuid.uuid4().hex[:8]}"
+    handle = await rig.client.start_workflow(
+        "AgentSaga", plan_for(0), id=ghost, task_queue=f"nowhere-{uuid.uuid4().hex[:8]}"
+    )  # no worker polls it: it never writes an entry
+    try:
+        rig.tamper.insert(
+            hand_made(ghost, {"phase": Phase.SAGA_OPENED}, {"phase": Phase.SAGA_CLOSED})
+        )
+        assert [e.phase for e in rig.store.entries(ghost)][-1] is Phase.SAGA_CLOSED
+
+        found = await rig.cli("verify", ghost, "--witness", "temporal")
+        assert found.code == 1, found.output
+        assert f"{ghost}: witness: Temporal has 1 run(s) under this id (AgentSaga), but " in (
+            found.output
+        )
+        assert "their history holds no entry of this saga" in found.output
+    finally:
+        await handle.terminate("test over")
+
+
+async def test_a_saga_deleted_from_a_journal_served_by_two_task_queues_is_found(
+    rig: EvidenceRig, tmp_path: Path
+) -> None:
+    other_queue = f"ev-b-{uuid.uuid4().hex[:8]}"
+    second = new_worker(
+        rig.client,
+        store=rig.store,
+        toolbox=Toolbox.build(Shop(tmp_path / "shop-b.db")),
+        task_queue=other_queue,
+        log_key=rig.signer,
+        checkpoint_every=CHECKPOINT_EVERY,
+    )
+    async with second:
+        await rig.run_sagas(1, "queue-a")
+        on_b = []
+        for i in range(2):
+            saga_id = f"queue-b-{uuid.uuid4().hex[:8]}-{i}"
+            handle = await rig.client.start_workflow(
+                "AgentSaga",
+                plan_for(0),
+                id=saga_id,
+                task_queue=other_queue,
+                result_type=SagaResult,
+            )
+            await handle.result()
+            on_b.append(saga_id)
+    victim = on_b[0]
+    rig.tamper.run(
+        ("DELETE FROM {journal} WHERE saga_id=?", (victim,)),
+        ("DELETE FROM {cp} WHERE saga_id=?", (victim,)),
+    )  # its checkpoints too: only the witness is left to show it
+    assert rig.store.head(victim) is None
+
+    found = await rig.cli("verify", "--all", "--witness", "temporal")
+    assert found.code == 1, found.output
+    assert f"{victim}: witness: its workflow (1 run(s)) journaled" in found.output
+    assert "the saga's journal was deleted" in found.output
+    assert other_queue in found.output and rig.task_queue in found.output  # both compared

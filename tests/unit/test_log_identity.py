@@ -1,0 +1,163 @@
+"""A log is its key, not its name; a leaf is filed by its note, not its columns. Without
+servers: the in-memory journal's log, exports in memory."""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from sagacity.audit import export_jsonl, verify_jsonl
+from sagacity.checkpoint import LogKey, open_saga_checkpoint, open_tree_head, same_log
+from sagacity.checkpoint_log import CheckpointLog, LoggedCheckpoint
+from sagacity.entry import EntryDraft
+from sagacity.evidence import LogAudit, Problem, open_leaf
+from sagacity.evidence_walk import _with_misfiled, check_all, check_one
+from sagacity.file_evidence import FileEvidence
+from sagacity.note_keys import NoteSigner
+from sagacity.phases import Phase
+from sagacity.stores import MemoryJournalStore, open_store
+from sagacity.worker.log_keys import LOG_NAME_PREFIX, new_log_name
+from tests.evidence.conftest import Tamperer
+
+NAME = "sagacity.local/journal"
+PROD = NoteSigner.generate(NAME)
+STAGING = NoteSigner.generate(NAME)  # two deployments, one default name
+BOTH = [PROD.verifier, STAGING.verifier]
+
+
+def _journal(signer: NoteSigner, *ids: str) -> tuple[MemoryJournalStore, CheckpointLog]:
+    store = MemoryJournalStore()
+    log = store.checkpoint_log(signer)
+    for saga_id in ids:
+        store.append(EntryDraft.new(saga_id, Phase.SAGA_OPENED))
+        store.append(EntryDraft.new(saga_id, Phase.EXECUTED, step=1, tool="t", result=saga_id))
+        log.record(store.append(EntryDraft.new(saga_id, Phase.SAGA_CLOSED, result={})))
+    return store, log
+
+
+def _export(store: MemoryJournalStore, log: CheckpointLog) -> list[str]:
+    out = io.StringIO()
+    export_jsonl(store, out, log=log, head=log.head())
+    return out.getvalue().splitlines()
+
+
+def test_opened_notes_name_the_key_that_signed_them() -> None:
+    _, log = _journal(PROD, "a")
+    head = log.head()
+    assert head is not None and head.signers == ()  # as stored: not opened
+    opened = open_tree_head(head.note, BOTH)
+    assert opened.log == LogKey(NAME, PROD.key_hash)
+    assert str(opened.log) == f"{NAME} (key {PROD.key_hash.hex()})"
+    leaf = next(log.leaves())
+    checkpoint = open_saga_checkpoint(leaf.note, BOTH)
+    assert same_log(checkpoint.signers, opened.signers)
+    assert not same_log(checkpoint.signers, (LogKey(NAME, STAGING.key_hash),))
+    assert not same_log((), opened.signers)
+
+
+def test_a_staging_checkpoint_under_the_same_name_is_not_one_of_production() -> None:
+    prod = _export(*_journal(PROD, "order-1"))
+    staging = _export(*_journal(STAGING, "refund-to-attacker"))
+    pasted = []
+    for line in staging[1:]:
+        record = json.loads(line)
+        if "checkpoint" in record:
+            record = {**record, "log_index": 10**6, "inclusion_proof": None}
+        pasted.append(json.dumps(record))
+    evidence = FileEvidence(BOTH)
+    reports = verify_jsonl(prod + pasted, evidence.observe, evidence.evidence)
+    found = evidence.finish(reports)
+    assert [(f.saga_id, f.problem) for f in found] == [
+        ("refund-to-attacker", Problem.BAD_CHECKPOINT),
+        ("refund-to-attacker", Problem.NOT_CHECKPOINTED),  # its close: no checkpoint of ours
+    ]
+    assert f"(key {STAGING.key_hash.hex()}), but the tree head by" in found[0].detail
+    assert evidence.newer == 0
+
+
+def test_a_kept_head_of_another_key_with_the_same_name_is_another_log() -> None:
+    store, log = _journal(PROD, "order-1")
+    kept = _journal(STAGING, "x")[1].head()
+    assert kept is not None
+    evidence = FileEvidence(BOTH, known=open_tree_head(kept.note, BOTH))
+    found = evidence.finish(verify_jsonl(_export(store, log), evidence.observe, evidence.evidence))
+    assert [f.problem for f in found] == [Problem.LOG_BROKEN]
+    assert "this export is of another log" in found[0].detail
+
+
+def test_a_leaf_of_another_log_in_this_one_is_a_bad_checkpoint() -> None:
+    _, prod_log = _journal(PROD, "a")
+    _, staging_log = _journal(STAGING, "b")
+    head = open_tree_head(prod_log.head().note, BOTH)  # type: ignore[union-attr]
+    foreign = next(staging_log.leaves())
+    checkpoint, problem = open_leaf(foreign, BOTH, head.signers)
+    assert checkpoint is None and problem is not None
+    assert problem.problem is Problem.BAD_CHECKPOINT and "another log" in problem.detail
+    own = next(prod_log.leaves())
+    assert open_leaf(own, BOTH, head.signers)[1] is None
+    assert open_leaf(foreign, BOTH)[1] is None  # no log given: any trusted key
+
+
+def test_the_audit_files_a_renamed_leaf_under_the_saga_its_note_names() -> None:
+    _, log = _journal(PROD, "a", "b", "c")
+    leaves = list(log.leaves())
+    renamed = replace(leaves[1], saga_id="b~")
+    audit = LogAudit([PROD.verifier], want="b")
+    audit.check([leaves[0], renamed, leaves[2]], log.heads())
+    assert [(f.saga_id, f.problem) for f in audit.findings] == [("b", Problem.BAD_CHECKPOINT)]
+    assert "its columns (saga 'b~'" in audit.findings[0].detail
+    assert audit.misfiled == {"b": [leaves[1]]} and audit.misfiled_at == {1}
+    assert audit.wanted == [leaves[1]]  # by the note, columns restored
+    assert audit.log_key == (LogKey(NAME, PROD.key_hash),)
+
+
+def test_after_a_gap_the_audit_still_files_every_leaf() -> None:
+    _, log = _journal(PROD, "a", "b", "c")
+    leaves = list(log.leaves())
+    audit = LogAudit([PROD.verifier], want="c")
+    audit.check([leaves[0], leaves[2]], log.heads())
+    assert "leaf 1 is missing" in audit.findings[0].detail
+    assert audit.wanted == [leaves[2]]
+    assert audit.latest is not None and audit.latest.signers  # opened with the key
+
+
+def test_misfiled_leaves_are_merged_in_saga_order() -> None:
+    def leaf(saga_id: str, entries: int) -> LoggedCheckpoint:
+        return LoggedCheckpoint(entries, saga_id, entries, "", "")
+
+    groups = iter([("b", [leaf("b", 3)]), ("d", [leaf("d", 1)])])
+    merged = list(_with_misfiled(groups, {"a": [leaf("a", 1)], "b": [leaf("b", 2)], "e": []}))
+    assert [(saga, [x.entries for x in leaves]) for saga, leaves in merged] == [
+        ("a", [1]),
+        ("b", [2, 3]),
+        ("d", [1]),
+        ("e", []),
+    ]
+
+
+def test_verify_finds_a_cut_tail_whose_checkpoint_was_renamed(tmp_path: Path) -> None:
+    """The online walk, one saga and all, on a SQLite file whose leaf was renamed: the
+    renamed leaf still covers the saga's close, so the cut shows as `truncated`."""
+    store = open_store(f"sqlite:///{tmp_path}/journal.db")
+    log = store.checkpoint_log(PROD)
+    store.append(EntryDraft.new("v", Phase.SAGA_OPENED))
+    log.record(store.append(EntryDraft.new("v", Phase.SAGA_CLOSED, result={})))
+    Tamperer("sqlite", str(tmp_path / "journal.db")).run(
+        ("UPDATE {cp} SET saga_id='v~'", ()), ("DELETE FROM {journal} WHERE seq=2", ())
+    )
+    assert [leaf.saga_id for leaf in log.leaves()] == ["v~"]
+    saga, audit = check_one(store, log, "v", [PROD.verifier])
+    assert {f.problem for f in audit.findings} == {Problem.BAD_CHECKPOINT}
+    assert [f.problem for f in saga.findings] == [Problem.TRUNCATED]
+    walked = {s.saga_id: s for s in check_all(store, log, [PROD.verifier])}
+    assert "v~" not in walked and [f.problem for f in walked["v"].findings] == [Problem.TRUNCATED]
+    store.close()
+
+
+def test_new_log_names_are_the_deployments_own() -> None:
+    names = {new_log_name() for _ in range(50)}
+    assert len(names) == 50
+    assert all(n.startswith(LOG_NAME_PREFIX) and len(n) == len(LOG_NAME_PREFIX) + 8 for n in names)
+    NoteSigner.generate(names.pop())  # a valid key name
