@@ -13,11 +13,12 @@ COPY pyproject.toml README.md ./
 COPY sagacity ./sagacity
 COPY activities ./activities
 COPY workflows ./workflows
+COPY integrations ./integrations
 COPY worker ./worker
 COPY examples ./examples
 RUN python -m venv /opt/sagacity \
     && /opt/sagacity/bin/pip install --no-cache-dir . \
-    && /opt/sagacity/bin/python -c "import sagacity.activities, sagacity.workflows, sagacity.worker, sagacity.examples"
+    && /opt/sagacity/bin/python -c "import sagacity.activities, sagacity.workflows, sagacity.integrations, sagacity.worker, sagacity.examples"
 
 FROM python:3.11-slim
 ENV PATH=/opt/sagacity/bin:$PATH \

@@ -1,5 +1,6 @@
-"""Pins the dependency direction (sagacity <- activities <- workflows <- worker) and the
-public API, so a convenient import cannot quietly couple the core to Temporal."""
+"""Pins the dependency direction (sagacity <- activities <- workflows <- integrations <-
+worker) and the public API, so a convenient import cannot quietly couple the core to
+Temporal."""
 
 from __future__ import annotations
 
@@ -13,14 +14,15 @@ import pytest
 import sagacity
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ["sagacity", "activities", "workflows", "worker"]
-SUBPACKAGES = ("activities", "workflows", "worker", "examples")
+LAYERS = ["sagacity", "activities", "workflows", "integrations", "worker"]
+SUBPACKAGES = ("activities", "workflows", "integrations", "worker", "examples")
 """Folders of the repository that are installed as `sagacity.<name>` (symlinks in
 sagacity/): one import root, so they never collide with a user's own modules."""
 FORBIDDEN = {
-    "sagacity": {"temporalio", "activities", "workflows", "worker", "examples"},
-    "activities": {"workflows", "worker"},
-    "workflows": {"worker"},
+    "sagacity": {"temporalio", "activities", "workflows", "integrations", "worker", "examples"},
+    "activities": {"workflows", "integrations", "worker"},
+    "workflows": {"integrations", "worker"},
+    "integrations": {"worker"},
     "worker": set(),
 }
 
