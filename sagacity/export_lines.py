@@ -15,8 +15,9 @@ sorted, no spaces, numbers and strings in their one canonical spelling), with U+
 U+2028 and U+2029 written as `\\u` escapes. The verifier rebuilds that string from what
 it read and refuses a line that differs, naming the field, because a value respelled
 (`5000` as `5000.0` or `5e3`, keys reordered inside `input`) still hashes the same: its
-bytes, not its hash, show the edit. So is a `_text` whose text is its own RFC 8785 form
-(an export writes that as the value), and a line with both `input` and `input_text`.
+bytes, not its hash, show the edit. It refuses as well a `_text` whose text is its own
+RFC 8785 form (an export writes that as the value) and a line with both `input` and
+`input_text`.
 
 Numbers are read as RFC 8785 reads them, as IEEE doubles: an integer beyond ±(2**53-1)
 is the nearest double (so `100000000000000000000`, the canonical form of 1e20, is its own

@@ -22,7 +22,7 @@ from hypothesis import given, settings
 
 from sagacity.audit import entry_line, export_jsonl, read_entries, verify_jsonl
 from sagacity.canonical import canonical_text
-from sagacity.chain import GENESIS_HASH, BreakReason, seal
+from sagacity.chain import GENESIS_HASH, BreakReason, compute_hash, seal
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import AuditFileError
 from sagacity.export_lines import is_canonical, render_line, value_line, value_text
@@ -32,7 +32,7 @@ from sagacity.note_keys import NoteVerifier
 from sagacity.phases import Phase
 from sagacity.stores.memory import MemoryJournalStore
 from tests.cli.conftest import invoke_sync
-from tests.unit.test_chain import VECTORS
+from tests.unit.test_chain import VECTORS, _doc_block
 from tests.unit.test_entry import json_values
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -114,6 +114,26 @@ def test_the_known_answer_vectors_verify_as_format_2() -> None:
             assert value_text(record[field]) == vector[field]
     [report] = verify_jsonl(lines)
     assert report.ok and report.head_hash == VECTORS[-1]["hash"]
+
+
+def test_the_worked_examples_of_the_doc_are_what_the_code_writes_and_reads() -> None:
+    """docs/hash-chain.md §4 shows vector 2 as a format-2 line, and a hand-written row
+    going out verbatim; both are exactly what value_line writes, and both verify."""
+    example = _doc_block("format-2-example", "json").strip()
+    assert example == value_line(JournalEntry.from_record(VECTORS[1]))
+    assert json.loads(example)["input"] == {"amount": 100, "currency": "EUR"}
+    verbatim = _doc_block("format-2-verbatim", "json").strip()
+    [entry] = _chain(
+        "order-legacy",
+        [EntryDraft("order-legacy", 0, 1, "", Phase.SAGA_OPENED,
+                    '{"goal": "refund order 42"}', "null", "null", "null")],
+    )  # fmt: skip
+    entry = replace(entry, recorded_at=T0 + timedelta(microseconds=1))
+    entry = replace(entry, hash=compute_hash(entry))
+    assert verbatim == value_line(entry)
+    assert verify_jsonl([verbatim])[0].ok
+    respelled = example.replace('"amount":100,', '"amount":100.0,')
+    _refused([example, respelled], "^line 2: .*in field input")
 
 
 def test_a_stored_text_that_is_not_canonical_goes_out_verbatim_and_verifies() -> None:
