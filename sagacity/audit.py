@@ -79,11 +79,15 @@ def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return record
 
 
+_decode = json.JSONDecoder(object_pairs_hook=_refuse_duplicate_keys).decode
+"""json.loads refusing a repeated key, built once rather than per line."""
+
+
 def _parse_line(number: int, line: str) -> tuple[int, JournalEntry] | HeadLine | CheckpointLine:
     """One line as (its export format, its entry), or an evidence line, or AuditFileError
     saying which line and what is wrong."""
     try:
-        record = json.loads(line, object_pairs_hook=_refuse_duplicate_keys)
+        record = _decode(line)
     except json.JSONDecodeError as exc:
         raise AuditFileError(f"line {number}: not JSON ({exc.msg} at column {exc.colno})") from exc
     except (ValueError, RecursionError) as exc:

@@ -178,8 +178,8 @@ def hashed_record(number: int, record: dict[str, Any]) -> tuple[dict[str, Any], 
     """A parsed format-2 line as the format-1 record of the same entry (each payload
     field as the text that is hashed), and the fields it carried as `<field>_text`.
     The plain fields are left for the caller's checks; check_line then holds the line
-    to its exact form. Raises AuditFileError naming the line."""
-    out = dict(record)
+    to its exact form. Raises AuditFileError naming the line. `record` is changed."""
+    out = record
     form = out.pop(FORMAT_FIELD)
     if type(form) is not int or form != FORMAT:
         raise AuditFileError(
