@@ -9,6 +9,8 @@
 3. Export then verify, in a fresh subprocess each (so its peak RSS is its own):
    `export_jsonl` + `verify_jsonl` against a plain dump (server-side cursor, json.dumps
    per row) read back with json.loads + sha256 per line. Peak RSS from VmHWM.
+4. Export format 1 against format 2 (bench.export_formats): export and verify-file rates
+   side by side, on the journal of section 2.
 
 The Postgres data (sagas of 100 entries) is sealed in Python with `seal` and bulk-loaded
 with COPY, which is the fixture, not the thing measured.
@@ -29,6 +31,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench import export_formats
 from bench.common import (
     DEFAULT_POSTGRES_URL,
     Report,
@@ -497,6 +500,8 @@ def run(
     try:
         load_postgres(store_url, postgres_url, schema, n)
         _streamed(report, sizes, store_url, postgres_url, schema, n)
+        with tempfile.TemporaryDirectory(prefix="sagacity-bench-", dir=workdir) as tmp:
+            export_formats.measure(report, sizes, store_url, n, Path(tmp))
     finally:
         with contextlib.suppress(psycopg.Error):
             admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')

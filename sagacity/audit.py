@@ -1,9 +1,11 @@
 """Audit export and verification: the journal as evidence someone else can check.
 
-Export writes JSON Lines, one entry per line in its hashed form, streamed from the store.
-Offline verification reads such a file and needs nothing else: no database, no sagacity
-configuration, constant memory in the number of entries. The format and the rules
-(contiguous sagas, strict fields) are specified in docs/hash-chain.md, section 4.
+Export writes JSON Lines, one entry per line in its hashed form, streamed from the store:
+in format 2 (sagacity.export_lines) payloads are JSON values, in format 1 their canonical
+text. Offline verification reads either and needs nothing else: no database, no sagacity
+configuration, constant memory in the number of entries. The formats and the rules
+(contiguous sagas, strict fields, one format per file) are specified in
+docs/hash-chain.md, section 4.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from sagacity.chain import BreakReason, ChainVerifier, VerifyReport
 from sagacity.entry import JournalEntry, parse_timestamp, render_timestamp
 from sagacity.errors import AuditFileError, InvalidEntryError, UnreadableEntryError
 from sagacity.export_evidence import CheckpointLine, HeadLine, is_evidence, parse_evidence
+from sagacity.export_lines import FORMAT, FORMAT_FIELD, check_line, hashed_record, value_line
 from sagacity.export_writer import entry_line, export_jsonl
 from sagacity.phases import Phase
 from sagacity.stores.base import JournalStore
@@ -27,6 +30,7 @@ __all__ = [
     "export_jsonl",
     "export_lines",
     "read_entries",
+    "value_line",
     "verify_all",
     "verify_jsonl",
     "verify_store",
@@ -75,11 +79,15 @@ def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return record
 
 
-def _parse_line(number: int, line: str) -> JournalEntry | HeadLine | CheckpointLine:
-    """One line as an entry (or an evidence line), or AuditFileError saying which line and
-    what is wrong."""
+_decode = json.JSONDecoder(object_pairs_hook=_refuse_duplicate_keys).decode
+"""json.loads refusing a repeated key, built once rather than per line."""
+
+
+def _parse_line(number: int, line: str) -> tuple[int, JournalEntry] | HeadLine | CheckpointLine:
+    """One line as (its export format, its entry), or an evidence line, or AuditFileError
+    saying which line and what is wrong."""
     try:
-        record = json.loads(line, object_pairs_hook=_refuse_duplicate_keys)
+        record = _decode(line)
     except json.JSONDecodeError as exc:
         raise AuditFileError(f"line {number}: not JSON ({exc.msg} at column {exc.colno})") from exc
     except (ValueError, RecursionError) as exc:
@@ -91,6 +99,16 @@ def _parse_line(number: int, line: str) -> JournalEntry | HeadLine | CheckpointL
         )
     if is_evidence(record):
         return parse_evidence(number, record)
+    if FORMAT_FIELD not in record:
+        return 1, _entry(number, record)
+    hashed, verbatim = hashed_record(number, record)  # format 2: payloads as values
+    entry = _entry(number, hashed)
+    check_line(number, line, hashed, verbatim)
+    return FORMAT, entry
+
+
+def _entry(number: int, record: dict[str, Any]) -> JournalEntry:
+    """A record of the thirteen hashed fields (payloads as their text) as an entry."""
     missing = sorted(RECORD_FIELDS - record.keys())
     if missing:
         raise AuditFileError(f"line {number}: missing field(s) {', '.join(missing)}")
@@ -165,6 +183,7 @@ def read_entries(
     """(line number, entry) for each non-blank entry line, parsed lazily; evidence lines
     (checkpoints, a tree head) go to `evidence`. Raises AuditFileError; a carriage return
     anywhere (CRLF line ends, a lone CR) is refused: an export never writes one."""
+    first: tuple[int, int] | None = None  # (format, line) of the first entry line
     for number, line in enumerate(lines, start=1):
         if "\r" in line:
             raise AuditFileError(
@@ -173,8 +192,17 @@ def read_entries(
             )
         if line.strip():
             parsed = _parse_line(number, line)
-            if isinstance(parsed, JournalEntry):
-                yield number, parsed
+            if isinstance(parsed, tuple):
+                form, entry = parsed
+                if first is None:
+                    first = (form, number)
+                elif form != first[0]:
+                    raise AuditFileError(
+                        f"line {number}: an entry in export format {form}, but line "
+                        f"{first[1]} is in format {first[0]}; an export is written in one "
+                        "format, so lines of two files were joined"
+                    )
+                yield number, entry
             elif evidence is not None:
                 evidence(number, parsed)
 

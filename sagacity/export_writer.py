@@ -1,5 +1,7 @@
-"""Writing a JSON Lines export: the entries in their hashed form and, with a checkpoint
-log, the evidence lines of sagacity.export_evidence around them.
+"""Writing a JSON Lines export: the entries in their hashed form (format 2 by default,
+payloads as JSON values, sagacity.export_lines; or format 1, payloads as their canonical
+text) and, with a checkpoint log, the evidence lines of sagacity.export_evidence around
+them.
 
 A journal changes while it is exported (sagas run on), so the export reads each saga's
 entries first, then its checkpoints, and writes the checkpoints that match what it read:
@@ -22,7 +24,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
@@ -30,6 +32,7 @@ from sagacity.checkpoint import TreeHead
 from sagacity.checkpoint_log import CheckpointLog, LoggedCheckpoint
 from sagacity.entry import JournalEntry
 from sagacity.export_evidence import checkpoint_lines, leaf_line, tree_head_line
+from sagacity.export_lines import escape_line_breakers, value_line
 from sagacity.phases import Phase
 from sagacity.stores.base import JournalStore
 
@@ -42,18 +45,31 @@ WAIT_BUDGET = 10.0
 """Seconds one export spends waiting for checkpoints in all (a worker that died
 between a close and its checkpoint must not stall an export saga by saga)."""
 
-# json.dumps(ensure_ascii=False) leaves these unescaped, and str.splitlines() and many
-# editors break lines on them; escaping them keeps one entry per physical line.
-_LINE_BREAKERS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+DEFAULT_FORMAT = 2
+"""Export format 2: payloads as JSON values (sagacity.export_lines). Format 1 writes
+them as their canonical text, as exports made before format 2 did."""
 
 
-def entry_line(entry: JournalEntry) -> str:
-    """One entry as a JSON Lines line (without the newline): stable, diffable, valid JSON."""
+def entry_line(entry: JournalEntry, format: int = DEFAULT_FORMAT) -> str:
+    """One entry as a JSON Lines line (without the newline): stable, diffable, valid JSON.
+    Format 2 is export_lines.value_line; format 1 is `to_record()`, payloads as their
+    canonical text."""
+    return line_writer(format)(entry)
+
+
+def line_writer(format: int) -> Callable[[JournalEntry], str]:
+    """What writes one entry line in export `format` (1 or 2)."""
+    if format == 2:
+        return value_line
+    if format == 1:
+        return record_line
+    raise ValueError(f"export format {format!r}: use 1 or 2")
+
+
+def record_line(entry: JournalEntry) -> str:
+    """One entry as a format-1 line: `to_record()`, keys sorted, compact, UTF-8."""
     line = json.dumps(entry.to_record(), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-    for char, escape in _LINE_BREAKERS.items():
-        if char in line:
-            line = line.replace(char, escape)
-    return line
+    return escape_line_breakers(line)
 
 
 class JournalExport:
@@ -62,9 +78,16 @@ class JournalExport:
     Without a checkpoint log (or with an empty one) only entry lines are written."""
 
     def __init__(
-        self, store: JournalStore, out: TextIO, log: CheckpointLog | None, head: TreeHead | None
+        self,
+        store: JournalStore,
+        out: TextIO,
+        log: CheckpointLog | None,
+        head: TreeHead | None,
+        *,
+        format: int = DEFAULT_FORMAT,
     ) -> None:
         self.store, self.out, self.log, self.head = store, out, log, head
+        self.line = line_writer(format)
         self.entries = 0
         self.complete = False
         self._exported: set[str] = set()
@@ -83,14 +106,14 @@ class JournalExport:
         if self.log is None:
             written = 0
             for entry in self.store.entries(saga_id):
-                self.out.write(entry_line(entry) + "\n")
+                self.out.write(self.line(entry) + "\n")
                 written += 1
             self.entries += written
             return written
         with tempfile.SpooledTemporaryFile(_SPOOL_BYTES, mode="w+", encoding="utf-8") as spool:
             written, last = 0, None
             for entry in self.store.entries(saga_id):
-                spool.write(entry_line(entry) + "\n")
+                spool.write(self.line(entry) + "\n")
                 written, last = written + 1, entry
             leaves = self._leaves(self.log, saga_id, last)
             for line in checkpoint_lines(self.log, saga_id, self.head, written, leaves):
@@ -139,16 +162,18 @@ def export_jsonl(
     *,
     log: CheckpointLog | None = None,
     head: TreeHead | None = None,
+    format: int = DEFAULT_FORMAT,
 ) -> int:
     """Write the journal (or the named sagas) to `out` as JSON Lines; returns the number of
-    entries written.
+    entries written. `format` 2 writes payloads as JSON values, 1 as their canonical text
+    (docs/hash-chain.md, section 4); verify_jsonl reads both.
 
     Entries are streamed from the store in seq order per saga, sagas in `store.sagas()`
     order (or the order of `saga_ids`), so memory does not grow with the journal. With
     the checkpoint `log` and its tree `head` (read before the export begins), the export
     carries the evidence lines; without `saga_ids` it is a complete export.
     """
-    export = JournalExport(store, out, log, head)
+    export = JournalExport(store, out, log, head, format=format)
     export.begin(complete=saga_ids is None)
     for saga_id in store.sagas() if saga_ids is None else saga_ids:
         export.saga(saga_id)

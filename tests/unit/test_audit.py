@@ -36,19 +36,23 @@ def _store(sagas: dict[str, int], *, payload: object = None) -> MemoryJournalSto
     return store
 
 
-def _export(store: MemoryJournalStore) -> list[str]:
+def _export(store: MemoryJournalStore, export_format: int = 2) -> list[str]:
     out = io.StringIO()
-    export_jsonl(store, out)
+    export_jsonl(store, out, format=export_format)
     return out.getvalue().splitlines(keepends=True)
+
+
+both_formats = pytest.mark.parametrize("export_format", [1, 2])
 
 
 SAGAS = {"saga-b": 3, "saga-a": 2, "saga-😀": 4}
 
 
-def test_export_then_offline_verify_round_trip() -> None:
+@both_formats
+def test_export_then_offline_verify_round_trip(export_format: int) -> None:
     store = _store(SAGAS)
     out = io.StringIO()
-    written = export_jsonl(store, out)
+    written = export_jsonl(store, out, format=export_format)
     assert written == sum(len(list(store.entries(s))) for s in SAGAS) == 23
     reports = verify_jsonl(io.StringIO(out.getvalue()))
     assert [r.saga_id for r in reports] == ["saga-a", "saga-b", "saga-😀"]
@@ -60,23 +64,32 @@ def test_export_then_offline_verify_round_trip() -> None:
         assert report.closed == (head.phase is Phase.SAGA_CLOSED)
 
 
-def test_export_lines_are_sorted_compact_utf8_and_in_seq_order() -> None:
+@both_formats
+def test_export_lines_are_sorted_compact_utf8_and_in_seq_order(export_format: int) -> None:
     store = _store({"s": 1}, payload="Zoë 😀 \u2028 line\nbreak")
-    lines = _export(store)
+    lines = _export(store, export_format)
     records = [json.loads(line) for line in lines]
     assert [r["seq"] for r in records] == [1, 2, 3]
     assert list(records[0]) == sorted(records[0]) and ", " not in lines[0]
     assert "😀" in lines[1] and "\\u2028" in lines[1]  # raw UTF-8, line separators escaped
-    assert records[1]["input"] == next(store.entries("s", after_seq=1)).input_json
+    entry = next(store.entries("s", after_seq=1))
+    if export_format == 1:
+        assert "format" not in records[1]
+        assert records[1]["input"] == entry.input_json  # the hashed text, as a string
+    else:
+        assert records[1]["format"] == 2
+        assert records[1]["input"] == entry.input == {"step": 1, "n": "Zoë 😀 \u2028 line\nbreak"}
+        assert (records[1]["actor"], records[1]["error"]) == (None, None)
     # U+2028 escaped means str.splitlines() cannot cut an entry in two.
     assert len("".join(lines).splitlines()) == 3
     assert verify_jsonl("".join(lines).splitlines())[0].ok
 
 
-def test_export_of_chosen_sagas_in_the_given_order() -> None:
+@both_formats
+def test_export_of_chosen_sagas_in_the_given_order(export_format: int) -> None:
     store = _store(SAGAS)
     out = io.StringIO()
-    assert export_jsonl(store, out, ["saga-b", "nope", "saga-a"]) == 7 + 6
+    assert export_jsonl(store, out, ["saga-b", "nope", "saga-a"], format=export_format) == 7 + 6
     assert [r.saga_id for r in verify_jsonl(io.StringIO(out.getvalue()))] == ["saga-b", "saga-a"]
 
 
@@ -105,7 +118,7 @@ def _line_of(lines: list[str], saga: str, seq: int) -> int:
 
 
 def test_tampered_line_is_detected_at_its_seq_with_its_line_number() -> None:
-    lines = _export(_store(SAGAS))
+    lines = _export(_store(SAGAS), 1)  # format 2: tests/unit/test_export_lines.py
     index = _line_of(lines, "saga-b", 4)
     record = json.loads(lines[index])
     record["input"] = record["input"].replace('"step":2', '"step":3')
@@ -121,16 +134,18 @@ def test_tampered_line_is_detected_at_its_seq_with_its_line_number() -> None:
     assert reports["saga-a"].ok and reports["saga-😀"].ok
 
 
-def test_deleted_and_swapped_lines_are_gaps() -> None:
-    lines = _export(_store({"s": 3}))
+@both_formats
+def test_deleted_and_swapped_lines_are_gaps(export_format: int) -> None:
+    lines = _export(_store({"s": 3}), export_format)
     deleted = verify_jsonl(lines[:2] + lines[3:])[0]
     swapped = verify_jsonl([*lines[:2], lines[3], lines[2], *lines[4:]])[0]
     for report in (deleted, swapped):
         assert (report.first_broken_seq, report.reason) == (3, BreakReason.GAP)
 
 
-def test_saga_reappearing_after_another_saga_is_wrong_saga() -> None:
-    lines = _export(_store({"a": 2, "b": 1}))
+@both_formats
+def test_saga_reappearing_after_another_saga_is_wrong_saga(export_format: int) -> None:
+    lines = _export(_store({"a": 2, "b": 1}), export_format)
     a_lines = [line for line in lines if '"saga_id":"a"' in line]
     b_lines = [line for line in lines if '"saga_id":"b"' in line]
     spliced = a_lines[:3] + b_lines + a_lines[3:]
@@ -144,21 +159,22 @@ def test_saga_reappearing_after_another_saga_is_wrong_saga() -> None:
     assert (doubled["a"].reason, doubled["a"].first_broken_seq) == (BreakReason.WRONG_SAGA, 7)
 
 
-def test_truncated_file_still_verifies_but_the_head_moves() -> None:
+@both_formats
+def test_truncated_file_still_verifies_but_the_head_moves(export_format: int) -> None:
     """The documented limit: only a checkpointed head (or SAGA_CLOSED) shows truncation."""
-    lines = _export(_store({"s": 2}))
+    lines = _export(_store({"s": 2}), export_format)
     full, cut = verify_jsonl(lines)[0], verify_jsonl(lines[:-2])[0]
     assert cut.ok and not cut.closed and full.closed and cut.head_hash != full.head_hash
 
 
 def test_blank_lines_are_ignored_and_null_hash_is_not_chained() -> None:
-    lines = _export(_store({"s": 1}))
+    lines = _export(_store({"s": 1}), 1)
     record = json.loads(lines[1]) | {"hash": None}
     report = verify_jsonl(["\n", lines[0], "  \n", json.dumps(record), lines[2]])[0]
     assert (report.first_broken_seq, report.reason) == (2, BreakReason.NOT_CHAINED)
 
 
-GOOD = json.loads(_export(_store({"s": 1}))[0])
+GOOD = json.loads(_export(_store({"s": 1}), 1)[0])  # format 1: its own rules
 
 
 @pytest.mark.parametrize(
@@ -187,11 +203,12 @@ def test_malformed_line_names_its_number(line: str, message: str) -> None:
         verify_jsonl(lines)
 
 
-def test_ten_thousand_entries_verify_in_bounded_memory(tmp_path: Path) -> None:
+@both_formats
+def test_ten_thousand_entries_verify_in_bounded_memory(tmp_path: Path, export_format: int) -> None:
     store = _store({f"saga-{i}": 1250 for i in range(4)}, payload="x" * 200)
     path = tmp_path / "journal.jsonl"
     with path.open("w", encoding="utf-8") as out:
-        written = export_jsonl(store, out)
+        written = export_jsonl(store, out, format=export_format)
     assert written == 4 * 2502 >= 10_000
     expected = list(verify_all(store))
     del store

@@ -61,11 +61,11 @@ def test_a_staging_checkpoint_under_the_same_name_is_not_one_of_production() -> 
     prod = _export(*_journal(PROD, "order-1"))
     staging = _export(*_journal(STAGING, "refund-to-attacker"))
     pasted = []
-    for line in staging[1:]:
+    for line in staging[1:]:  # entry lines as exported (format 2 is byte-exact)
         record = json.loads(line)
         if "checkpoint" in record:
-            record = {**record, "log_index": 10**6, "inclusion_proof": None}
-        pasted.append(json.dumps(record))
+            line = json.dumps({**record, "log_index": 10**6, "inclusion_proof": None})
+        pasted.append(line)
     evidence = FileEvidence(BOTH)
     reports = verify_jsonl(prod + pasted, evidence.observe, evidence.evidence)
     found = evidence.finish(reports)

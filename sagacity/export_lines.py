@@ -1,0 +1,254 @@
+"""Export format 2: entry lines whose payloads are JSON values, verifiable byte for byte.
+
+Format 1 (`JournalEntry.to_record`) writes `input`, `result`, `error` and `actor` as the
+canonical text that is hashed, a JSON string holding JSON (`"input":"{\\"amount\\":5}"`),
+which jq and people read badly. A format-2 line holds them as JSON values
+(`"input":{"amount":5}`, `"actor":null`) and says so with `"format":2`.
+
+The hashed bytes of such a field are the RFC 8785 form of its value. A stored text that
+is not its own RFC 8785 form (a row written by an older version or by hand) cannot be
+given back by any value, so the line carries it verbatim as `<field>_text`, a string,
+and verification hashes that; nothing is re-canonicalized on the way.
+
+A format-2 line is one exact string: the RFC 8785 form of its own JSON object (keys
+sorted, no spaces, numbers and strings in their one canonical spelling), with U+0085,
+U+2028 and U+2029 written as `\\u` escapes. The verifier rebuilds that string from what
+it read and refuses a line that differs, naming the field, because a value respelled
+(`5000` as `5000.0` or `5e3`, keys reordered inside `input`) still hashes the same: its
+bytes, not its hash, show the edit. It refuses as well a `_text` whose text is its own
+RFC 8785 form (an export writes that as the value) and a line with both `input` and
+`input_text`.
+
+Numbers are read as RFC 8785 reads them, as IEEE doubles: an integer beyond ±(2**53-1)
+is the nearest double (so `100000000000000000000`, the canonical form of 1e20, is its own
+form), the reading every JSON parser that keeps doubles (JavaScript, jq) shares.
+
+docs/hash-chain.md, section 4, specifies the format for other implementations.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Collection, Mapping
+from json.encoder import encode_basestring
+from typing import Any
+
+from sagacity.canonical import MAX_CANONICAL_DEPTH, canonical_bytes, fast_text
+from sagacity.entry import JournalEntry
+from sagacity.errors import AuditFileError, NotCanonicalError
+
+FORMAT_FIELD = "format"
+FORMAT = 2
+"""The value of FORMAT_FIELD in every format-2 entry line. A format-1 line has no such
+field: its absence is how a reader knows the first form."""
+PAYLOAD_FIELDS = ("input", "result", "error", "actor")
+"""The hashed fields that are JSON: in a format-2 line, each as its value or as
+`<field>_text`, its stored text verbatim."""
+TEXT_SUFFIX = "_text"
+_MAX_SAFE_INT = 2**53 - 1
+
+# json.dumps(ensure_ascii=False) and RFC 8785 leave these unescaped, and str.splitlines()
+# and many editors break lines on them; escaping them keeps one entry per physical line.
+_LINE_BREAKERS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def escape_line_breakers(text: str) -> str:
+    """`text` (JSON) with U+0085, U+2028 and U+2029 written as \\u escapes. They can only
+    occur inside JSON strings, where the escape means the same character."""
+    if text.isascii():
+        return text
+    for char, escape in _LINE_BREAKERS.items():
+        if char in text:
+            text = text.replace(char, escape)
+    return text
+
+
+def _as_doubles(value: Any, level: int = 0) -> Any:
+    """`value` with every integer beyond ±(2**53-1) replaced by the nearest double, as
+    RFC 8785 (and any parser that reads numbers as doubles) reads it. An integer too
+    large for a double is left alone (RFC 8785 then refuses it)."""
+    kind = type(value)
+    if kind is int:
+        if -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
+            return value
+        try:
+            return float(value)
+        except OverflowError:
+            return value
+    if level > MAX_CANONICAL_DEPTH:  # canonical_bytes refuses it for its depth
+        return value
+    if kind is dict:
+        return {key: _as_doubles(item, level + 1) for key, item in value.items()}
+    if kind is list:
+        return [_as_doubles(item, level + 1) for item in value]
+    return value
+
+
+def value_text(value: Any, what: str = "value") -> str:
+    """The hashed text of a payload value read from JSON: its RFC 8785 form, numbers
+    read as doubles. Raises NotCanonicalError when it has none (NaN, infinity, a lone
+    surrogate, deeper than MAX_CANONICAL_DEPTH)."""
+    text = fast_text(value)
+    if text is None:
+        text = canonical_bytes(_as_doubles(value), what=what).decode("utf-8")
+    return text
+
+
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+"""json.loads without its whitespace handling: the value at an index and where it ends
+(a canonical text has no whitespace to skip)."""
+
+
+def is_canonical(text: str) -> bool:
+    """True when stored `text` is its own RFC 8785 form: parsed and written again it is
+    the same string. Only such a text can go out as a value (the verifier gets it back
+    from the value); any other is exported verbatim as `<field>_text`."""
+    if text == "null":
+        return True
+    try:
+        value, end = _scan(text, 0)
+        return end == len(text) and value_text(value) == text
+    except (StopIteration, ValueError, RecursionError):  # not JSON, or no RFC 8785 form
+        return False
+
+
+def _json(value: object) -> str:
+    """A plain field (str, int or null) as RFC 8785 writes it."""
+    if type(value) is str:
+        return encode_basestring(value)
+    return "null" if value is None else str(value)
+
+
+_PLAIN_FIELDS = ("saga_id", "seq", "step", "attempt", "tool", "phase", "recorded_at")
+_HASH_FIELDS = ("prev_hash", "hash")
+
+
+def _keys(verbatim: frozenset[str]) -> list[str]:
+    """The keys of a format-2 line, sorted (they are ASCII: code-point order is RFC
+    8785's UTF-16 order)."""
+    payloads = (name + TEXT_SUFFIX if name in verbatim else name for name in PAYLOAD_FIELDS)
+    return sorted([FORMAT_FIELD, *_PLAIN_FIELDS, *_HASH_FIELDS, *payloads])
+
+
+_TEMPLATES = {
+    verbatim: "{" + ",".join(f'"{key}":%({key})s' for key in _keys(verbatim)) + "}"
+    for verbatim in (
+        frozenset(name for bit, name in enumerate(PAYLOAD_FIELDS) if mask >> bit & 1)
+        for mask in range(1 << len(PAYLOAD_FIELDS))
+    )
+}
+"""The line for each choice of verbatim fields, with a %(key)s hole for each value."""
+
+
+def _fields(record: Mapping[str, Any], verbatim: frozenset[str]) -> dict[str, str]:
+    """Each field of the format-2 line of `record` (the thirteen hashed fields, payloads
+    as their hashed text), as JSON text, by key."""
+    quote = encode_basestring
+    fields = {FORMAT_FIELD: str(FORMAT)}
+    for key in _PLAIN_FIELDS:
+        value = record[key]
+        fields[key] = quote(value) if type(value) is str else str(value)
+    for key in _HASH_FIELDS:
+        fields[key] = _json(record[key])  # null in a line that is not chained
+    for key in PAYLOAD_FIELDS:
+        if key in verbatim:
+            fields[key + TEXT_SUFFIX] = quote(record[key])
+        else:
+            fields[key] = record[key]  # its RFC 8785 text, which is its JSON value
+    return fields
+
+
+def render_line(record: Mapping[str, Any], verbatim: Collection[str] = ()) -> str:
+    """The format-2 line (without its newline) of a format-1 record (`to_record()`: the
+    thirteen hashed fields, payloads as their hashed text), the payload fields named in
+    `verbatim` as `<field>_text`, the others as their values."""
+    chosen = frozenset(verbatim)
+    return escape_line_breakers(_TEMPLATES[chosen] % _fields(record, chosen))
+
+
+def value_line(entry: JournalEntry) -> str:
+    """One entry as a format-2 line (without the newline): payloads as JSON values, each
+    stored text that is not its own RFC 8785 form as `<field>_text`."""
+    record = entry.to_record()
+    verbatim = [name for name in PAYLOAD_FIELDS if not is_canonical(record[name])]
+    return render_line(record, verbatim)
+
+
+def hashed_record(number: int, record: dict[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
+    """A parsed format-2 line as the format-1 record of the same entry (each payload
+    field as the text that is hashed), and the fields it carried as `<field>_text`.
+    The plain fields are left for the caller's checks; check_line then holds the line
+    to its exact form. Raises AuditFileError naming the line. `record` is changed."""
+    out = record
+    form = out.pop(FORMAT_FIELD)
+    if type(form) is not int or form != FORMAT:
+        raise AuditFileError(
+            f"line {number}: format {form!r} is not an export format this verifier reads "
+            f"(a format-1 line has no {FORMAT_FIELD} field; a format-2 line has "
+            f'"{FORMAT_FIELD}":{FORMAT})'
+        )
+    verbatim = []
+    for name in PAYLOAD_FIELDS:
+        text_name = name + TEXT_SUFFIX
+        if name in out and text_name in out:
+            raise AuditFileError(
+                f"line {number}: holds both {name} and {text_name}; a format-2 line holds "
+                f"one of them: the line was altered"
+            )
+        if text_name in out:
+            text = out.pop(text_name)
+            if not isinstance(text, str):
+                raise AuditFileError(
+                    f"line {number}: field {text_name} must be a string, got {type(text).__name__}"
+                )
+            if is_canonical(text):
+                raise AuditFileError(
+                    f"line {number}: {text_name} holds canonical JSON, which an export "
+                    f"writes as the value {name}: the line was altered"
+                )
+            out[name] = text
+            verbatim.append(name)
+        elif name in out:
+            try:
+                out[name] = value_text(out[name], what=name)
+            except NotCanonicalError as exc:
+                raise AuditFileError(
+                    f"line {number}: {name} has no RFC 8785 form ({exc}); an export writes "
+                    f"such a stored text as {text_name}: the line was altered"
+                ) from None
+        else:
+            raise AuditFileError(f"line {number}: missing field {name} (or {text_name})")
+    return out, frozenset(verbatim)
+
+
+def check_line(
+    number: int, line: str, record: Mapping[str, Any], verbatim: Collection[str]
+) -> None:
+    """Refuse a format-2 line that is not exactly the line an export writes for the
+    entry it holds (`record` as hashed_record returned it, its fields checked)."""
+    actual = line[:-1] if line.endswith("\n") else line
+    expected = render_line(record, verbatim)
+    if actual == expected:
+        return
+    at = next(
+        (i for i, (a, b) in enumerate(zip(actual, expected, strict=False)) if a != b),
+        min(len(actual), len(expected)),
+    )
+    raise AuditFileError(
+        f"line {number}: differs from its exported form at column {at + 1}, in "
+        f"{_field_at(at, record, frozenset(verbatim))}: a format-2 line is the RFC 8785 "
+        "form of its object (keys sorted, no spaces, each number and string in its one "
+        "spelling), so a value was respelled or the line edited after export"
+    )
+
+
+def _field_at(at: int, record: Mapping[str, Any], verbatim: frozenset[str]) -> str:
+    """Which field of the expected line holds column `at` (0-based; a field owns the
+    comma after it)."""
+    fields = _fields(record, verbatim)
+    start = 1
+    for key in _keys(verbatim):
+        start += len(escape_line_breakers(f'"{key}":{fields[key]}')) + 1
+        if at < start:
+            return f"field {key}"
+    return "its end"
