@@ -48,14 +48,23 @@ def test_every_python_snippet_is_a_named_file() -> None:
 
 
 def _commands(body: str) -> list[list[str]]:
+    """Each line's command words; of a pipeline into jq, the command before the pipe
+    (the jq part runs for real in test_the_python_snippets_run)."""
     lines = []
     for raw in body.splitlines():
         words = shlex.split(raw, comments=True)
         while words and re.fullmatch(r"[A-Z_]+=.*", words[0]):
             words = words[1:]  # VAR=value prefixes
+        if "|" in words:
+            assert words[words.index("|") + 1] == "jq", f"an unchecked pipeline: {raw}"
+            words = words[: words.index("|")]
         if words:
             lines.append(words)
     return lines
+
+
+def jq_pipelines() -> list[str]:
+    return [line for body in blocks("sh") for line in body.splitlines() if "| jq " in line]
 
 
 def _parse(args: list[str]) -> None:
@@ -156,3 +165,22 @@ async def test_the_python_snippets_run(
     assert journal.exit_code == 0 and "SAGA_CLOSED" in journal.stdout, journal.output
     assert f"journal: {private_data_home}/journal.db" in journal.stderr
     assert not (tmp_path / "journal.db").exists()
+
+    # The README's jq lines, run as written on the export of these sagas.
+    bin_dir = str(Path(sys.executable).parent)
+    shell = {**env, "PATH": f"{bin_dir}:{os.environ['PATH']}", **cli}
+    outputs = []
+    for line in jq_pipelines():
+        ran = await asyncio.to_thread(
+            subprocess.run,
+            ["bash", "-o", "pipefail", "-c", line],
+            cwd=tmp_path, env=shell, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert ran.returncode == 0, f"{line}:\n{ran.stderr[-2000:]}"
+        outputs.append(ran.stdout)
+    values, closes = outputs
+    rows = [json.loads(row) for row in values.splitlines()]
+    assert [r[2] for r in rows if r[1] == "EXECUTED"] == [5000, 5000]  # charge, wire
+    assert {r[3] for r in rows if r[1] == "APPROVED"} == {"alice@example.com"}
+    assert "payout-1042 COMPLETED" in closes.splitlines()
+    assert "agent-1 COMPLETED" in closes.splitlines()
