@@ -20,7 +20,6 @@ from typing import Any
 from agents import Agent, AgentsException, Runner, RunResult, TResponseInputItem, UserError
 from agents.run import RunOptions
 from pydantic import BaseModel
-from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 from typing_extensions import Unpack
 
@@ -46,11 +45,11 @@ def final_answer(output: Any, limit: int) -> str:
 def run_failure(exc: AgentsException) -> BaseException:
     """What an SDK error raised out of the run becomes in the saga's block. The SDK gives
     up on a run (turns exhausted, a model answer it cannot use, a guardrail tripped) by
-    raising an exception Temporal takes for a bug, which would retry the workflow task
-    for ever and leave the executed steps standing: it becomes a non-retryable
-    ApplicationError, which fails the saga, so it compensates. A UserError (the agent is
-    configured wrongly) stays a bug, fixed by deploying; a Temporal failure stays itself."""
-    if isinstance(exc, UserError) or workflow.is_failure_exception(exc):
+    raising an exception that Temporal takes for a bug: the workflow task would be retried
+    for ever, and the executed steps left standing. It becomes a non-retryable
+    ApplicationError, which fails the saga, so leaving the block compensates. A UserError
+    (the agent is configured wrongly) stays a bug, fixed by deploying a fix."""
+    if isinstance(exc, UserError):
         return exc
     return ApplicationError(
         f"the agent's run failed: {type(exc).__name__}: {exc}"[:2_000],
