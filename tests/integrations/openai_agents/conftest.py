@@ -35,6 +35,7 @@ from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
 from sagacity.worker.saga_client import SagaClient
 from tests.faults.conftest import pg_journal_url, pg_schema, pg_store, shop
+from tests.integrations.openai_agents.agent_workflows import AgentRunEnds
 from tests.model.conftest import ChatServer
 
 __all__ = ["pg_journal_url", "pg_schema", "pg_store", "shop"]
@@ -82,7 +83,7 @@ async def rig(
         plugins=agent_plugins(pg_store, Toolbox.build(shop), provider),
     )
     task_queue = f"agents-{uuid.uuid4().hex[:8]}"
-    async with Worker(client, task_queue=task_queue, workflows=[AgentOrderWorkflow]):
+    async with Worker(client, task_queue=task_queue, workflows=[AgentOrderWorkflow, AgentRunEnds]):
         sagas = SagaClient(client, task_queue=task_queue, store=pg_store)
         yield AgentRig(sagas, client, pg_store, shop, chat_server, task_queue)
     await chat.close()

@@ -5,10 +5,14 @@ approved arguments once approved, and compensates the order when rejected."""
 from __future__ import annotations
 
 import pytest
+from temporalio.worker import Replayer
 
 from sagacity.approvals import approval_hash
+from sagacity.examples.openai_agents_order import AgentOrderWorkflow
 from sagacity.examples.orders import INITIAL_STOCK
+from sagacity.integrations.openai_agents_saga import SagaAgentsPlugin
 from sagacity.phases import Phase, SagaStatus
+from sagacity.worker.plugin import SagacityPlugin
 from tests.faults.support import entries_of, eventually, phases
 from tests.model.conftest import call, completion
 
@@ -98,3 +102,17 @@ async def test_a_rejected_wire_compensates_the_order(rig: AgentRig) -> None:
     ]
     assert "rejected" in wire_output
     assert rig.sagas.verify(handle.id).ok
+
+
+async def test_the_agents_history_replays(rig: AgentRig) -> None:
+    """The run's history (two tool calls in one answer, an approval) replays without
+    nondeterminism: the router's order of steps is the workflow's own."""
+    handle = await wire_pending(rig)
+    await rig.sagas.approve(handle.id, approver="alice@example.com")
+    await handle.result()
+
+    replayer = Replayer(
+        workflows=[AgentOrderWorkflow], plugins=[SagacityPlugin(), SagaAgentsPlugin()]
+    )
+    replayed = await replayer.replay_workflow(await handle.fetch_history())
+    assert replayed.replay_failure is None
