@@ -127,6 +127,7 @@ class StepRouter:
                 raise StepError(refusal, outcome=None, error_type="StepRefused")
             if call.tool in check.waits_for_approval:
                 self._gated.add(call.tool)
+                saga.expect_approval([call.tool])  # its first activity is an approval check
         return await saga.call(call.tool, **call.args)
 
     async def _plan_check(self, call: ToolCall) -> PlanCheck:

@@ -18,7 +18,7 @@ from sagacity.workflows.saga import StepError
 
 
 class FakeSaga:
-    """What the router uses of a saga: `call`, `failure` and `fail`."""
+    """What the router uses of a saga: `call`, `failure`, `fail` and `expect_approval`."""
 
     def __init__(self, fails: set[str] = frozenset(), raises: Exception | None = None) -> None:
         self.failure: str | None = None
@@ -27,6 +27,10 @@ class FakeSaga:
         self.raises = raises
         self.release = asyncio.Event()
         self.release.set()
+        self.expected: list[str] = []
+
+    def expect_approval(self, tools: list[str]) -> None:
+        self.expected.extend(tools)
 
     def fail(self, reason: str) -> None:
         self.failure = self.failure or reason
@@ -134,6 +138,7 @@ async def test_a_gated_tool_runs_once_the_toolbox_says_it_waits_and_is_asked_onc
 
     await r.serve(agent())
     assert toolbox.asked == ["send_wire_transfer"]
+    assert saga.expected == ["send_wire_transfer"]
     assert saga.events.count("end send_wire_transfer") == 2
 
 

@@ -5,6 +5,8 @@ approved arguments once approved, and compensates the order when rejected."""
 from __future__ import annotations
 
 import pytest
+from temporalio.client import WorkflowFailureError
+from temporalio.exceptions import CancelledError
 from temporalio.worker import Replayer
 
 from sagacity.approvals import approval_hash
@@ -116,3 +118,22 @@ async def test_the_agents_history_replays(rig: AgentRig) -> None:
     )
     replayed = await replayer.replay_workflow(await handle.fetch_history())
     assert replayed.replay_failure is None
+
+
+async def test_a_cancel_while_the_wire_waits_stops_the_agent_and_compensates(
+    rig: AgentRig,
+) -> None:
+    handle = await wire_pending(rig)
+
+    await rig.sagas.cancel(handle.id)
+    with pytest.raises(WorkflowFailureError) as failed:
+        await handle.result()
+
+    assert isinstance(failed.value.cause, CancelledError)
+    assert len(rig.server.requests) == 2  # the agent was stopped, not asked again
+    assert phases(rig.store, handle.id)[-5:] == [
+        ("AWAITING_APPROVAL", 3), ("REJECTED", 3), ("COMPENSATED", 2), ("COMPENSATED", 1),
+        ("SAGA_CLOSED", 0),
+    ]  # fmt: skip
+    assert rig.shop.wires() == [] and [c["refunded"] for c in rig.shop.charges()] == [True]
+    assert rig.sagas.verify(handle.id).ok
