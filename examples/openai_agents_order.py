@@ -147,7 +147,7 @@ def agent_plugins(
 
 
 async def main(request: str) -> None:  # pragma: no cover - needs a model server
-    env = await start_dev_server(banner=False)
+    env = await start_dev_server(banner=False, log_level="error")
     store = open_store(default_journal_url())
     try:
         target = env.client.service_client.config.target_host

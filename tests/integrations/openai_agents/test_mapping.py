@@ -12,7 +12,9 @@ from agents import Agent, FunctionTool, RunContextWrapper, WebSearchTool, functi
 from agents.mcp import MCPServerStdio
 from agents.tool_context import ToolContext
 from pydantic import BaseModel
+from temporalio import activity
 from temporalio.exceptions import ApplicationError
+from temporalio.openai_agents.workflow import activity_as_tool
 
 from sagacity.activities.io_models import INVALID_ARGUMENTS_KEY
 from sagacity.examples.openai_agents_order import order_agent
@@ -158,6 +160,20 @@ async def test_a_tool_without_an_error_function_raises_the_step_error() -> None:
 
     with pytest.raises(StepError):
         await invoke(tools["strict_charge"], '{"amount": 1}')
+
+
+@activity.defn
+async def ship_order(address: str) -> str:
+    """Ship the order."""
+    raise AssertionError("the activity never runs: the toolbox's tool does")
+
+
+async def test_a_tool_made_by_activity_as_tool_is_routed_to_the_toolbox_too() -> None:
+    steps = Steps()
+    tools = converted(shop_agent(activity_as_tool(ship_order)), steps)
+
+    await invoke(tools["ship_order"], '{"address": "1 Main St"}')
+    assert steps.calls == [("ship_order", {"address": "1 Main St"}, False)]
 
 
 def test_the_original_agent_is_left_as_it_was() -> None:
