@@ -24,7 +24,11 @@ BROKEN = {"type": "object", "required": "amount"}
 OBJECT = {"type": "object", "properties": {"amount": {"type": "integer"}}, "required": ["amount"]}
 
 
+RESULT = {"type": "object", "properties": {"id": {"type": "string"}}}
+
+
 def tool(name: str, schema: dict[str, Any] | None = None, **more: Any) -> Tool:
+    more.setdefault("output_schema", RESULT)
     return Tool(name=name, input_schema=OBJECT if schema is None else schema, **more)
 
 
@@ -79,6 +83,16 @@ def test_a_name_the_server_does_not_list_fails_naming_it_and_the_servers_tools()
 def test_a_misspelt_compensation_fails_with_a_hint() -> None:
     with pytest.raises(McpMappingError, match=r"'refnud'.*neither a tool.*did you mean 'refund'"):
         check_mapping("shop", SHOP, {"charge": compensated_by("refnud")})
+
+
+def test_the_default_undo_arguments_need_a_forward_tool_with_an_output_schema() -> None:
+    listed = [tool("charge", output_schema=None), tool("refund")]
+    with pytest.raises(McpMappingError, match=r"'charge' declares no output schema.*args="):
+        check_mapping("shop", listed, {"charge": compensated_by("refund")})
+    plan = check_mapping(
+        "shop", listed, {"charge": compensated_by("refund", args=lambda ctx: ctx.input)}
+    )
+    assert plan.tools[0].compensation is not None
 
 
 def test_a_tool_cannot_undo_itself() -> None:

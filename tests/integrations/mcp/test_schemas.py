@@ -11,7 +11,7 @@ from mcp_types import CallToolResult, ImageContent, TextContent
 
 from sagacity.errors import ToolInputError
 from sagacity.integrations.mcp_tools import InputSchema, McpMappingError, McpToolError, OutputSchema
-from sagacity.integrations.mcp_tools.results import step_result, structured
+from sagacity.integrations.mcp_tools.results import step_result, undo_arguments
 from sagacity.tools import ToolResultError
 
 CHARGE = {
@@ -119,12 +119,16 @@ def test_is_error_is_a_failure_with_the_servers_words() -> None:
     )
 
 
-def test_a_result_is_kept_as_the_server_answered_it_without_its_meta() -> None:
-    answer = result(content=[{"type": "text", "text": "ok"}], structuredContent={"charge": "c1"},
-                    _meta={"trace": "x"})  # fmt: skip
-    assert step_result("shop", "charge_card", answer, None) == {
-        "content": [{"type": "text", "text": "ok"}],
-        "structuredContent": {"charge": "c1"},
+def test_a_structured_result_is_the_steps_result_as_a_python_tool_would_return_it() -> None:
+    answer = result(content=[{"type": "text", "text": '{"charge": "c1"}'}],
+                    structuredContent={"charge": "c1"}, _meta={"trace": "x"})  # fmt: skip
+    assert step_result("shop", "charge_card", answer, None) == {"charge": "c1"}
+
+
+def test_an_unstructured_result_is_its_content_blocks() -> None:
+    answer = result(content=[{"type": "text", "text": "ok"}], _meta={"trace": "x"})
+    assert step_result("shop", "notes", answer, None) == {
+        "content": [{"type": "text", "text": "ok"}]
     }
 
 
@@ -138,14 +142,12 @@ def test_a_result_that_breaks_the_output_schema_ran_and_carries_its_value() -> N
     answer = result(content=[], structuredContent={"charge": 7})
     with pytest.raises(ToolResultError, match="ran, but its result breaks its output schema") as e:
         step_result("shop", "charge_card", answer, output)
-    assert e.value.value == {"content": [], "structuredContent": {"charge": 7}}
+    assert e.value.value == {"content": [], "structuredContent": {"charge": 7}}  # the evidence
     with pytest.raises(ToolResultError, match="returned no structured content"):
         step_result("shop", "charge_card", result(content=[]), output)
 
 
-def test_the_default_undo_arguments_are_the_structured_result() -> None:
-    assert structured({"content": [], "structuredContent": {"charge": "c1"}}, "undo") == {
-        "charge": "c1"
-    }
-    with pytest.raises(McpToolError, match="no structured content"):
-        structured({"content": [{"type": "text", "text": "c1"}]}, "undo")
+def test_the_default_undo_arguments_are_the_recorded_result() -> None:
+    assert undo_arguments({"charge": "c1"}, "undo") == {"charge": "c1"}
+    with pytest.raises(McpToolError, match="not a JSON object"):
+        undo_arguments(["c1"], "undo")
