@@ -16,17 +16,11 @@ from typing import Any
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from sagacity.examples.mcp_order import SHOP_TOOLS
 from sagacity.examples.mcp_shop_server import received_calls, server_pids
 from sagacity.examples.order_workflow import OrderWorkflow
 from sagacity.examples.orders import Shop
-from sagacity.integrations.mcp_tools import (
-    McpToolset,
-    StdioServerParameters,
-    compensated_by,
-    irreversible,
-    plain,
-    stdio_server,
-)
+from sagacity.integrations.mcp_tools import McpToolset, StdioServerParameters, stdio_server
 from sagacity.stores import JournalStore
 from sagacity.worker.app import new_worker
 from sagacity.worker.saga_client import SagaClient
@@ -34,12 +28,7 @@ from tests.faults.conftest import pg_journal_url, pg_schema, pg_store
 
 __all__ = ["pg_journal_url", "pg_schema", "pg_store"]
 
-SHOP_MAPPING: dict[str, Any] = {
-    "reserve_inventory": compensated_by("release_inventory"),
-    "charge_card": compensated_by("refund_card"),
-    "ship_order": plain,
-    "send_wire_transfer": irreversible,
-}
+SHOP_MAPPING = SHOP_TOOLS
 
 
 def alive(pid: int) -> bool:

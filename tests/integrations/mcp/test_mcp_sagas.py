@@ -10,6 +10,7 @@ from sagacity.activities.io_models import ModelTurn
 from sagacity.approvals import approval_hash
 from sagacity.audit import verify_store
 from sagacity.canonical import canonical_text
+from sagacity.examples.mcp_order import scenario
 from sagacity.examples.order_workflow import Order, OrderWorkflow
 from sagacity.examples.orders import INITIAL_STOCK
 from sagacity.phases import SagaStatus
@@ -141,3 +142,9 @@ async def test_a_models_call_that_breaks_the_schema_is_journaled_refused_and_not
     assert journal(mcp_orders, saga_id)[-3:] == [
         ("INTENT", 2, "charge_card"), ("EXECUTED", 2, "charge_card"), ("SAGA_CLOSED", 0, ""),
     ]  # fmt: skip
+
+
+async def test_the_example_runs_its_scenario(mcp_orders: McpOrders) -> None:
+    """examples/mcp_order.py's two sagas, on this test's worker and journal."""
+    assert await scenario(mcp_orders.client, mcp_orders.store, mcp_orders.shop.path)
+    assert [c["tool"] for c in mcp_orders.shop.calls()][-2:] == ["ship_order", "send_wire_transfer"]
