@@ -44,7 +44,7 @@ from .mapping import (
     irreversible,
     plain,
 )
-from .results import CONTENT, STRUCTURED
+from .results import CONTENT
 from .spec import IDEMPOTENCY_KEY_META, SAGA_ID_META, STEP_META, McpToolSpec
 from .toolset import McpToolset, toolbox_of
 
@@ -67,7 +67,6 @@ __all__ = [
     "IDEMPOTENCY_KEY_META",
     "SAGA_ID_META",
     "STEP_META",
-    "STRUCTURED",
     "CompensatedBy",
     "InputSchema",
     "Irreversible",

@@ -10,11 +10,12 @@ can be undone, and by what, is the worker owner's word. The mapping gives it:
         "send_wire_transfer": irreversible,
     }
 
-A compensation is another tool of the same server (called with the forward step's
-structured result as its arguments, or with what `args=` builds from the recorded input
-and result) or a Python `@compensation` passed beside the mapping. Every name is resolved
-against the server's listing when the toolset opens; one that resolves to nothing (or
-to two things) fails there with McpMappingError naming it and the server's tools.
+A compensation is another tool of the same server, called with the forward step's
+structured result as its arguments (so the forward tool must declare an output schema)
+or with what `args=` builds from the recorded input and result; or it is a Python
+`@compensation` passed beside the mapping. Every name is resolved against the server's
+listing when the toolset opens; one that resolves to nothing (or to two things) fails
+there with McpMappingError naming it and the server's tools.
 
 Tools the mapping leaves out are refused by default: they are not in the toolbox, so a
 call to one is journaled CALL_REFUSED and never sent. A server that grows a tool must not
@@ -270,6 +271,14 @@ class _Checker:
             raise self.fail(
                 f"{where}, which is neither a tool of MCP server {self.server!r} nor a Python "
                 f"@compensation (Python compensations: {python}){_close(wanted, known)}"
+            )
+        forward = self.by_name[name]
+        if declared.args is None and forward.output_schema is None:
+            raise McpMappingError(
+                f"{where}: by default the undo is called with {name!r}'s structured result, "
+                f"but {name!r} declares no output schema, so it may return none; give "
+                f"compensated_by({wanted!r}, args=...) a function that builds the undo's "
+                "arguments from ctx.input and ctx.result"
             )
         checked = self.definition(on_server)
         return ResolvedCompensation(

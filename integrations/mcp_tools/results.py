@@ -4,11 +4,13 @@
 step is FAILED and the saga compensates — an agent framework would hand the text to its
 model as if the call had worked, and the saga would report success over a failed step.
 
-A result that worked is journaled as the server answered it: its `content` blocks and,
-when the tool returns one, its `structuredContent` (the server's `_meta` is left out).
-A result that breaks the tool's declared output schema ran all the same, so it is not a
-failure of the step: it raises ToolResultError, which the runner journals EXECUTED with
-a description of the result, and the saga fails and compensates the step.
+A result that worked is the step's result, as a Python tool's return value would be: its
+`structuredContent` when the tool returns one (the tool's typed result; its text blocks
+are, by the protocol's advice, the same JSON rendered), else `{"content": [blocks]}`. A
+workflow reads `(await saga.call("charge_card", amount=100))["charge"]` from an MCP tool
+as from a Python one. A result that breaks the tool's declared output schema ran all the
+same, so it is not a failure of the step: it raises ToolResultError, which the runner
+journals EXECUTED with a description of the result, and the saga fails and compensates.
 """
 
 from __future__ import annotations
@@ -23,21 +25,29 @@ from sagacity.tools import ToolResultError
 from .errors import McpToolError
 from .input_schema import OutputSchema
 
-STRUCTURED = "structuredContent"
 CONTENT = "content"
 
 
 def recorded(result: CallToolResult) -> dict[str, Any]:
-    """The JSON the journal keeps for a result: `content` and `structuredContent`."""
-    kept: dict[str, Any] = {
+    """The step's result: the structured content, or the content blocks (as JSON)."""
+    if result.structured_content is not None:
+        return dict(result.structured_content)
+    return {
         CONTENT: [
             block.model_dump(mode="json", by_alias=True, exclude_none=True)
             for block in result.content
         ]
     }
-    if result.structured_content is not None:
-        kept[STRUCTURED] = result.structured_content
-    return kept
+
+
+def recorded_whole(result: CallToolResult) -> dict[str, Any]:
+    """Both parts of a result, for the evidence of one that breaks its output schema."""
+    return {
+        CONTENT: [
+            b.model_dump(mode="json", by_alias=True, exclude_none=True) for b in result.content
+        ],
+        "structuredContent": result.structured_content,
+    }
 
 
 def failure_text(result: CallToolResult) -> str:
@@ -65,21 +75,20 @@ def step_result(
                 f"MCP tool {tool!r} on server {server!r} ran, but its result breaks its "
                 f"output schema: {'; '.join(found)}"
             )
-            error.value = kept
+            error.value = recorded_whole(result)
             raise error
     return kept
 
 
-def structured(result: object, what: str) -> dict[str, Any]:
-    """The structured content of a recorded result, as the arguments of its undo."""
-    value = result.get(STRUCTURED) if isinstance(result, dict) else None
-    if not isinstance(value, dict):
+def undo_arguments(result: object, what: str) -> dict[str, Any]:
+    """The forward step's recorded (structured) result, as the arguments of its undo."""
+    if not isinstance(result, dict):
         raise McpToolError(
-            f"{what}: the recorded result has no structured content (a JSON object) to pass "
-            "as the undo's arguments; give compensated_by(..., args=...) a function that "
-            "builds them from ctx.input and ctx.result"
+            f"{what}: the recorded result is not a JSON object to pass as the undo's "
+            "arguments; give compensated_by(..., args=...) a function that builds them "
+            "from ctx.input and ctx.result"
         )
-    return value
+    return result
 
 
-__all__ = ["CONTENT", "STRUCTURED", "failure_text", "recorded", "step_result", "structured"]
+__all__ = ["CONTENT", "failure_text", "recorded", "step_result", "undo_arguments"]

@@ -23,7 +23,7 @@ from sagacity.tools import CompensationContext, ToolContext, result_to_json
 from .connection import McpConnection
 from .errors import McpToolChangedError
 from .mapping import ResolvedCompensation, ResolvedTool
-from .results import step_result, structured
+from .results import step_result, undo_arguments
 
 IDEMPOTENCY_KEY_META = "sagacity/idempotency-key"
 """The `_meta` key of a call's idempotency key: `saga_id:step` for a step (the same for
@@ -105,7 +105,7 @@ def mcp_compensation(
     forward: str, undo: ResolvedCompensation, connection: McpConnection
 ) -> Callable[[CompensationContext], Awaitable[None]]:
     """The compensation that calls the server's undo tool with the arguments `undo.args`
-    builds (by default the forward call's structured result). Arguments that cannot be
+    builds (by default the forward call's structured result, as recorded). Arguments that cannot be
     built or that break the undo's schema are not retried: no retry would fix them, and
     the saga ends COMPENSATION_FAILED for a person. A failed undo call is retried."""
     assert undo.tool is not None and undo.input is not None
@@ -114,7 +114,7 @@ def mcp_compensation(
 
     async def call_undo(ctx: CompensationContext) -> None:
         try:
-            built = undo.args(ctx) if undo.args is not None else structured(ctx.result, what)
+            built = undo.args(ctx) if undo.args is not None else undo_arguments(ctx.result, what)
             arguments = schema.payload(built)
         except Exception as exc:  # the mapping's builder or the recorded result
             raise ApplicationError(
