@@ -1,6 +1,7 @@
 """The example shop as an MCP server (stdio), for the MCP adapter's example and tests.
 
     python -m sagacity.examples.mcp_shop_server --shop /tmp/shop.db
+    python -m sagacity.examples.mcp_shop_server --shop /tmp/shop.db --http 8765  # HTTP
 
 It serves the shop of examples.orders (a SQLite file: stock, charges, wires, shipments)
 as MCP tools with the `mcp` package's MCPServer: reserve_inventory / release_inventory,
@@ -176,11 +177,22 @@ def build_server(shop: Shop) -> MCPServer:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shop", default=None, help="the shop's SQLite file")
-    path = Path(parser.parse_args(argv).shop or shop_path())
+    parser.add_argument(
+        "--http",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio",
+    )
+    args = parser.parse_args(argv)
+    path = Path(args.shop or shop_path())
     shop = Shop(path)
     with pids_path(path).open("a") as pids:
         pids.write(f"{os.getpid()}\n")
-    build_server(shop).run()
+    if args.http is None:
+        build_server(shop).run()
+    else:
+        build_server(shop).run("streamable-http", host="127.0.0.1", port=args.http)
 
 
 if __name__ == "__main__":

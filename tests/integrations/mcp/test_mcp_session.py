@@ -5,8 +5,12 @@ start is not called."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
+import socket
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -17,14 +21,15 @@ from sagacity.errors import ToolInputError
 from sagacity.integrations.mcp_tools import (
     McpMappingError,
     McpToolChangedError,
+    McpToolError,
     McpToolset,
     irreversible,
     plain,
 )
 from sagacity.phases import SagaStatus, StepStatus
-from sagacity.tools import ToolContext
+from sagacity.tools import CompensationContext, ToolContext
 from sagacity.workflows.models import SagaInput, ToolCall
-from tests.workflows.helpers import accept_when_dirty
+from tests.workflows.helpers import accept_when_dirty, eventually
 
 from .conftest import SHOP_MAPPING, McpOrders, McpShop, alive, assert_stopped
 
@@ -142,3 +147,64 @@ async def test_a_tool_changed_since_start_is_not_called() -> None:
         with pytest.raises(ToolInputError, match="amount: 'five' is not of type 'integer'"):
             spec.validate({"amount": "five"})
     assert received == [{"charge": 5}]
+
+
+# ---- streamable HTTP (the same shop, served on a loopback port; no Temporal) -----------
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def listening(port: int) -> bool:
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError:
+        return False
+    writer.close()
+    await writer.wait_closed()
+    return True
+
+
+async def test_a_streamable_http_server_serves_the_same_tools(mcp_shop: McpShop) -> None:
+    port = free_port()
+    command = [sys.executable, "-m", "sagacity.examples.mcp_shop_server",
+               "--shop", str(mcp_shop.path), "--http", str(port)]  # fmt: skip
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        await eventually(lambda: listening(port), 30)
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with McpToolset(url, tools=SHOP_MAPPING) as toolset:
+            assert toolset.name == "shop"
+            charge = toolset.toolbox.get("charge_card")
+            ctx = ToolContext(saga_id="http", step=1, attempt=1, tool="charge_card")
+            assert await charge.invoke({"amount": 7}, ctx) == {
+                "charge": "http:1", "amount": 7, "currency": "EUR",
+            }  # fmt: skip
+            ship = toolset.toolbox.get("ship_order")
+            with pytest.raises(McpToolError, match="carrier refused"):
+                await ship.invoke(
+                    {"address": "nowhere"},
+                    ToolContext(saga_id="http", step=2, attempt=1, tool="ship_order"),
+                )
+            assert charge.compensation is not None
+            await charge.compensation.invoke(
+                CompensationContext(
+                    saga_id="http",
+                    step=1,
+                    tool="charge_card",
+                    input={"amount": 7},
+                    result={"charge": "http:1", "amount": 7, "currency": "EUR"},
+                )
+            )
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
+    assert [(c["tool"], c["key"]) for c in mcp_shop.calls()] == [
+        ("charge_card", "http:1"), ("ship_order", "http:2"), ("refund_card", "http:1:compensate"),
+    ]  # fmt: skip
+    assert mcp_shop.shop.charges() == [
+        {"key": "http:1", "amount": 7, "currency": "EUR", "refunded": True}
+    ]
