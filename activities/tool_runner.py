@@ -40,6 +40,7 @@ from sagacity.errors import (
     JournalWriteError,
     SagacityError,
     StoreUnavailableError,
+    ToolOutcomeUnknownError,
 )
 from sagacity.phases import Phase
 from sagacity.stores.base import JournalStore, StepClaim
@@ -49,6 +50,8 @@ from sagacity.tools import ToolContext, ToolKind, idempotency_key
 T = TypeVar("T")
 
 HEARTBEAT_EVERY_S = 5.0
+OUTCOME_UNKNOWN = "ToolOutcomeUnknown"
+"""Error type of a run_tool attempt whose tool could not tell whether it took effect."""
 TRUNCATION_MARKER = "…[truncated for the model; the journal holds the full result]"
 STORE_EXECUTOR = ThreadPoolExecutor(max_workers=16, thread_name_prefix="sagacity-journal")
 """Journal I/O gets its own threads, so slow sync tools (which use the default pool)
@@ -308,6 +311,15 @@ class ToolRunner:
             # not the tool. Journaling FAILED would compensate a healthy saga; let Temporal
             # retry the activity instead (the retry reports this attempt's INTENT UNKNOWN).
             raise
+        except ToolOutcomeUnknownError as exc:
+            # The tool cannot say whether its effect happened: no outcome is journaled and
+            # the attempt fails for good, so the workflow reports the step UNKNOWN (and
+            # fences it) instead of FAILED, which would leave a live effect undone.
+            raise ApplicationError(
+                f"{spec.name}: outcome unknown: {exc}"[:MAX_ERROR_CHARS],
+                type=OUTCOME_UNKNOWN,
+                non_retryable=True,
+            ) from exc
         except Exception as exc:  # the tool's own failure
             error = f"{type(exc).__name__}: {exc}"
             failed = await retrying(store.append, draft(Phase.FAILED, error=error[:10_000]))

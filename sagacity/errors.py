@@ -93,3 +93,10 @@ class PayloadMismatchError(ToolInputError):
 
 class ApprovalPolicyError(SagacityError, ValueError):
     """A tool's approval policy that could not be applied to a call (its rule failed)."""
+
+
+class ToolOutcomeUnknownError(SagacityError):
+    """A tool cannot tell whether its effect happened: the request went out and no answer
+    came back (a connection lost mid-call). The runner journals no outcome for the step,
+    so it is reported UNKNOWN and fenced, for a person to settle — never FAILED, which
+    would leave an effect that may be live without its compensation."""
