@@ -90,6 +90,9 @@ def _declared(
         yield f"{toolset.label} (tools listed at run time)"
 
 
+_NONE = object()
+
+
 def _schema_problems(tool: DeclaredTool, spec: ToolSpec) -> list[str]:
     offered = tool.definition.parameters_json_schema
     offered_names = set(offered.get("properties", {}))
@@ -108,6 +111,16 @@ def _schema_problems(tool: DeclaredTool, spec: ToolSpec) -> list[str]:
             f"tool {tool.name!r}: the toolbox's tool requires {missing}, which the Pydantic "
             "AI declaration does not require of the model"
         )
+    mine, theirs = offered.get("properties", {}), taken.get("properties", {})
+    for name in sorted(offered_names & taken_names):
+        said, meant = mine[name].get("default", _NONE), theirs[name].get("default", _NONE)
+        if said is not _NONE and meant is not _NONE and said != meant:
+            # Pydantic AI fills its default in before the call reaches the saga: that value
+            # is the one approved and run, not the toolbox's.
+            problems.append(
+                f"tool {tool.name!r}: parameter {name!r} defaults to {said!r} in the Pydantic "
+                f"AI declaration but to {meant!r} in the toolbox (the declaration's is sent)"
+            )
     return problems
 
 

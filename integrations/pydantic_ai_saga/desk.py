@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Coroutine
-from contextlib import suppress
+from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -126,6 +126,17 @@ class ToolDesk:
         return request.tool in check.waits_for_approval
 
 
+@contextmanager
+def at_desk(desk: ToolDesk) -> Iterator[ToolDesk]:
+    """Tool calls of tasks started inside the block go to `desk` (a task keeps the desk
+    of the context it was created in)."""
+    token = _DESK.set(desk)
+    try:
+        yield desk
+    finally:
+        _DESK.reset(token)
+
+
 def current_desk(tool: str) -> ToolDesk:
     """The desk of the agent run this tool call belongs to."""
     desk = _DESK.get()
@@ -148,12 +159,8 @@ async def through_saga(saga: Saga, run: Coroutine[Any, Any, T]) -> T:
             "through_saga takes the agent run's coroutine, e.g. through_saga(saga, "
             f"agent.run(prompt)), not {type(run).__name__}: its tool calls must start inside"
         )
-    desk = ToolDesk(saga)
-    token = _DESK.set(desk)
-    try:
-        agent_run = asyncio.create_task(run)  # the task copies the context: the desk
-    finally:
-        _DESK.reset(token)
+    with at_desk(ToolDesk(saga)) as desk:
+        agent_run = asyncio.create_task(run)
     try:
         while True:
             await workflow.wait_condition(lambda: bool(desk.waiting) or agent_run.done())
@@ -169,4 +176,11 @@ async def through_saga(saga: Saga, run: Coroutine[Any, Any, T]) -> T:
         raise
 
 
-__all__ = ["APPROVAL_NOT_GATED", "ToolDesk", "current_desk", "through_saga"]
+__all__ = [
+    "APPROVAL_NOT_GATED",
+    "ToolDesk",
+    "ToolRequest",
+    "at_desk",
+    "current_desk",
+    "through_saga",
+]
