@@ -42,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
         UserPromptPart,
     )
     from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.usage import UsageLimits
 
     from sagacity.integrations.pydantic_ai_saga import SagaToolset, through_saga
     from sagacity.workflows.models import SagaOptions
@@ -144,12 +145,15 @@ def failed_calls(messages: list[ModelMessage]) -> list[str]:
     ]
 
 
-async def serve_order(agent: Agent[None, str], order: ClerkOrder) -> ClerkReport:
+async def serve_order(
+    agent: Agent[None, str], order: ClerkOrder, limits: UsageLimits | None = None
+) -> ClerkReport:
     """Workflow code: the agent's run inside the saga; what it said beside how it ended."""
     said, told = None, []
     try:
         async with Saga.open(SagaOptions(approvers=FINANCE)) as saga:
-            result = await through_saga(saga, agent.run(order.model_dump_json()))
+            run = agent.run(order.model_dump_json(), usage_limits=limits)
+            result = await through_saga(saga, run)
             said, told = result.output, failed_calls(result.all_messages())
     except SagaFailedError as failed:
         # Compensated: what the clerk said is kept beside what really happened.
@@ -185,13 +189,17 @@ async def run_worker(task_queue: str = "clerk") -> None:
 
     shop = toolbox()  # the shop at $SAGACITY_SHOP_PATH (default: in sagacity's data home)
     check_agent(clerk, shop)  # a tool the toolbox lacks or would not gate fails here
-    plugin = SagacityPlugin(store=open_store(default_journal_url()), toolbox=shop)
-    config = ClientConfig.load_client_connect_config()  # TEMPORAL_ADDRESS, profiles, TLS
-    config.setdefault("target_host", "localhost:7233")
-    client = await Client.connect(**config, plugins=[plugin, PydanticAIPlugin()])
-    worker = Worker(client, task_queue=task_queue, workflows=[OrderClerk])
-    print("worker ready", flush=True)
-    await worker.run()
+    store = open_store(default_journal_url())  # where `sagacity journal ID` looks
+    try:
+        plugin = SagacityPlugin(store=store, toolbox=shop)
+        config = ClientConfig.load_client_connect_config()  # TEMPORAL_ADDRESS, profiles, TLS
+        config.setdefault("target_host", "localhost:7233")
+        client = await Client.connect(**config, plugins=[plugin, PydanticAIPlugin()])
+        worker = Worker(client, task_queue=task_queue, workflows=[OrderClerk])
+        print("worker ready", flush=True)
+        await worker.run()
+    finally:
+        store.close()
 
 
 async def place_order(

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
-from temporalio.client import Client, WorkflowHandle
-from temporalio.worker import Worker
+from temporalio.client import Client, WorkflowHandle, WorkflowHistory
+from temporalio.worker import Replayer, Worker
 
 from sagacity.examples.orders import Shop
 from sagacity.examples.pydantic_ai_order import ClerkOrder, OrderClerk, clerk
@@ -31,11 +31,11 @@ from sagacity.toolbox import Toolbox
 from sagacity.worker.plugin import SagacityPlugin
 from sagacity.worker.saga_client import SagaClient
 
-from .agents import ApprovalByAmount
+from .agents import ApprovalByAmount, ClerkOnABudget
 
 HISTORIES = Path(__file__).parent / "histories"
 IBAN = "DE89370400440532013000"
-WORKFLOWS = [OrderClerk, ApprovalByAmount]
+WORKFLOWS = [OrderClerk, ApprovalByAmount, ClerkOnABudget]
 
 Handle = WorkflowHandle[Any, Any]
 
@@ -50,6 +50,13 @@ async def clerk_worker(
     client = await Client.connect(target, plugins=[plugin, PydanticAIPlugin()])
     worker = Worker(client, task_queue=task_queue, workflows=WORKFLOWS)
     return worker, SagaClient(client, task_queue=task_queue, store=store)
+
+
+async def replay_failure(history: WorkflowHistory) -> Exception | None:
+    """Why `history` does not replay against the current code (None: it does)."""
+    replayer = Replayer(workflows=WORKFLOWS, plugins=[SagacityPlugin(), PydanticAIPlugin()])
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    return result.replay_failure
 
 
 async def _start(client: SagaClient, saga_id: str, **order: Any) -> Handle:
@@ -90,8 +97,21 @@ async def approval_not_gated(client: SagaClient, saga_id: str) -> Handle:
     return await _ends(handle, "COMPENSATED")
 
 
+async def run_fails(client: SagaClient, saga_id: str) -> Handle:
+    handle = await client.start_workflow(ClerkOnABudget.run, ClerkOrder(), saga_id=saga_id)
+    return await _ends(handle, "COMPENSATED")
+
+
 FLOWS: dict[str, Callable[[SagaClient, str], Awaitable[Handle]]] = {
-    f.__name__: f for f in (completes, ship_fails, approved_wire, rejected_wire, approval_not_gated)
+    f.__name__: f
+    for f in (
+        completes,
+        ship_fails,
+        approved_wire,
+        rejected_wire,
+        approval_not_gated,
+        run_fails,
+    )
 }
 
 

@@ -10,16 +10,23 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from temporalio.client import WorkflowHandle
+from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import CancelledError
 
 from sagacity.approvals import approval_hash
 from sagacity.audit import verify_store
 from sagacity.examples.orders import INITIAL_STOCK
 from sagacity.examples.pydantic_ai_order import ClerkOrder, ClerkReport, OrderClerk
 from sagacity.phases import Phase
-from tests.faults.support import assert_chain_closed, assert_executed_ran_once, phases
+from tests.faults.support import (
+    assert_chain_closed,
+    assert_executed_ran_once,
+    failed_workflow_tasks,
+    phases,
+)
 
-from .agents import ApprovalByAmount
+from .agents import ApprovalByAmount, ClerkOnABudget
+from .clerk_histories import replay_failure
 from .conftest import Clerks
 
 pytestmark = [pytest.mark.temporal, pytest.mark.postgres, pytest.mark.timeout(90)]
@@ -31,10 +38,12 @@ async def start(clerks: Clerks, order: ClerkOrder) -> WorkflowHandle[Any, ClerkR
     return await clerks.client.start_workflow(OrderClerk.run, order, saga_id=clerks.new_id())
 
 
-def verified(clerks: Clerks, saga_id: str) -> list[Any]:
-    entries = assert_chain_closed(clerks.store, saga_id)
-    report = verify_store(clerks.store, saga_id)
+async def verified(clerks: Clerks, handle: WorkflowHandle[Any, Any]) -> list[Any]:
+    """The saga's journal verifies and closes; its workflow history replays."""
+    entries = assert_chain_closed(clerks.store, handle.id)
+    report = verify_store(clerks.store, handle.id)
     assert report.ok and report.closed, report.describe()
+    assert await replay_failure(await handle.fetch_history()) is None
     return entries
 
 
@@ -49,7 +58,7 @@ async def test_a_failed_shipment_is_undone_newest_first_though_the_clerk_says_do
     [told] = report.told  # the model was told, as a failed tool call
     assert told.startswith("ship_order: step 3 (ship_order) failed: ShopError: carrier refused")
     assert report.failure is not None and "step 3 (ship_order) failed" in report.failure
-    entries = verified(clerks, handle.id)
+    entries = await verified(clerks, handle)
     assert phases(clerks.store, handle.id) == [
         ("SAGA_OPENED", 0), ("INTENT", 1), ("EXECUTED", 1), ("INTENT", 2), ("EXECUTED", 2),
         ("INTENT", 3), ("FAILED", 3), ("COMPENSATED", 2), ("COMPENSATED", 1), ("SAGA_CLOSED", 0),
@@ -81,7 +90,7 @@ async def test_an_order_completes_its_model_calls_pydantic_ai_activities_its_too
     report = await handle.result()
 
     assert report.status == "COMPLETED" and report.failure is None and report.told == []
-    verified(clerks, handle.id)
+    await verified(clerks, handle)
     assert [e.tool for e in clerks.store.entries(handle.id) if e.phase is Phase.EXECUTED] == [
         "reserve_inventory",
         "charge_card",
@@ -121,7 +130,7 @@ async def test_the_wire_waits_for_its_approval_and_runs_with_exactly_the_approve
     [wire] = clerks.shop.wires()
     assert {k: wire[k] for k in payload} == payload
     assert wire["key"] == f"{handle.id}:4"
-    entries = verified(clerks, handle.id)
+    entries = await verified(clerks, handle)
     assert [(e.phase.value, e.step) for e in entries][-5:] == [
         ("AWAITING_APPROVAL", 4), ("APPROVED", 4), ("INTENT", 4), ("EXECUTED", 4),
         ("SAGA_CLOSED", 0),
@@ -144,7 +153,7 @@ async def test_a_rejected_wire_is_told_to_the_clerk_and_the_order_is_undone(
     assert "rejected: unknown supplier" in (report.failure or "")
     [told] = report.told
     assert told.startswith("send_wire_transfer: step 4 (send_wire_transfer) rejected")
-    entries = verified(clerks, handle.id)
+    entries = await verified(clerks, handle)
     assert [(e.phase.value, e.step) for e in entries][-5:] == [
         ("AWAITING_APPROVAL", 4), ("REJECTED", 4), ("COMPENSATED", 2), ("COMPENSATED", 1),
         ("SAGA_CLOSED", 0),
@@ -176,7 +185,7 @@ async def test_an_approval_pydantic_ai_asks_for_that_the_toolbox_would_skip_refu
     assert phases(clerks.store, handle.id) == [
         ("SAGA_OPENED", 0), ("INTENT", 1), ("EXECUTED", 1), ("COMPENSATED", 1), ("SAGA_CLOSED", 0),
     ]  # fmt: skip
-    verified(clerks, handle.id)
+    await verified(clerks, handle)
     # The clerk was told, and its next call was not run either: the saga had failed.
     assert [t.split(":")[0] for t in report.told] == ["charge_card", "ship_order"]
     assert "'charge_card' was not run" in report.told[0]
@@ -189,3 +198,41 @@ async def test_a_small_charge_the_same_toolset_does_not_gate_runs(clerks: Clerks
     )
     assert (await handle.result()).status == "COMPLETED"
     assert [c["amount"] for c in clerks.shop.charges()] == [900]
+
+
+async def test_a_run_that_fails_after_two_steps_undoes_them(clerks: Clerks) -> None:
+    """The run exceeds its budget of model requests (UsageLimitExceeded, raised in the
+    workflow): the saga block is left with the run's error, and compensates."""
+    handle = await clerks.client.start_workflow(
+        ClerkOnABudget.run, ClerkOrder(), saga_id=clerks.new_id()
+    )
+    report = await handle.result()
+
+    assert report.status == "COMPENSATED" and report.agent_said is None
+    assert (report.failure or "").startswith("UsageLimitExceeded: ")
+    assert phases(clerks.store, handle.id)[-3:] == [
+        ("COMPENSATED", 2), ("COMPENSATED", 1), ("SAGA_CLOSED", 0),
+    ]  # fmt: skip
+    await verified(clerks, handle)
+    assert clerks.shop.stock("widget") == INITIAL_STOCK["widget"]
+    assert [c["refunded"] for c in clerks.shop.charges()] == [True]
+
+
+async def test_a_cancel_while_the_wire_waits_compensates_and_stays_a_cancel(
+    clerks: Clerks,
+) -> None:
+    handle = await start(clerks, ClerkOrder(supplier_iban=IBAN))
+    await awaiting_wire(clerks, handle.id)
+    await clerks.client.cancel(handle.id, actor="olivia", reason="customer called back")
+
+    with pytest.raises(WorkflowFailureError) as failed:
+        await handle.result()
+    assert isinstance(failed.value.cause, CancelledError)
+    entries = await verified(clerks, handle)
+    assert [(e.phase.value, e.step) for e in entries][-5:] == [
+        ("AWAITING_APPROVAL", 4), ("REJECTED", 4), ("COMPENSATED", 2), ("COMPENSATED", 1),
+        ("SAGA_CLOSED", 0),
+    ]  # fmt: skip
+    assert "customer called back" in entries[-1].result["first_failure"]
+    assert clerks.shop.wires() == [] and clerks.shop.stock("widget") == INITIAL_STOCK["widget"]
+    assert await failed_workflow_tasks(handle) == []
