@@ -20,6 +20,14 @@ agent against that toolbox at worker start with `check_agent`. Needs the `pydant
 extra (`pip install 'sagacity[pydantic-ai]'`).
 """
 
+try:
+    import pydantic_ai  # noqa: F401
+except ImportError as missing:  # pragma: no cover - exercised in a subprocess
+    raise ImportError(
+        "sagacity.integrations.pydantic_ai_saga needs Pydantic AI with its Temporal support: "
+        "pip install 'sagacity[pydantic-ai]'"
+    ) from missing
+
 from sagacity.integrations.pydantic_ai_saga.check import (
     AgentCheck,
     AgentToolboxMismatch,

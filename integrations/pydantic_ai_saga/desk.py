@@ -89,12 +89,16 @@ class ToolDesk:
         try:
             result = await self._step(request)
         except StepError as exc:
-            request.reply.set_exception(failed_call(exc))
+            if not request.reply.done():
+                request.reply.set_exception(failed_call(exc))
         except BaseException:
             request.reply.cancel()
             raise
         else:
-            request.reply.set_result(result)
+            # A call cancelled meanwhile (its run was cancelled) is answered by no one; its
+            # step stays the saga's, journaled and compensated with the others.
+            if not request.reply.done():
+                request.reply.set_result(result)
 
     async def _step(self, request: ToolRequest) -> Any:
         ask = request.approval and self.saga.failure is None and request.tool not in self.gated

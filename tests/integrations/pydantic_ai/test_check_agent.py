@@ -125,3 +125,22 @@ def test_the_clients_plugin_order_keeps_pydantic_ais_converter(order: str) -> No
     assert converter is not None
     assert converter.payload_converter_class is PydanticAIPayloadConverter
     assert saga_converter(converter) is converter
+
+
+def test_one_function_can_carry_both_declarations() -> None:
+    """A tool without a ToolContext is both the agent's declaration and the toolbox's
+    implementation: the decorators of both only mark the function."""
+    tools = FunctionToolset[None](id="pay")
+
+    @tools.tool_plain
+    @compensable("refund")
+    def charge_card(amount: int, currency: str = "EUR") -> dict[str, int]:
+        """Charge `amount`."""
+        return {"charged": amount}
+
+    @compensation
+    def refund(ctx: CompensationContext) -> None:
+        return None
+
+    found = check_agent(agent_of(tools), Toolbox.build(charge_card, refund))
+    assert found.steps == {"charge_card": ToolKind.COMPENSABLE}

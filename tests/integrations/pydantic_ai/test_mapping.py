@@ -6,6 +6,8 @@ desk, and nothing else."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, cast
@@ -205,3 +207,21 @@ def test_pydantic_ai_registers_no_activity_for_the_saga_tools() -> None:
     names = [activity._Definition.must_from_callable(f).name for f in AgentPlugin(clerk).activities]
     assert "agent__order_clerk__model_request" in names
     assert not [n for n in names if "shop" in n]
+
+
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+
+
+def test_sagacity_never_imports_pydantic_ai_and_the_adapter_names_its_extra() -> None:
+    quiet = _python(
+        "import sys, sagacity, sagacity.integrations; "
+        "print('pydantic_ai' in sys.modules)"
+    )
+    assert quiet.stdout.strip() == "False", quiet.stderr
+    missing = _python(
+        "import sys; sys.modules['pydantic_ai'] = None; "
+        "import sagacity.integrations.pydantic_ai_saga"
+    )
+    assert missing.returncode != 0
+    assert "pip install 'sagacity[pydantic-ai]'" in missing.stderr
