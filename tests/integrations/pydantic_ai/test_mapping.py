@@ -8,13 +8,14 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, cast
 
 import pytest
 from pydantic_ai import Agent, FunctionToolset
-from pydantic_ai.durable_exec.temporal import AgentPlugin
+from pydantic_ai.durable_exec.temporal import AgentPlugin, TemporalAgent
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.messages import (
     ModelMessage,
@@ -209,14 +210,23 @@ def test_pydantic_ai_registers_no_activity_for_the_saga_tools() -> None:
     assert not [n for n in names if "shop" in n]
 
 
+def test_nor_does_the_older_temporal_agent() -> None:
+    agent = Agent(scripted()[0], name="older", toolsets=[SagaToolset(shop_tools)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # it is deprecated, and still in use
+        older = TemporalAgent(agent)
+    names = [activity._Definition.must_from_callable(f).name for f in older.temporal_activities]
+    assert "agent__older__model_request" in names
+    assert not [n for n in names if "shop" in n]
+
+
 def _python(code: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
 
 
 def test_sagacity_never_imports_pydantic_ai_and_the_adapter_names_its_extra() -> None:
     quiet = _python(
-        "import sys, sagacity, sagacity.integrations; "
-        "print('pydantic_ai' in sys.modules)"
+        "import sys, sagacity, sagacity.integrations; print('pydantic_ai' in sys.modules)"
     )
     assert quiet.stdout.strip() == "False", quiet.stderr
     missing = _python(
