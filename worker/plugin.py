@@ -64,9 +64,13 @@ class PluginConfigError(SagacityError):
 
 
 def saga_converter(existing: DataConverter | None) -> DataConverter:
-    """The pydantic payload converter, keeping the codec and failure converter given."""
+    """The pydantic payload converter, keeping the codec and failure converter given. A
+    subclass of it already chosen (Pydantic AI's plugin sets its own) is kept, so the
+    order of the client's plugins does not matter."""
     if existing is None:
         existing = DataConverter.default
+    if issubclass(existing.payload_converter_class, PydanticPayloadConverter):
+        return existing
     return dataclasses.replace(existing, payload_converter_class=PydanticPayloadConverter)
 
 
