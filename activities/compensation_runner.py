@@ -21,6 +21,7 @@ outages are retried in place, so they never use up the compensation's own attemp
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from temporalio import activity
@@ -28,9 +29,15 @@ from temporalio.exceptions import ApplicationError
 
 from sagacity.activities.io_models import CompensateInput, CompensationOutcome
 from sagacity.activities.tool_runner import entry_ref, heartbeating, retrying
-from sagacity.bounds import MAX_TEXT_ECHO
+from sagacity.bounds import (
+    MAX_ERROR_CHARS,
+    MAX_TEXT_ECHO,
+    check_value,
+    cut,
+    exception_message,
+)
 from sagacity.entry import EntryDraft, JournalEntry
-from sagacity.errors import SagacityError
+from sagacity.errors import BoundsError, SagacityError
 from sagacity.phases import Phase
 from sagacity.stores.base import JournalStore
 from sagacity.toolbox import Toolbox
@@ -51,6 +58,22 @@ TOOL_MISMATCH = "ExecutedToolMismatch"
 EXECUTED_DETAIL = "executed"
 """Key of the failure detail carrying the EXECUTED entry ({"seq", "hash", "input"}); the
 workflow's compensator reads the same key (workflows/compensator.py)."""
+
+
+MAX_DETAILS_BYTES = 16_384
+"""A compensation's own failure details kept beside the evidence, at most (as JSON)."""
+
+
+def _bounded(details: Sequence[Any]) -> list[Any]:
+    """The compensation's own failure details, or a note that they were left out: too
+    large or too deep to carry in a failure (the message still says what went wrong)."""
+    try:
+        check_value(
+            list(details), "the compensation's failure details", max_bytes=MAX_DETAILS_BYTES
+        )
+    except (BoundsError, TypeError, ValueError) as exc:
+        return [{"details_left_out": cut(str(exc), MAX_TEXT_ECHO)}]
+    return list(details)
 
 
 def _evidence(executed: JournalEntry) -> dict[str, Any]:
@@ -147,13 +170,19 @@ class CompensationRunner:
         except asyncio.CancelledError:
             raise
         except ApplicationError as exc:  # the compensation's own words and retry choice
+            # The journal's evidence first (what the workflow reads back), then the
+            # compensation's own details while they stay small: a failure is journaled and
+            # carried in history, and must never outgrow Temporal's payload limits.
             raise ApplicationError(
-                exc.message, *exc.details, evidence, type=exc.type, non_retryable=exc.non_retryable
+                cut(exc.message, MAX_ERROR_CHARS),
+                evidence,
+                *_bounded(exc.details),
+                type=cut(exc.type or "", MAX_TEXT_ECHO) or None,
+                non_retryable=exc.non_retryable,
             ) from exc
-        except Exception as exc:  # retried by the compensation's retry policy
-            raise ApplicationError(
-                str(exc) or type(exc).__name__, evidence, type=type(exc).__name__
-            ) from exc
+        except (Exception, SystemExit) as exc:  # retried by the compensation's retry policy
+            message = cut(exception_message(exc), MAX_ERROR_CHARS) or type(exc).__name__
+            raise ApplicationError(message, evidence, type=type(exc).__name__) from exc
         entry = await retrying(
             self.store.append,
             EntryDraft.new(

@@ -30,7 +30,7 @@ from sagacity.activities.io_models import (
 from sagacity.activities.plan_check import resolve_call
 from sagacity.approval_policy import DEFAULT_POLICY
 from sagacity.approvals import approval_hash
-from sagacity.bounds import MAX_ERROR_CHARS, MAX_TEXT_ECHO, check_value, cut
+from sagacity.bounds import MAX_ERROR_CHARS, MAX_TEXT_ECHO, check_value, cut, exception_text
 from sagacity.canonical import canonical_text, sha256_hex
 from sagacity.entry import EntryDraft, JournalEntry, check_name
 from sagacity.errors import (
@@ -250,11 +250,11 @@ class ToolRunner:
                     outcome=entry_ref(recorded),
                     **base,
                 )
-            shown, cut = for_model(recorded.result, req.model_result_limit)
+            shown, was_cut = for_model(recorded.result, req.model_result_limit)
             return ToolOutcome(
                 kind=OutcomeKind.EXECUTED,
                 result=shown,
-                result_truncated=cut,
+                result_truncated=was_cut,
                 replayed=True,
                 intent=intent,
                 outcome=entry_ref(recorded),
@@ -320,12 +320,14 @@ class ToolRunner:
                 type=OUTCOME_UNKNOWN,
                 non_retryable=True,
             ) from exc
-        except Exception as exc:  # the tool's own failure
-            error = f"{type(exc).__name__}: {exc}"
-            failed = await retrying(store.append, draft(Phase.FAILED, error=error[:10_000]))
+        except (Exception, SystemExit) as exc:  # the tool's own failure
+            # SystemExit too: a tool calling sys.exit() must fail its step, not end the
+            # worker and every other saga it runs.
+            error = exception_text(exc, 10_000)
+            failed = await retrying(store.append, draft(Phase.FAILED, error=error))
             return ToolOutcome(
                 kind=OutcomeKind.FAILED,
-                error=error[:MAX_ERROR_CHARS],
+                error=cut(error, MAX_ERROR_CHARS),
                 intent=entry_ref(intent),
                 outcome=entry_ref(failed),
                 **base,
@@ -337,11 +339,11 @@ class ToolRunner:
             result, unjournalable = _unjournalable(result, exc), str(exc)
             executed_draft = draft(Phase.EXECUTED, result=result)
         executed = await retrying(store.append, executed_draft)
-        shown, cut = for_model(executed.result, req.model_result_limit)
+        shown, was_cut = for_model(executed.result, req.model_result_limit)
         return ToolOutcome(
             kind=OutcomeKind.EXECUTED,
             result=shown,
-            result_truncated=cut,
+            result_truncated=was_cut,
             error=None
             if unjournalable is None
             else f"result not journaled: {unjournalable}"[:MAX_ERROR_CHARS],

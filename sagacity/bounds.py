@@ -116,3 +116,20 @@ __all__ = [
     "json_bytes",
     "utf8_len",
 ]
+
+
+def exception_message(exc: BaseException) -> str:
+    """An exception's message, as its raiser wrote it. The raiser's code decides it: one
+    whose `__str__` itself raises still gets a sentence (a failure must be recorded as a
+    failure, never turn into a crash of the code that records it)."""
+    try:
+        return str(exc)
+    except Exception as broken:  # the raiser's own __str__ failed
+        return f"(its message could not be read: {type(broken).__name__})"
+
+
+def exception_text(exc: BaseException, limit: int = MAX_ERROR_CHARS) -> str:
+    """`Type: message` of an exception a tool or a compensation raised, cut with "…"."""
+    message = exception_message(exc)
+    name = type(exc).__name__
+    return cut(f"{name}: {message}" if message else name, limit)

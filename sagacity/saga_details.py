@@ -12,6 +12,7 @@ calls them on every change.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -75,7 +76,8 @@ def md_code(value: object, limit: int = 200) -> str:
     """`value` as an inline code span: shown literally (no link, no markup, no HTML, in
     every markdown renderer), cut, invisible characters escaped, fenced with more
     backticks than it holds."""
-    text = "".join(_visible(ch) for ch in cut(str(value), limit))
+    raw = str(value)[: limit * 12 + 1]  # an escape is at most 12 characters long
+    text = cut("".join(_visible(ch) for ch in raw), limit)
     run = longest = 0
     for ch in text:
         run = run + 1 if ch == "`" else 0
@@ -104,6 +106,7 @@ def _code_block(text: str) -> list[str]:
 
 
 def _pending_lines(saga_id: str, pending: Mapping[str, Any]) -> list[str]:
+    sid = shlex.quote(saga_id)  # a command to copy: the id is one word, whatever it holds
     step, tool = pending.get("step"), str(pending.get("tool", ""))
     digest = str(pending.get("payload_sha256", ""))
     payload = pending.get("payload") or {}
@@ -127,9 +130,9 @@ def _pending_lines(saga_id: str, pending: Mapping[str, Any]) -> list[str]:
         lines += ["", f"**Decide before:** {md_text(deadline, 40)} (then it is rejected)"]
     lines += [
         "",
-        f"**Approve:** {md_code(f'sagacity approve {saga_id}')} (it shows the payload, "
+        f"**Approve:** {md_code(f'sagacity approve {sid}')} (it shows the payload, "
         f"recomputes the hash and asks); **reject:** "
-        f"{md_code(f'sagacity reject {saga_id} --reason TEXT')}.",
+        f"{md_code(f'sagacity reject {sid} --reason TEXT')}.",
     ]
     if pending.get("signatures_required"):
         lines += [
@@ -159,6 +162,7 @@ def _pending_lines(saga_id: str, pending: Mapping[str, Any]) -> list[str]:
 
 
 def _dirty_lines(saga_id: str, dirty: list[Mapping[str, Any]]) -> list[str]:
+    sid = shlex.quote(saga_id)
     lines = ["**Needs a human:**", ""]
     for row in dirty:
         lines.append(
@@ -167,9 +171,9 @@ def _dirty_lines(saga_id: str, dirty: list[Mapping[str, Any]]) -> list[str]:
         )
     lines += [
         "",
-        f"Resolve: `sagacity dirty`, then {md_code(f'sagacity resolve {saga_id} STEP --happened')} "
-        f"or `--did-not-happen`, {md_code(f'sagacity retry-compensation {saga_id} STEP')}, or "
-        f"{md_code(f'sagacity close {saga_id} --accept REASON')}.",
+        f"Resolve: `sagacity dirty`, then {md_code(f'sagacity resolve {sid} STEP --happened')} "
+        f"or `--did-not-happen`, {md_code(f'sagacity retry-compensation {sid} STEP')}, or "
+        f"{md_code(f'sagacity close {sid} --accept REASON')}.",
     ]
     return lines
 
@@ -225,12 +229,11 @@ def saga_details(
 
 def start_summary(plan: list[str] | None, goal: str | None) -> str:
     """The one line the Temporal UI shows for a saga from its start (its static summary):
-    what it was asked to do. Plain text, cut with "…"; its status is in the details."""
+    what it was asked to do, cut with "…"; its status is in the details. The UI renders
+    it as markdown too, so the plan's tool names and the goal are a code span."""
     if plan is not None:
-        text = f"saga: plan of {len(plan)} step(s): " + " → ".join(plan)
-    else:
-        text = "saga: goal: " + " ".join((goal or "").split())
-    return cut("".join(_visible(ch) for ch in text), 200)
+        return f"saga: plan of {len(plan)} step(s): " + md_code(" → ".join(plan), 160)
+    return "saga: goal: " + md_code(" ".join((goal or "").split()), 180)
 
 
 def start_details(plan: Sequence[tuple[str, Mapping[str, Any]]] | None, goal: str | None) -> str:

@@ -34,6 +34,7 @@ from sagacity.errors import SagacityError, StoreUnavailableError
 from sagacity.stores import JournalStore, open_store
 from sagacity.visible import visible
 from sagacity.worker.settings import Settings, journal_location, sqlite_file
+from sagacity.worker.terminal_safe import printable
 
 if TYPE_CHECKING:
     from sagacity.signing import SigningKey
@@ -124,13 +125,16 @@ def fail(message: str, code: int = EXIT_ERROR) -> typer.Exit:
 
 
 def say(message: str) -> None:
-    """A plain line on stdout: user data is never read as rich markup."""
-    console.print(message, markup=False, highlight=False, soft_wrap=True)
+    """A plain line on stdout: user data is never read as rich markup, and whatever a
+    saga id, a tool, a client identity or a reason carried is escaped (worker.
+    terminal_safe), so it cannot start a forged line or act on the terminal."""
+    console.print(printable(message), markup=False, highlight=False, soft_wrap=True)
 
 
 def note(message: str) -> None:
-    """A plain line on stderr: hints and progress that must not mix with stdout's data."""
-    err.print(message, markup=False, highlight=False, soft_wrap=True)
+    """A plain line on stderr: hints and progress that must not mix with stdout's data
+    (escaped as `say` is)."""
+    err.print(printable(message), markup=False, highlight=False, soft_wrap=True)
 
 
 def print_json(value: Any) -> None:

@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
         FenceInput,
         JournalEventInput,
     )
+    from sagacity.bounds import MAX_ERROR_CHARS, cut
     from sagacity.compensation import CompensationPlan, ExecutedStep, StepFact, plan_steps
     from sagacity.phases import Phase, StepStatus
     from sagacity.tools import ToolKind
@@ -190,7 +191,7 @@ async def compensate_step(
             summary="undo " + call_summary(step.tool, report.args),
         )
     except ActivityError as exc:
-        error = failure_cause(exc)
+        error = cut(failure_cause(exc), MAX_ERROR_CHARS)  # kept in the result: bounded
         failed = CompensationReport(step=step.step, tool=step.tool, ok=False, error=error)
         try:
             ref = await journal(

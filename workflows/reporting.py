@@ -94,8 +94,20 @@ def fit_result(result: SagaResult) -> SagaResult:
     """`result`, with its step reports compacted if it would be over RESULT_BUDGET."""
     if _bytes(result) <= RESULT_BUDGET:
         return result
-    return result.model_copy(
+    compacted = result.model_copy(
         update={"steps": [compact_report(r) for r in result.steps], "reports_compacted": True}
+    )
+    if _bytes(compacted) <= RESULT_BUDGET:
+        return compacted
+    # Many compensations that each failed with a long error: their errors are cut too
+    # (the journal's COMPENSATION_FAILED entries keep each whole).
+    return compacted.model_copy(
+        update={
+            "compensations": [
+                c.model_copy(update={"error": cut(c.error, 200)}) if c.error else c
+                for c in compacted.compensations
+            ]
+        }
     )
 
 

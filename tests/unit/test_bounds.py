@@ -18,7 +18,13 @@ from sagacity.errors import BoundsError, ForgedStateError, NotCanonicalError
 from sagacity.examples.orders import Shop
 from sagacity.toolbox import Toolbox
 from sagacity.workflows.conversation import bound_messages, conversation_bytes
-from sagacity.workflows.models import SagaCarry, SagaInput, SagaResult, StepReport
+from sagacity.workflows.models import (
+    CompensationReport,
+    SagaCarry,
+    SagaInput,
+    SagaResult,
+    StepReport,
+)
 from sagacity.workflows.reporting import CARRY_BUDGET, RESULT_BUDGET, fit_carry, fit_result
 from sagacity.workflows.start_input import SagaInputError, check_start_fields
 
@@ -97,6 +103,21 @@ def test_a_large_result_is_compacted_under_the_budget() -> None:
     fitted = fit_result(result)
     assert fitted.reports_compacted and len(fitted.model_dump_json().encode()) <= RESULT_BUDGET
     assert [s.step for s in fitted.steps] == list(range(1_000))
+
+
+def test_failed_compensations_with_long_errors_are_cut_under_the_budget() -> None:
+    undone = [
+        CompensationReport(step=i, tool="charge", ok=False, error="e" * 2_000) for i in range(1_000)
+    ]
+    result = SagaResult(
+        saga_id="s", status="UNRESOLVED", steps=[_report(i) for i in range(1_000)],
+        compensations=undone,
+    )  # fmt: skip
+    assert len(result.model_dump_json()) > RESULT_BUDGET
+    fitted = fit_result(result)
+    assert len(fitted.model_dump_json().encode()) <= RESULT_BUDGET
+    assert [(c.step, c.ok) for c in fitted.compensations] == [(i, False) for i in range(1_000)]
+    assert all(c.error == "e" * 199 + "…" for c in fitted.compensations)
 
 
 def test_continue_as_new_input_is_sized_from_its_bytes() -> None:

@@ -160,9 +160,9 @@ async def test_a_compensation_that_says_non_retryable_keeps_its_choice() -> None
     with pytest.raises(ApplicationError) as raised:
         await compensate(store, shop)
 
-    error = raised.value
-    assert (error.type, error.non_retryable, error.details[0]) == ("Disputed", True, "case-7")
-    assert error.details[1][EXECUTED_DETAIL]["input"] == {"amount": 1250}
+    error = raised.value  # the journal's evidence first, then the compensation's own
+    assert (error.type, error.non_retryable, error.details[1]) == ("Disputed", True, "case-7")
+    assert error.details[0][EXECUTED_DETAIL]["input"] == {"amount": 1250}
 
 
 async def test_a_plain_tool_has_no_compensation_and_says_so_with_its_input() -> None:

