@@ -67,9 +67,9 @@ LogKeyOpt = Annotated[
     str | None,
     typer.Option(
         "--log-key",
-        help="the checkpoint log's public key (`sagacity log key`), or a file of them: "
-        "checkpoint signatures are checked with it (default: $SAGACITY_LOG_VERIFIER, or the "
-        "worker's log key if readable here)",
+        help="the checkpoint log's public key (`sagacity log key`), or @FILE of them, one a "
+        "line (key text is never read as a path): checkpoint signatures are checked with it "
+        "(default: $SAGACITY_LOG_VERIFIER, the same, or the worker's log key if readable here)",
     ),
 ]
 WitnessOpt = Annotated[
