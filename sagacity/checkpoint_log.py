@@ -55,6 +55,23 @@ class CheckpointLogUnavailableError(JournalWriteError):
     already journaled, and appends are idempotent), or this process has no log key."""
 
 
+class LogNodeMissingError(JournalError, KeyError):
+    """A subtree hash a root or a proof needs is not in the log's nodes table: the table
+    was changed (the leaves and the signed heads are the evidence, and `sagacity verify`
+    recomputes the roots from the leaves alone). A KeyError too, as merkle's subtree
+    lookups expect; its message is a sentence, not a key's repr."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "a log node is missing"
+
+
+def _missing(level: int, index: int) -> LogNodeMissingError:
+    return LogNodeMissingError(
+        f"the checkpoint log's stored node at level {level}, index {index} is missing: its "
+        "nodes table was changed; run `sagacity verify --all`"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class LoggedCheckpoint:
     """A leaf of the log as stored. The columns are an index: the signed note is the
@@ -277,7 +294,7 @@ class CheckpointLog(ABC):
             self._sql("SELECT hash FROM {nodes} WHERE level=? AND idx=?"), (level, index)
         )
         if not rows:
-            raise KeyError((level, index))
+            raise _missing(level, index)
         return _bytes(rows[0][0])
 
     def subtrees(self, keys: Sequence[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
@@ -317,6 +334,8 @@ class CheckpointLog(ABC):
 
 def _lookup(known: dict[tuple[int, int], bytes]) -> Callable[[int, int], bytes]:
     def subtree(level: int, index: int) -> bytes:
+        if (level, index) not in known:
+            raise _missing(level, index)
         return known[(level, index)]
 
     return subtree
