@@ -15,13 +15,18 @@ In a saga run the entries' seq and hash are read only where sagacity writes them
 
 - the results of sagacity's activities (`SAGA_ACTIVITY_TYPES`): a local activity's
   marker, by the activity type the marker names; a completed activity, by the type it
-  was scheduled with. Every journal write returns its EntryRef there, and the close's
-  (phase SAGA_CLOSED) says where the saga ended;
+  was scheduled with. Every journal write returns its EntryRef there (the result itself,
+  or its intent, outcome, entry or resolved field), and the close's (phase SAGA_CLOSED)
+  says where the saga ended;
 - a failed `sagacity.run_tool` whose failure is ToolFailed: the step's outcome, in its
   details;
 - the saga's own result: an AgentSaga's completion, and a workflow failed with the
-  saga's failure type `Saga<Status>` (its SagaResult in the details; its head is where
-  the journal closed). A user's workflow result is the user's and is not read.
+  saga's failure type `Saga<Status>` (its SagaResult in the details: its head, which is
+  where the journal closed, and the refs of its step, compensation and resolution
+  reports). A user's workflow result is the user's and is not read.
+
+Nothing inside those is searched further: a tool's result, a model's answer or a
+person's words may hold anything, an EntryRef-shaped object included.
 
 What it still trusts: the namespace's workers, and whoever may complete its activities.
 A run's workflow type, its activities' types and results are what the worker that ran
@@ -53,6 +58,11 @@ from sagacity.workflows.saga_errors import SAGA_FAILURE_TYPES
 
 _HASH = re.compile(r"^[0-9a-f]{64}$")
 _LOCAL_ACTIVITY_MARKER = "core_local_activity"
+_PHASES = frozenset(phase.value for phase in Phase)
+_REF_FIELDS = ("intent", "outcome", "entry", "resolved")
+"""Where sagacity's activity results hold EntryRefs (ToolOutcome's intent and outcome,
+CompensationOutcome's entry, ResolveStepOutcome's resolved and outcome); the journal
+event activity returns one itself."""
 
 
 @dataclass
@@ -75,7 +85,8 @@ def read_run(history: WorkflowHistory) -> RunRecord:
     record = RunRecord("")
     scheduled: dict[int, str] = {}
     candidates: list[tuple[Any, bool]] = []
-    """Decoded payloads that name entries, and whether they are a saga's result."""
+    """Decoded payloads that name entries, and whether they are a saga's result (else
+    an activity's result or a tool's outcome)."""
     for event in history.events:
         kind = event.WhichOneof("attributes")
         if kind == "workflow_execution_started_event_attributes":
@@ -149,24 +160,40 @@ def _decoded(payloads: Any) -> Iterator[Any]:
 
 
 def _take(record: RunRecord, value: Any, is_result: bool) -> None:
-    """Every (seq, hash) a decoded payload names (EntryRef-shaped objects, and a saga
-    result's head), and where it says the saga closed: a close entry's ref, or the head
-    of the saga's result."""
-    if is_result and isinstance(value, dict) and _is_seq(value.get("head_seq")):
-        record.closes.append(value["head_seq"])
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            for seq_key, hash_key in (("seq", "hash"), ("head_seq", "head_hash")):
-                seq, digest = item.get(seq_key), item.get(hash_key)
-                if _is_seq(seq) and _is_hash(digest):
-                    record.refs.append((seq, digest))
-                    if seq_key == "seq" and item.get("phase") == Phase.SAGA_CLOSED.value:
-                        record.closes.append(seq)
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
+    """The entries a decoded payload names, at the places sagacity puts them (never in a
+    tool's result or anything else a tool, a model or a user wrote inside it)."""
+    if not isinstance(value, dict):
+        return
+    if is_result:
+        _saga_result(record, value)
+        return
+    for ref in (value, *(value.get(name) for name in _REF_FIELDS)):
+        if isinstance(ref, dict) and ref.get("phase") in _PHASES:
+            _pair(record, ref, "seq", "hash")
+            if ref["phase"] == Phase.SAGA_CLOSED.value and _is_seq(ref.get("seq")):
+                record.closes.append(ref["seq"])
+
+
+def _saga_result(record: RunRecord, result: dict[str, Any]) -> None:
+    """A SagaResult's head (where the journal closed) and the refs of its reports."""
+    _pair(record, result, "head_seq", "head_hash")
+    if _is_seq(result.get("head_seq")):
+        record.closes.append(result["head_seq"])
+    for step in _items(result.get("steps")):
+        _pair(record, step, "intent_seq", "intent_hash")
+        _pair(record, step, "seq", "hash")
+    for report in (*_items(result.get("compensations")), *_items(result.get("resolutions"))):
+        _pair(record, report, "seq", "hash")
+
+
+def _pair(record: RunRecord, item: dict[str, Any], seq_key: str, hash_key: str) -> None:
+    seq, digest = item.get(seq_key), item.get(hash_key)
+    if _is_seq(seq) and _is_hash(digest):
+        record.refs.append((seq, digest))
+
+
+def _items(value: Any) -> list[dict[str, Any]]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
 def _is_hash(value: object) -> TypeGuard[str]:

@@ -1,7 +1,8 @@
 """What the Temporal witness reads from one run's history, without a server: recorded
 histories of real sagas (an AgentSaga and a user's workflow with the saga API) name every
 entry and their close, while a run that is no saga, and places in a saga's history that
-sagacity does not write, are never read — whatever hashes they carry."""
+sagacity does not write (a user's activities and result, a tool's own result), are never
+read — whatever hashes they carry."""
 
 from __future__ import annotations
 
@@ -159,15 +160,26 @@ def test_a_saga_run_is_read_only_where_sagacity_writes() -> None:
 
 
 def test_a_failed_tool_and_an_agent_sagas_result_are_read() -> None:
-    outcome = {"kind": "FAILED", "entry": {"seq": 3, "hash": H2, "phase": "FAILED"}}
+    def ref(seq: int, digest: str, phase: str) -> dict[str, Any]:
+        return {"seq": seq, "hash": digest, "phase": phase}
+
+    planted = {"seq": 1, "hash": "0" * 64, "phase": "EXECUTED"}  # a tool's own result
+    executed = {"kind": "EXECUTED", "intent": ref(2, H1, "INTENT"), "result": planted}
+    failed = {"kind": "FAILED", "intent": ref(3, H2, "INTENT"), "outcome": ref(4, H1, "FAILED")}
+    steps = [{"intent_seq": 2, "intent_hash": H1, "seq": 4, "hash": H1, "result": planted}]
+    result = {"status": "COMPENSATED", "head_seq": 5, "head_hash": H2, "steps": steps}
     run = (
         Run("AgentSaga")
-        .activity("sagacity.run_tool", {"entry": {"seq": 2, "hash": H1, "phase": "INTENT"}})
-        .activity("sagacity.run_tool", failure=_failure("ToolFailed", outcome))
-        .completes({"status": "COMPLETED", "head_seq": 4, "head_hash": H1})
+        .activity("sagacity.run_tool", executed)
+        .activity("sagacity.run_tool", failure=_failure("ToolFailed", failed))
+        .activity("sagacity.compensate", {"step": 1, "entry": ref(5, H2, "SAGA_CLOSED")})
+        .fails(_failure("SagaCompensated", result))
     )
     record = read_run(run.history())
-    assert record.saga and sorted(record.refs) == [(2, H1), (3, H2), (4, H1)]
-    assert record.closes == [4]
+    assert record.saga
+    assert sorted(set(record.refs)) == [(2, H1), (3, H2), (4, H1), (5, H2)]  # never seq 1
+    assert record.closes == [5, 5]
+    done = Run("AgentSaga").completes({"status": "COMPLETED", "head_seq": 7, "head_hash": H1})
+    assert read_run(done.history()).closes == [7]
     empty = read_run(Run("AgentSaga").history())  # started on a queue no worker polls
     assert empty.saga and empty.refs == []
