@@ -65,6 +65,12 @@ class LogNodeMissingError(JournalError, KeyError):
         return str(self.args[0]) if self.args else "a log node is missing"
 
 
+class LogProofError(JournalError, ValueError):
+    """A proof asked for between sizes no proof relates (an older tree larger than the
+    newer, a leaf outside its tree): the sizes came from somewhere the log's signed notes
+    do not say, such as a stored row's edited size column."""
+
+
 def _missing(level: int, index: int) -> LogNodeMissingError:
     return LogNodeMissingError(
         f"the checkpoint log's stored node at level {level}, index {index} is missing: its "
@@ -313,6 +319,11 @@ class CheckpointLog(ABC):
         """The audit path of leaf `index` in the tree of `size` leaves, from stored nodes.
         The nodes it needs depend only on (index, size): they are named first and read in
         one query (an export proves every leaf; one query per node made it 6x slower)."""
+        if not 0 <= index < size:
+            raise LogProofError(
+                f"no inclusion proof of leaf {index} in a tree of {size} leaves: the leaf is "
+                "not in it"
+            )
         wanted: list[tuple[int, int]] = []
 
         def name(level: int, at: int) -> bytes:
@@ -323,6 +334,11 @@ class CheckpointLog(ABC):
         return inclusion_proof(index, size, _lookup(self.subtrees(wanted)))
 
     def prove_consistency(self, old_size: int, new_size: int) -> list[bytes]:
+        if not 0 <= old_size <= new_size:
+            raise LogProofError(
+                f"no consistency proof from a tree of {old_size} leaves to one of {new_size}: "
+                "the older is larger"
+            )
         return consistency_proof(old_size, new_size, _cached(self.subtree))
 
     def root(self, size: int) -> bytes:

@@ -16,7 +16,12 @@ from sagacity.checkpoint import (
     open_tree_head,
     sign_saga_checkpoint,
 )
-from sagacity.checkpoint_log import CheckpointConflictError, CheckpointLog
+from sagacity.checkpoint_log import (
+    CheckpointConflictError,
+    CheckpointLog,
+    LogNodeMissingError,
+    LogProofError,
+)
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.evidence import ChainCheckpoints, LogAudit, Problem, RootBuilder
 from sagacity.evidence_walk import audit_log, check_all
@@ -161,3 +166,19 @@ def test_root_builder_matches_the_tree_at_every_size() -> None:
         tree.append(data)
         builder.add(data)
         assert builder.root() == tree.root()
+
+
+def test_a_proof_between_sizes_no_proof_relates_is_a_typed_error() -> None:
+    """Sizes from an edited row (a head's size column) once reached merkle as a bare
+    ValueError and a traceback; a missing node as a bare KeyError."""
+    store = MemoryJournalStore()
+    log = store.checkpoint_log(NoteSigner.generate("acme/log"))
+    for saga_id in ("a", "b"):
+        store.append(EntryDraft.new(saga_id, Phase.SAGA_OPENED))
+        log.record(store.append(EntryDraft.new(saga_id, Phase.SAGA_CLOSED, result={})))
+    with pytest.raises(LogProofError, match="from a tree of 2 leaves to one of 1"):
+        log.prove_consistency(2, 1)
+    with pytest.raises(LogProofError, match="leaf 5 in a tree of 2 leaves"):
+        log.prove_inclusion(5, 2)
+    with pytest.raises(LogNodeMissingError, match="stored node at level 0, index 7 is missing"):
+        log.subtree(0, 7)
