@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
-from sagacity.checkpoint import TreeHead, sign_saga_checkpoint, sign_tree_head
+from sagacity.checkpoint import TreeHead, open_tree_head, sign_saga_checkpoint, sign_tree_head
 from sagacity.entry import JournalEntry
 from sagacity.errors import JournalError, JournalWriteError
 from sagacity.merkle import (
@@ -63,6 +63,11 @@ class LogNodeMissingError(JournalError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "a log node is missing"
+
+
+class LogRowError(JournalError):
+    """A row of the checkpoint log says something else than its signed note: it was
+    edited (the note is the evidence; the columns are an index)."""
 
 
 class LogProofError(JournalError, ValueError):
@@ -227,11 +232,25 @@ class CheckpointLog(ABC):
     # ---- reading ----------------------------------------------------------------------
 
     def head(self) -> TreeHead | None:
-        """The newest signed tree head, or None for an empty log."""
+        """The newest signed tree head, or None for an empty log. Its row's size and root
+        columns must be what its note says (LogRowError): an export proves every leaf
+        against this head, and a size column edited upwards once sent it looking for
+        nodes no tree of that size has. (`LogAudit` checks every head's row the same way
+        and reports, rather than raises.)"""
         rows = self._read(
             self._sql("SELECT size, root, note FROM {heads} ORDER BY size DESC LIMIT 1"), ()
         )
-        return _head(rows[0]) if rows else None
+        if not rows:
+            return None
+        stored = _head(rows[0])
+        said = open_tree_head(stored.note, None)
+        if (said.size, said.root) != (stored.size, stored.root):
+            raise LogRowError(
+                f"the checkpoint log's newest tree head row says size {stored.size}, root "
+                f"{stored.root.hex()[:16]}…, but its signed note says size {said.size}, root "
+                f"{said.root.hex()[:16]}…: the row was edited; run `sagacity verify --all`"
+            )
+        return stored
 
     def in_use(self) -> bool:
         """Whether the log holds any leaf or tree head: its checkpoints then need the log

@@ -21,6 +21,7 @@ from sagacity.checkpoint_log import (
     CheckpointLog,
     LogNodeMissingError,
     LogProofError,
+    LogRowError,
 )
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.evidence import ChainCheckpoints, LogAudit, Problem, RootBuilder
@@ -30,6 +31,7 @@ from sagacity.note_keys import NoteSigner
 from sagacity.phases import Phase
 from sagacity.stores import JournalStore, MemoryJournalStore, open_store
 from sagacity.stores.base import utc_now
+from tests.evidence.conftest import Tamperer
 
 SIGNER = NoteSigner.generate("sagacity.test/unit")
 KEYS = [SIGNER.verifier]
@@ -182,3 +184,17 @@ def test_a_proof_between_sizes_no_proof_relates_is_a_typed_error() -> None:
         log.prove_inclusion(5, 2)
     with pytest.raises(LogNodeMissingError, match="stored node at level 0, index 7 is missing"):
         log.subtree(0, 7)
+
+
+def test_the_newest_head_row_must_say_what_its_note_says(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path}/journal.db")
+    log = store.checkpoint_log(NoteSigner.generate("acme/log"))
+    for saga_id in ("a", "b"):
+        store.append(EntryDraft.new(saga_id, Phase.SAGA_OPENED))
+        log.record(store.append(EntryDraft.new(saga_id, Phase.SAGA_CLOSED, result={})))
+    Tamperer("sqlite", str(tmp_path / "journal.db")).run(
+        ("DELETE FROM {heads} WHERE size=2", ()), ("UPDATE {heads} SET size=99 WHERE size=1", ())
+    )
+    with pytest.raises(LogRowError, match=r"row says size 99, .* its signed note says size 1"):
+        log.head()
+    store.close()
