@@ -82,14 +82,19 @@ class TreeHead:
 
     @property
     def log(self) -> LogKey | None:
-        """The key of the log this head is of (its first signer), once opened."""
+        """The key of the log this head is of, once opened: its one trusted signer
+        (`open_tree_head` refuses a head that two trusted keys signed)."""
         return self.signers[0] if self.signers else None
 
 
-def same_log(a: tuple[LogKey, ...], b: tuple[LogKey, ...]) -> bool:
-    """Whether two opened notes are of one log: a key signed both. The name alone says
-    nothing (see LogKey)."""
-    return not set(a).isdisjoint(b)
+def same_log(note: tuple[LogKey, ...], head: tuple[LogKey, ...]) -> bool:
+    """Whether a note (a checkpoint, or another head) is of the log of the tree head
+    signed by `head`: the head's key signed it. A log is one key, so sharing some other
+    signer says nothing: an auditor who trusts staging and production, facing an
+    attacker who holds staging's key, would otherwise take a production head that
+    staging's key also signed as a head of both, and staging's checkpoints as its own.
+    The name alone says nothing either (see LogKey)."""
+    return bool(head) and head[0] in note
 
 
 def saga_origin(log_name: str, saga_id: str) -> str:
@@ -162,8 +167,20 @@ def open_saga_checkpoint(note: str, verifiers: Iterable[NoteVerifier] | None) ->
 
 
 def open_tree_head(note: str, verifiers: Iterable[NoteVerifier] | None) -> TreeHead:
-    """Check a tree head's signature and read it (a saga checkpoint is refused)."""
+    """Check a tree head's signature and read it (a saga checkpoint is refused).
+
+    A head names its log by its key, so it must be signed by exactly one of the keys
+    trusted here: a head that two trusted keys signed could be taken for either log's
+    (and a checkpoint of either for one of it), so it is refused, naming both. Keys not
+    trusted here (a witness's cosignature) are ignored, as `open_note` ignores them."""
     checkpoint, log_name, signers = _open(note, verifiers, "tree head")
+    if verifiers is not None and len(signers) > 1:
+        raise CheckpointError(
+            f"tree head: signed by {len(signers)} keys you trust "
+            f"({', '.join(str(key) for key in signers)}), but a log's head is signed by "
+            "its own key alone, so it cannot say which log it is of: a key of one log "
+            "cosigned another's head; give only the key of the log you audit"
+        )
     if checkpoint.origin != log_name or checkpoint.extensions:
         raise CheckpointError(
             f"tree head: origin {checkpoint.origin!r} is not the log {log_name!r} itself"

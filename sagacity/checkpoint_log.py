@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
-from sagacity.checkpoint import TreeHead, sign_saga_checkpoint, sign_tree_head
+from sagacity.checkpoint import TreeHead, open_tree_head, sign_saga_checkpoint, sign_tree_head
 from sagacity.entry import JournalEntry
 from sagacity.errors import JournalError, JournalWriteError
 from sagacity.merkle import (
@@ -53,6 +53,34 @@ class CheckpointConflictError(JournalError):
 class CheckpointLogUnavailableError(JournalWriteError):
     """The checkpoint log could not be written (retry: the entry it checkpoints is
     already journaled, and appends are idempotent), or this process has no log key."""
+
+
+class LogNodeMissingError(JournalError, KeyError):
+    """A subtree hash a root or a proof needs is not in the log's nodes table: the table
+    was changed (the leaves and the signed heads are the evidence, and `sagacity verify`
+    recomputes the roots from the leaves alone). A KeyError too, as merkle's subtree
+    lookups expect; its message is a sentence, not a key's repr."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "a log node is missing"
+
+
+class LogRowError(JournalError):
+    """A row of the checkpoint log says something else than its signed note: it was
+    edited (the note is the evidence; the columns are an index)."""
+
+
+class LogProofError(JournalError, ValueError):
+    """A proof asked for between sizes no proof relates (an older tree larger than the
+    newer, a leaf outside its tree): the sizes came from somewhere the log's signed notes
+    do not say, such as a stored row's edited size column."""
+
+
+def _missing(level: int, index: int) -> LogNodeMissingError:
+    return LogNodeMissingError(
+        f"the checkpoint log's stored node at level {level}, index {index} is missing: its "
+        "nodes table was changed; run `sagacity verify --all`"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,11 +232,25 @@ class CheckpointLog(ABC):
     # ---- reading ----------------------------------------------------------------------
 
     def head(self) -> TreeHead | None:
-        """The newest signed tree head, or None for an empty log."""
+        """The newest signed tree head, or None for an empty log. Its row's size and root
+        columns must be what its note says (LogRowError): an export proves every leaf
+        against this head, and a size column edited upwards once sent it looking for
+        nodes no tree of that size has. (`LogAudit` checks every head's row the same way
+        and reports, rather than raises.)"""
         rows = self._read(
             self._sql("SELECT size, root, note FROM {heads} ORDER BY size DESC LIMIT 1"), ()
         )
-        return _head(rows[0]) if rows else None
+        if not rows:
+            return None
+        stored = _head(rows[0])
+        said = open_tree_head(stored.note, None)
+        if (said.size, said.root) != (stored.size, stored.root):
+            raise LogRowError(
+                f"the checkpoint log's newest tree head row says size {stored.size}, root "
+                f"{stored.root.hex()[:16]}…, but its signed note says size {said.size}, root "
+                f"{said.root.hex()[:16]}…: the row was edited; run `sagacity verify --all`"
+            )
+        return stored
 
     def in_use(self) -> bool:
         """Whether the log holds any leaf or tree head: its checkpoints then need the log
@@ -277,7 +319,7 @@ class CheckpointLog(ABC):
             self._sql("SELECT hash FROM {nodes} WHERE level=? AND idx=?"), (level, index)
         )
         if not rows:
-            raise KeyError((level, index))
+            raise _missing(level, index)
         return _bytes(rows[0][0])
 
     def subtrees(self, keys: Sequence[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
@@ -296,6 +338,11 @@ class CheckpointLog(ABC):
         """The audit path of leaf `index` in the tree of `size` leaves, from stored nodes.
         The nodes it needs depend only on (index, size): they are named first and read in
         one query (an export proves every leaf; one query per node made it 6x slower)."""
+        if not 0 <= index < size:
+            raise LogProofError(
+                f"no inclusion proof of leaf {index} in a tree of {size} leaves: the leaf is "
+                "not in it"
+            )
         wanted: list[tuple[int, int]] = []
 
         def name(level: int, at: int) -> bytes:
@@ -306,6 +353,11 @@ class CheckpointLog(ABC):
         return inclusion_proof(index, size, _lookup(self.subtrees(wanted)))
 
     def prove_consistency(self, old_size: int, new_size: int) -> list[bytes]:
+        if not 0 <= old_size <= new_size:
+            raise LogProofError(
+                f"no consistency proof from a tree of {old_size} leaves to one of {new_size}: "
+                "the older is larger"
+            )
         return consistency_proof(old_size, new_size, _cached(self.subtree))
 
     def root(self, size: int) -> bytes:
@@ -317,6 +369,8 @@ class CheckpointLog(ABC):
 
 def _lookup(known: dict[tuple[int, int], bytes]) -> Callable[[int, int], bytes]:
     def subtree(level: int, index: int) -> bytes:
+        if (level, index) not in known:
+            raise _missing(level, index)
         return known[(level, index)]
 
     return subtree

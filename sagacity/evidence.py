@@ -12,7 +12,7 @@ carrying its checkpoints, their inclusion proofs and a signed tree head).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -139,7 +139,7 @@ def open_leaf(
     log: tuple[LogKey, ...] = (),
 ) -> tuple[SagaCheckpoint | None, Finding | None]:
     """A stored leaf's signed checkpoint, checked against the key, against the log's own
-    key (`log`: the signers of its tree head; a checkpoint another log signed, with a key
+    key (`log`: the signer of its tree head; a checkpoint another log signed, with a key
     the auditor also trusts, is not one of this log) and against its own columns."""
     try:
         checkpoint = open_saga_checkpoint(leaf.note, verifiers)
@@ -239,13 +239,13 @@ class LogAudit:
 
     @property
     def log_key(self) -> tuple[LogKey, ...]:
-        """The keys of the log (its newest tree head's, checked): every leaf must be
-        signed by one of them. Empty when the log has no usable head."""
+        """The key of the log (its newest tree head's signer, checked): every leaf must be
+        signed by it. Empty when the log has no usable head."""
         return self.latest.signers if self.latest is not None else ()
 
     def check(self, leaves: Iterable[LoggedCheckpoint], heads: Iterable[TreeHead]) -> None:
         builder = RootBuilder()
-        pending = iter(heads)
+        pending = self._as_signed(heads)
         head = next(pending, None)
         gap = False
         for leaf in leaves:
@@ -311,20 +311,35 @@ class LogAudit:
         if said.saga_id == self.want:
             self.wanted.append(filed)
 
+    def _as_signed(self, heads: Iterable[TreeHead]) -> Iterator[TreeHead]:
+        """The stored heads as their notes say (unchecked: only the newest one's signature
+        is checked). A row whose size or root columns are not its note's was edited: it is
+        reported and left out, so a forged size column can neither place a head where its
+        note is not, nor reach a proof between sizes the notes do not name."""
+        for head in heads:
+            try:
+                said = open_tree_head(head.note, None)
+            except CheckpointError as exc:
+                self._broken(f"the tree head stored at size {head.size}: {exc}")
+                continue
+            if (said.size, said.root) != (head.size, head.root):
+                self._broken(
+                    f"a tree head row's columns (size {head.size}, root "
+                    f"{head.root.hex()[:16]}…) are not what its signed note says (size "
+                    f"{said.size}, root {said.root.hex()[:16]}…): the row was edited"
+                )
+                continue
+            yield said
+
     def _head(self, head: TreeHead, root: bytes) -> None:
         self.heads += 1
-        try:
-            said = open_tree_head(head.note, None)
-        except CheckpointError as exc:
-            self._broken(f"tree head of size {head.size}: {exc}")
-            return
-        if (said.size, said.root) != (head.size, head.root) or said.root != root:
+        if head.root != root:
             self._broken(
                 f"the leaves hash to root {root.hex()[:16]}… at size {head.size}, the signed "
-                f"tree head says {said.root.hex()[:16]}…: the log was rewritten"
+                f"tree head says {head.root.hex()[:16]}…: the log was rewritten"
             )
             return
-        self.latest = said
+        self.latest = head
 
     def _broken(self, detail: str) -> None:
         self.findings.append(Finding("(checkpoint log)", Problem.LOG_BROKEN, detail))

@@ -4,10 +4,15 @@
   which is all an auditor needs.
 - `log head` prints the newest signed tree head, checked: keep it somewhere the
   database's owner cannot reach, and every later check can start from it.
-- `log prove SAGA` prints the saga's checkpoints with their inclusion proofs against the
-  current head, each proof checked.
+- `log prove SAGA` prints the saga's checkpoints (the leaves whose signed notes name it)
+  with their inclusion proofs against the current head, each proof checked.
 - `log consistency OLD_HEAD` proves that the log only grew since a head you kept; a log
   rewritten since (a leaf changed, removed, or the whole log rebuilt) fails here.
+
+Each first audits the whole log as `verify` does (sagacity.evidence.LogAudit): its
+leaves must rebuild every signed head and every row's columns must be its note's, so
+none of them vouches for a head the stored leaves do not make. They do not compare the
+journal's chains with the checkpoints: that is `sagacity verify`.
 """
 
 from __future__ import annotations
@@ -18,8 +23,9 @@ from typing import Annotated
 
 import typer
 
-from sagacity.checkpoint import CheckpointError, TreeHead, open_tree_head, same_log
+from sagacity.checkpoint import CheckpointError, TreeHead, same_log
 from sagacity.checkpoint_log import CheckpointLog
+from sagacity.evidence import LogAudit, open_leaf
 from sagacity.merkle import leaf_hash, verify_consistency, verify_inclusion
 from sagacity.note_keys import NoteSigner, NoteVerifier
 from sagacity.visible import visible
@@ -63,16 +69,45 @@ def _verifiers(ctx: typer.Context, given: str | None) -> list[NoteVerifier]:
     return keys
 
 
-def _current_head(log_db: CheckpointLog, keys: list[NoteVerifier]) -> TreeHead:
+def _audited(log_db: CheckpointLog, keys: list[NoteVerifier], want: str | None = None) -> LogAudit:
+    """The log as `verify` audits it: every leaf read, the roots recomputed from the
+    leaves alone and compared with every signed head, each row's columns with its note,
+    the newest head's signature checked. Every `log` command starts from it, so none
+    vouches for a head whose leaves were removed, moved or relabelled (the stored nodes
+    and heads alone say nothing about that). It costs one read of the log."""
+    audit = LogAudit(keys, want=want)
+    audit.check(log_db.leaves(), log_db.heads())
+    return audit
+
+
+def _unsound(audit: LogAudit, where: str) -> str | None:
+    """One line naming what the audit found, or None."""
+    if not audit.findings:
+        return None
+    first = audit.findings[0]
+    more = len(audit.findings) - 1
+    return (
+        f"the checkpoint log at {where} does not hold together: {first.describe()}"
+        + (f" (and {more} more problem(s))" if more else "")
+        + "; `sagacity verify --all` lists every one"
+    )
+
+
+def _current_head(log_db: CheckpointLog, audit: LogAudit) -> TreeHead:
+    """The newest signed tree head, once the audit found the log sound and its stored
+    nodes (which proofs are made of) agree with it."""
     where = journal_location(log_db.url)
-    stored = log_db.head()
-    if stored is None:
+    problem = _unsound(audit, where)
+    if problem is not None:
+        raise fail(problem)
+    head = audit.latest
+    if head is None:
         raise fail(f"the checkpoint log at {where} is empty: no saga was checkpointed yet")
-    head = open_tree_head(stored.note, keys)
     if log_db.root(head.size) != head.root:
         raise fail(
             f"the checkpoint log at {where} does not hash to its newest signed tree head "
-            f"(size {head.size}): the log's stored nodes were changed; run `sagacity verify --all`"
+            f"(size {head.size}) from its stored nodes: the nodes were changed; run "
+            "`sagacity verify --all`"
         )
     return head
 
@@ -120,11 +155,13 @@ def key(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 @global_options
 def head(ctx: typer.Context, log_key: LogKeyOpt = None, as_json: JsonOpt = False) -> None:
     """Print the newest signed tree head of the checkpoint log, after checking its
-    signature and that the stored log hashes to it. Keep the output: `log consistency`
-    checks later that the log only grew since (with --json, keep the "tree_head" text)."""
+    signature and that the stored leaves rebuild it and every older head. Keep the
+    output: `log consistency` checks later that the log only grew since (with --json,
+    keep the "tree_head" text). The journal's chains are not compared: `verify` does."""
     keys = _verifiers(ctx, log_key)
     with user_errors(), open_journal(settings_of(ctx)) as store:
-        current = _current_head(store.checkpoint_log(), keys)
+        log_db = store.checkpoint_log()
+        current = _current_head(log_db, _audited(log_db, keys))
         where = located(store)
     if as_json:
         print_json(
@@ -137,7 +174,10 @@ def head(ctx: typer.Context, log_key: LogKeyOpt = None, as_json: JsonOpt = False
         )
         return
     typer.echo(current.note, nl=False)
-    note(f"tree head: {current.size} checkpoints, root {current.root.hex()[:16]}… ({where})")
+    note(
+        f"tree head: {current.size} checkpoints, root {current.root.hex()[:16]}…, rebuilt from "
+        f"the log's leaves ({where}); the chains are checked against them by `sagacity verify`"
+    )
 
 
 @log.command()
@@ -146,17 +186,25 @@ def prove(
     ctx: typer.Context, saga_id: SagaId, log_key: LogKeyOpt = None, as_json: JsonOpt = False
 ) -> None:
     """The saga's checkpoints with their inclusion proofs in the current tree head, each
-    proof checked; exit 1 if the saga has none or a proof fails."""
+    proof checked; exit 1 if the saga has none, a proof fails, or the log does not hold
+    together. A saga's checkpoints are the leaves whose signed notes name it (the log's
+    saga_id column is only an index, and every leaf's columns are checked against its
+    note), as `verify` finds them."""
     keys = _verifiers(ctx, log_key)
     with user_errors(), open_journal(settings_of(ctx)) as store:
         where = located(store)
         log_db = store.checkpoint_log()
-        current = _current_head(log_db, keys)
-        leaves = [leaf for leaf in log_db.of_saga(saga_id) if leaf.index < current.size]
+        audit = _audited(log_db, keys, want=saga_id)
+        current = _current_head(log_db, audit)
+        leaves = [leaf for leaf in audit.wanted if leaf.index < current.size]
         if not leaves:
             raise fail(f"saga {saga_id!r} has no checkpoint in the log's current tree head")
         proofs = []
         for leaf in leaves:
+            checkpoint, problem = open_leaf(leaf, keys, audit.log_key)
+            if problem is not None:
+                raise fail(problem.describe())
+            assert checkpoint is not None
             path = log_db.prove_inclusion(leaf.index, current.size)
             if not verify_inclusion(
                 leaf_hash(leaf.note.encode("utf-8")), leaf.index, current.size, path, current.root
@@ -202,7 +250,10 @@ def consistency(
     log_key: LogKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Prove that the checkpoint log only grew since OLD_HEAD; exit 1 if it was rewritten."""
+    """Prove that the checkpoint log only grew since OLD_HEAD; exit 1 if it was rewritten.
+
+    The log is audited first, as `verify` audits it (its leaves must rebuild every signed
+    head), so the proof is between heads the stored leaves really make."""
     keys = _verifiers(ctx, log_key)
     with user_errors():
         try:
@@ -212,14 +263,16 @@ def consistency(
     with user_errors(), open_journal(settings_of(ctx)) as store:
         where = located(store)
         log_db = store.checkpoint_log()
-        stored = log_db.head()
-        if stored is None or stored.size < old.size:
-            size = 0 if stored is None else stored.size
-            raise fail(
-                f"the log holds {size} checkpoints, fewer than the {old.size} of the head you "
-                "kept: checkpoints were removed (the log was rolled back)"
-            )
-        new = open_tree_head(stored.note, keys)
+        audit = _audited(log_db, keys)
+        new = audit.latest
+        problems = [
+            text
+            for text in (_rolled_back(old, new), _unsound(audit, journal_location(log_db.url)))
+            if text is not None
+        ]
+        if problems:
+            raise fail("; and ".join(problems))
+        assert new is not None
         if not same_log(old.signers, new.signers):
             raise fail(
                 f"the head you kept is signed by {old.log}, the log's current head by "
@@ -238,5 +291,18 @@ def consistency(
     note(f"journal: {where}")
     say(
         f"consistent: the log grew from {old.size} to {new.size} checkpoints and only by "
-        f"appending (proof of {len(proof)} hashes checked)"
+        f"appending (its {new.size} leaves rebuild its signed heads; proof of {len(proof)} "
+        "hashes checked)"
+    )
+
+
+def _rolled_back(old: TreeHead, new: TreeHead | None) -> str | None:
+    """Whether the log lacks a head, made by its leaves, that covers the kept one."""
+    if new is not None and new.size >= old.size:
+        return None
+    size = 0 if new is None else new.size
+    return (
+        f"the log's leaves make no signed tree head of the {old.size} checkpoints of the head "
+        f"you kept (the newest covers {size}): checkpoints were removed (the log was rolled "
+        "back)"
     )

@@ -67,9 +67,9 @@ LogKeyOpt = Annotated[
     str | None,
     typer.Option(
         "--log-key",
-        help="the checkpoint log's public key (`sagacity log key`), or a file of them: "
-        "checkpoint signatures are checked with it (default: $SAGACITY_LOG_VERIFIER, or the "
-        "worker's log key if readable here)",
+        help="the checkpoint log's public key (`sagacity log key`), or @FILE of them, one a "
+        "line (key text is never read as a path): checkpoint signatures are checked with it "
+        "(default: $SAGACITY_LOG_VERIFIER, the same, or the worker's log key if readable here)",
     ),
 ]
 WitnessOpt = Annotated[
@@ -207,11 +207,17 @@ def _witness(
 
     seen, report = run(main())
     evidence.findings += report.findings
-    text = f"Temporal history of {report.sagas} saga(s) ({report.runs} run(s) read"
+    text = f"Temporal history of {report.sagas} saga(s) ({report.runs} saga run(s) read"
     if report.reused:
         text += (
-            f"; {report.reused} id(s) started more than once: only runs holding the saga's "
-            "entries vouch"
+            f"; {report.reused} id(s) a saga was started under more than once: only runs "
+            "holding the saga's entries vouch"
+        )
+    if report.foreign:
+        named = ", ".join(report.foreign[:5]) + (" …" if len(report.foreign) > 5 else "")
+        text += (
+            f"; {len(report.foreign)} id(s) also used by a workflow that is no saga, not read "
+            f"as the saga's history: {named}"
         )
     if seen is not None:
         text += f"; every saga workflow of task queue(s) {', '.join(seen.queues)}"

@@ -9,7 +9,8 @@ cannot read it. A PostgreSQL journal with no key configured gets no checkpoints,
 worker says so when it starts.
 
 An auditor needs only the public key (`SAGACITY_LOG_VERIFIER` or `--log-key`): the
-verifier text `sagacity log key` prints, or a file holding one per line.
+verifier text `sagacity log key` prints (several, one per line), or `@FILE` holding them;
+a text with no `+` (no key has none) is read as a file too.
 """
 
 from __future__ import annotations
@@ -87,27 +88,57 @@ def log_verifiers(settings: Settings, given: str | None = None) -> list[NoteVeri
     return [key.verifier] if key is not None else []
 
 
+FILE_PREFIX = "@"
+"""`--log-key @FILE`: read the keys from FILE, whatever its name looks like."""
+
+
 def parse_verifier_text(text: str) -> list[NoteVerifier]:
-    """A verifier key, or a file holding verifier keys one per line (blank lines and
-    lines starting with # ignored)."""
-    source = text
-    path = Path(text)
-    if "+" not in text or path.is_file():
-        try:
-            source = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise CheckpointError(
-                f"log key {text!r} is neither a verifier key (NAME+HASH+KEY, from "
-                f"`sagacity log key`) nor a readable file ({exc.strerror})"
-            ) from None
+    """Verifier keys given as text (one, or several one per line), or read from a file.
+
+    Text that parses as keys is keys, never a path: a key's `NAME+HASH+KEY` form is also
+    a valid relative path, and a file planted under that name (say, in the folder an
+    export came in) would replace the key the auditor typed. A file is read only when it
+    is named explicitly, `@FILE`, or when the text cannot be a key at all (it has no
+    `+`, which every key text has), so `--log-key keys.txt` keeps working; anything else
+    is a malformed key, said as such. In a file, blank lines and lines starting with #
+    are ignored."""
+    keys = _key_lines(text)
+    try:
+        if not keys:
+            raise NoteError("no verifier key in it")
+        return [NoteVerifier.parse(key) for key in keys]
+    except NoteError as exc:
+        if text.startswith(FILE_PREFIX):
+            return _key_file(text[len(FILE_PREFIX) :], text)
+        if "+" not in text:
+            return _key_file(text, text)
+        raise CheckpointError(
+            f"log key {text!r}: {exc} (a file of keys is given as {FILE_PREFIX}PATH)"
+        ) from None
+
+
+def _key_lines(source: str) -> list[str]:
     lines = [line.strip() for line in source.splitlines()]
-    keys = [line for line in lines if line and not line.startswith("#")]
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def _key_file(path: str, given: str) -> list[NoteVerifier]:
+    try:
+        source = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CheckpointError(
+            f"log key {given!r} is neither a verifier key (NAME+HASH+KEY, from "
+            f"`sagacity log key`) nor a readable file ({exc.strerror})"
+        ) from None
+    except UnicodeDecodeError:
+        raise CheckpointError(f"log key file {path!r} is not UTF-8 text") from None
+    keys = _key_lines(source)
     if not keys:
-        raise CheckpointError(f"log key {text!r} holds no verifier key")
+        raise CheckpointError(f"log key file {path!r} holds no verifier key")
     try:
         return [NoteVerifier.parse(key) for key in keys]
     except NoteError as exc:
-        raise CheckpointError(f"log key {text!r}: {exc}") from None
+        raise CheckpointError(f"log key file {path!r}: {exc}") from None
 
 
 def read_tree_head(path: Path, verifiers: list[NoteVerifier] | None) -> TreeHead:

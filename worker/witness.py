@@ -5,161 +5,89 @@ hash), and a saga's result names its head: so Temporal history holds, outside th
 journal's database, the hash of each entry the saga wrote. This module reads the history
 of every run Temporal has under the saga's workflow id — every execution visibility
 lists with that id, and the continue-as-new chain of each back to its first run — and
-compares them with the journal:
+compares what the saga runs among them say (witness_history: only runs that are
+sagacity sagas are read, and only where sagacity writes) with the journal:
 
 - an entry of the history whose hash differs from the journal's at that seq: rewritten;
 - an entry of the history past the journal's end: the tail was cut;
 - a saga workflow whose journal has no entry: the journal is gone;
 - a journal saga with no workflow: inserted by hand (or its history is past the
   namespace's retention — the finding says so, since Temporal forgets on purpose);
-- a journal saga whose workflow's runs hold none of its entries: they vouch for nothing
-  (a workflow that reused the id, or one started only to lend the id a history).
+- a journal saga with runs under its id but no saga run: another workflow was started
+  under the id (to lend an inserted saga a history, say); it is named, not read;
+- a journal saga whose saga runs hold none of its entries: they vouch for nothing.
 
 A saga's id is started once (sagacity's own starts refuse a duplicate), but any client
 may start another workflow under a closed saga's id. Every run is read, so a run that
-reused the id cannot hide the saga's own; only runs that hold the saga's entries vouch.
+reused the id cannot hide the saga's own, nor vouch for a journal or accuse it unless it
+is a saga's run.
 
 It trusts Temporal's history, which a Temporal administrator can delete but the
 journal's database owner cannot touch: the two are separate failure (and attack)
-domains. With `--all` it lists the saga workflows (those with the SagaStatus search
-attribute) of every task queue this journal's sagas ran on, and of the configured one;
-saga workflows on other task queues of the namespace are counted, not compared, since
-they may be another journal's.
+domains; and it trusts the namespace's workers (witness_history says why). With `--all`
+it lists the saga workflows (those with the SagaStatus search attribute) of every task
+queue this journal's sagas ran on, and of the configured one; saga workflows on other
+task queues of the namespace are counted, not compared, since they may be another
+journal's.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
-from temporalio.api.common.v1 import Payload
-from temporalio.api.failure.v1 import Failure
-from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHistory
 from temporalio.service import RPCError, RPCStatusCode
 
 from sagacity.evidence import Finding, Problem
 from sagacity.stores.base import JournalStore
+from sagacity.worker.witness_history import read_run
 from sagacity.workflows.inspection import SAGA_STATUS
 
-_HASH = re.compile(r"^[0-9a-f]{64}$")
 _MAX_RUNS = 10_000
 """Runs followed back through continue-as-new before giving up (a loop guard)."""
 
 
 @dataclass
 class Witnessed:
-    """What the histories of one saga's runs say about its journal."""
+    """What the histories of the saga runs under one workflow id say about its journal
+    (runs of other workflows under the id are counted in `foreign`, never read)."""
 
     saga_id: str
     runs: int = 0
+    """Saga runs read."""
     refs: dict[int, str] = field(default_factory=dict)
-    """seq -> hash, from every activity result, update result and run result."""
+    """seq -> hash, from sagacity's activities and the saga's result (witness_history)."""
     closed_at: int | None = None
-    """The head seq the saga's result names (None while it runs)."""
+    """Where the saga runs say the saga closed (None while it runs)."""
     conflicts: list[str] = field(default_factory=list)
     starts: set[str] = field(default_factory=set)
-    """The first run of each chain of runs (continue-as-new, retries): more than one
-    means the id was started more than once."""
+    """The first run of each chain of saga runs (continue-as-new, retries): more than one
+    means a saga was started under the id more than once."""
     types: set[str] = field(default_factory=set)
-    """The workflow types of the runs."""
-
-
-def _payloads(event: HistoryEvent) -> Iterator[Payload]:
-    kind = event.WhichOneof("attributes")
-    if kind == "activity_task_completed_event_attributes":
-        yield from event.activity_task_completed_event_attributes.result.payloads
-    elif kind == "marker_recorded_event_attributes":
-        details = event.marker_recorded_event_attributes.details
-        if "result" in details:
-            yield from details["result"].payloads
-    elif kind == "workflow_execution_completed_event_attributes":
-        yield from event.workflow_execution_completed_event_attributes.result.payloads
-    elif kind == "activity_task_failed_event_attributes":
-        # A failed tool fails its activity with the step's outcome as details.
-        yield from _failure_details(event.activity_task_failed_event_attributes.failure)
-    elif kind == "workflow_execution_failed_event_attributes":
-        # A saga that did not complete fails its workflow with its result as details.
-        yield from _failure_details(event.workflow_execution_failed_event_attributes.failure)
-    elif kind == "workflow_execution_continued_as_new_event_attributes":
-        yield from event.workflow_execution_continued_as_new_event_attributes.input.payloads
-    elif kind == "workflow_execution_update_completed_event_attributes":
-        outcome = event.workflow_execution_update_completed_event_attributes.outcome
-        if outcome.HasField("success"):
-            yield from outcome.success.payloads
-
-
-def _failure_details(failure: Failure) -> Iterator[Payload]:
-    if failure.HasField("application_failure_info"):
-        yield from failure.application_failure_info.details.payloads
-
-
-_CLOSES = frozenset(
-    ("workflow_execution_completed_event_attributes", "workflow_execution_failed_event_attributes")
-)
-"""Events that carry the saga's result: its head is where the journal closed."""
-
-
-def _values(payload: Payload) -> Any:
-    if payload.metadata.get("encoding") != b"json/plain":
-        return None
-    try:
-        return json.loads(payload.data)
-    except (ValueError, RecursionError):
-        return None
-
-
-def _refs(value: Any) -> Iterator[tuple[int, str]]:
-    """Every (seq, hash) a decoded payload names: EntryRef-shaped objects and a saga
-    result's head."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            for seq_key, hash_key in (("seq", "hash"), ("head_seq", "head_hash")):
-                seq, digest = item.get(seq_key), item.get(hash_key)
-                if isinstance(seq, int) and isinstance(digest, str) and _is_ref(seq, digest):
-                    yield seq, digest
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-
-
-def _is_ref(seq: object, digest: object) -> bool:
-    return (
-        isinstance(seq, int)
-        and not isinstance(seq, bool)
-        and seq >= 1
-        and isinstance(digest, str)
-        and bool(_HASH.match(digest))
-    )
+    """The workflow types of the saga runs."""
+    foreign: dict[str, int] = field(default_factory=dict)
+    """Runs under the id that are no sagacity saga, by workflow type: not read."""
 
 
 def read_history(seen: Witnessed, history: WorkflowHistory) -> str | None:
-    """Add one run's refs to `seen`; returns the run it continued from, if any."""
-    previous: str | None = None
-    for event in history.events:
-        kind = event.WhichOneof("attributes")
-        if kind == "workflow_execution_started_event_attributes":
-            started = event.workflow_execution_started_event_attributes
-            previous = started.continued_execution_run_id
-            seen.starts.add(started.first_execution_run_id or started.original_execution_run_id)
-            seen.types.add(started.workflow_type.name)
-        for payload in _payloads(event):
-            value = _values(payload)
-            for seq, digest in _refs(value):
-                known = seen.refs.setdefault(seq, digest)
-                if known != digest:
-                    seen.conflicts.append(f"history names two hashes for entry {seq}")
-            if kind in _CLOSES and isinstance(value, dict):
-                head = value.get("head_seq")
-                if isinstance(head, int) and seen.closed_at is None:
-                    seen.closed_at = head
+    """Add one run to `seen` (its refs only if it is a saga's run); returns the run it
+    continued from, if any."""
+    run = read_run(history)
+    if not run.saga:
+        seen.foreign[run.workflow_type] = seen.foreign.get(run.workflow_type, 0) + 1
+        return run.previous
     seen.runs += 1
-    return previous or None
+    seen.starts.add(run.first_run)
+    seen.types.add(run.workflow_type)
+    for seq, digest in run.refs:
+        known = seen.refs.setdefault(seq, digest)
+        if known != digest:
+            seen.conflicts.append(f"history names two hashes for entry {seq}")
+    if run.closes:
+        closed = min(run.closes)
+        seen.closed_at = closed if seen.closed_at is None else min(seen.closed_at, closed)
+    return run.previous
 
 
 async def _run_ids(client: Client, saga_id: str) -> list[str | None]:
@@ -176,7 +104,7 @@ async def witness_saga(client: Client, saga_id: str) -> Witnessed | None:
     seen = Witnessed(saga_id)
     pending = await _run_ids(client, saga_id)
     read: set[str] = set()
-    while pending and seen.runs < _MAX_RUNS:
+    while pending and len(read) < _MAX_RUNS:
         run_id = pending.pop()
         if run_id is not None and run_id in read:
             continue
@@ -196,7 +124,7 @@ async def witness_saga(client: Client, saga_id: str) -> Witnessed | None:
         previous = read_history(seen, history)
         if previous is not None and previous not in read:
             pending.append(previous)
-    return seen if seen.runs else None
+    return seen if read else None
 
 
 def compare(store: JournalStore, seen: Witnessed | None, saga_id: str) -> list[Finding]:
@@ -212,9 +140,23 @@ def compare(store: JournalStore, seen: Witnessed | None, saga_id: str) -> list[F
                 "journal by hand, or its history is past the namespace's retention",
             )
         ]
+    if not seen.runs:
+        if store.head(saga_id) is None:
+            return []
+        return [
+            Finding(
+                saga_id,
+                Problem.WITNESS,
+                f"Temporal has no saga run under this id, only {_foreign(seen)}: no sagacity "
+                "saga (neither an AgentSaga nor a workflow that ran sagacity's activities), so "
+                "its history is not read as the saga's; the saga was inserted into the journal "
+                "by hand and another workflow started under its id, or its own history is past "
+                "the namespace's retention",
+            )
+        ]
     reused = (
-        f" (the id was started {len(seen.starts)} times: a run of another workflow, or of "
-        "a saga of another journal, may hold it)"
+        f" (a saga was started {len(seen.starts)} times under the id: a saga of another "
+        "journal may hold it)"
         if len(seen.starts) > 1
         else ""
     )
@@ -240,7 +182,7 @@ def compare(store: JournalStore, seen: Witnessed | None, saga_id: str) -> list[F
                 Problem.WITNESS,
                 f"Temporal has {seen.runs} run(s) under this id ({', '.join(sorted(seen.types))}), "
                 "but their history holds no entry of this saga, so it vouches for nothing: "
-                "another workflow reused the id, or one was started under it to lend an "
+                "another saga reused the id, or one was started under it to lend an "
                 "inserted saga a history (a saga started a moment ago has none yet: look "
                 "again)",
             )
@@ -273,6 +215,12 @@ def compare(store: JournalStore, seen: Witnessed | None, saga_id: str) -> list[F
             )
         )
     return findings
+
+
+def _foreign(seen: Witnessed) -> str:
+    """The runs under an id that are no saga, as a summary names them."""
+    kinds = ", ".join(f"{count} of {name or '?'}" for name, count in sorted(seen.foreign.items()))
+    return f"run(s) of another workflow type ({kinds})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,12 +264,15 @@ def _quoted(text: str) -> str:
 
 @dataclass
 class WitnessReport:
-    """What the witness compared: sagas with a workflow, runs read, ids started more
-    than once, and the findings."""
+    """What the witness compared: sagas with a saga run, saga runs read, ids a saga was
+    started under more than once, ids that runs of other workflows share (not read), and
+    the findings."""
 
     sagas: int = 0
     runs: int = 0
     reused: int = 0
+    foreign: list[str] = field(default_factory=list)
+    """"ID (N of TYPE…)" for every id under which runs of another workflow were found."""
     findings: list[Finding] = field(default_factory=list)
 
 
@@ -333,8 +284,10 @@ async def witness_all(
     for saga_id in saga_ids:
         seen = await witness_saga(client, saga_id)
         if seen is not None:
-            report.sagas += 1
+            report.sagas += seen.runs > 0
             report.runs += seen.runs
             report.reused += len(seen.starts) > 1
+            if seen.foreign:
+                report.foreign.append(f"{saga_id} ({_foreign(seen)})")
         report.findings += compare(store, seen, saga_id)
     return report

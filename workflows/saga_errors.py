@@ -14,6 +14,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from sagacity.activities.io_models import TOOL_FAILED, OutcomeKind, ToolOutcome
+    from sagacity.phases import SagaStatus
     from sagacity.workflows.models import SagaResult
 
 STEP_ERROR_TYPES = {
@@ -38,6 +39,16 @@ class StepError(ApplicationError):
         self.outcome = outcome
 
 
+def saga_failure_type(status: SagaStatus) -> str:
+    """The failure type of a saga that ended `status` without completing: `Saga` and the
+    status in CamelCase (SagaCompensated, SagaNeedsHuman…). The Temporal witness reads a
+    failed workflow's details only under these types."""
+    return f"Saga{status.value.title().replace('_', '')}"
+
+
+SAGA_FAILURE_TYPES = frozenset(saga_failure_type(status) for status in SagaStatus)
+
+
 class SagaFailedError(ApplicationError):
     """Raised when the saga block exits after the saga failed (even if the block caught
     the step's error): its executed steps were compensated in reverse order. `result`
@@ -48,7 +59,7 @@ class SagaFailedError(ApplicationError):
         super().__init__(
             f"saga {result.status.value.lower()}: {result.first_failure}",
             result.model_dump(mode="json"),
-            type=f"Saga{result.status.value.title().replace('_', '')}",
+            type=saga_failure_type(result.status),
             non_retryable=True,
         )
         self.result = result

@@ -36,14 +36,18 @@ async def test_honest_sagas_verify_with_every_kind_of_evidence(
     key = f"sagacity.test/evidence (key {rig.signer.key_hash.hex()})"
     assert f"checkpoints of {count} saga(s) (signatures checked with {key})" in verified.output
     assert "checkpoint log of" in verified.output and "signed tree head" in verified.output
-    assert f"Temporal history of {count} saga(s)" in verified.output
-    assert "started more than once" not in verified.output  # continued as new is one start
+    runs = count + 2 * len(ids[2::3])  # five steps, continued as new every two: three runs
+    assert f"Temporal history of {count} saga(s) ({runs} saga run(s) read" in verified.output
+    assert "more than once" not in verified.output  # continued as new is one start
+    assert "no saga" not in verified.output  # every run under the ids is a saga's
 
     grown = await rig.cli("log", "consistency", str(tmp_path / "head-1.txt"))
     assert grown.code == 0, grown.output
     assert "only by appending" in grown.output
     proved = await rig.cli("log", "prove", ids[-1])
     assert proved.code == 0 and "proof of" in proved.output, proved.output
+    head_now = await rig.cli("log", "head")
+    assert head_now.code == 0 and "rebuilt from the log's leaves" in head_now.output
 
     export = tmp_path / "all.jsonl"
     exported = await rig.cli("export", "--all", "--out", str(export))

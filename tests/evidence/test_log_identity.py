@@ -1,9 +1,11 @@
 """The checkpoint log as the evidence of a saga, attacked where it was trusted too much: by
-its name (another log's checkpoint under the same name), by its saga_id column (a
-checkpoint renamed or deleted to hide a cut tail from `verify SAGA`), and with no key at
-all (a rewritten chain under a log re-signed by the attacker). Each tamper is done for
-real on PostgreSQL (superuser, guards off) and SQLite, shown to have happened, and then
-found by the command an auditor runs, naming the saga and the fault."""
+its name (another log's checkpoint under the same name), by a key of another trusted log
+that cosigned this log's head, by its saga_id column (a checkpoint renamed or deleted to
+hide a cut tail from `verify SAGA`), with no key at all (a rewritten chain under a log
+re-signed by the attacker), and by a file planted under the key's own text. Each tamper
+is done for real on PostgreSQL (superuser, guards off) and SQLite, shown to have
+happened, and then found by the command an auditor runs, naming the saga and the
+fault."""
 
 from __future__ import annotations
 
@@ -11,13 +13,18 @@ import io
 import json
 from pathlib import Path
 
-from sagacity.audit import export_jsonl
+import pytest
+
+from sagacity.audit import entry_line, export_jsonl
 from sagacity.chain import verify_chain
+from sagacity.checkpoint import sign_saga_checkpoint
 from sagacity.entry import EntryDraft
 from sagacity.note_keys import NoteSigner
 from sagacity.phases import Phase
+from sagacity.signed_note import SignedNote, parse_note
 from sagacity.stores import open_store
-from tests.evidence.conftest import EvidenceRig, rewrite, updates
+from sagacity.stores.base import utc_now
+from tests.evidence.conftest import EvidenceRig, hand_made, rewrite, updates
 
 
 def _count(rig: EvidenceRig, table: str, saga_id: str) -> int:
@@ -155,3 +162,99 @@ async def test_verify_refuses_a_log_of_checkpoints_when_no_key_is_known(
     assert f"{victim}: bad_checkpoint" in keyed.output
     both = await rig.cli("verify", "--all", "--skip-signatures", "--log-key", rig.vkey)
     assert both.code == 2 and "contradict" in both.output
+
+
+def _cosigned(note: str, signer: NoteSigner) -> str:
+    """`note` with `signer`'s signature added to its own."""
+    parsed = parse_note(note)
+    added = parse_note(signer.sign(parsed.text)).signatures
+    return SignedNote(parsed.text, parsed.signatures + added).encode()
+
+
+async def test_a_head_cosigned_by_another_trusted_key_lends_that_log_no_checkpoint(
+    rig: EvidenceRig, tmp_path: Path
+) -> None:
+    """Finding 3 of the second attack: an auditor trusts production's and staging's keys,
+    the attacker holds staging's. A checkpoint counted as the head's log when the two
+    shared any signer, so staging's cosignature on production's real head let a saga made
+    up and signed with staging's key in, as a leaf newer than the head."""
+    await rig.run_sagas(2, "cosigned")
+    kept = tmp_path / "head.txt"
+    kept.write_text((await rig.cli("log", "head")).stdout, encoding="utf-8")
+    export = tmp_path / "prod.jsonl"
+    assert (await rig.cli("export", "--all", "--out", str(export))).code == 0
+    staging = NoteSigner.generate(rig.signer.name)
+    both = tmp_path / "both.keys"
+    both.write_text(f"{rig.vkey}\n{staging.verifier.encode()}\n", encoding="utf-8")
+    lines = export.read_text(encoding="utf-8").splitlines()
+    head = json.loads(lines[0])
+    size = int(parse_note(head["tree_head"]).text.split("\n")[1])
+
+    bonus = f"bonus-{rig.task_queue}"
+    chain = hand_made(bonus, {"phase": Phase.SAGA_OPENED}, {"phase": Phase.SAGA_CLOSED})
+    note = sign_saga_checkpoint(
+        staging, saga_id=bonus, entries=2, head_hash=chain[1].hash, now=utc_now()
+    )
+    made_up = [
+        json.dumps({"checkpoint": note, "inclusion_proof": None, "log_index": size}),
+        *(entry_line(entry) for entry in chain),
+    ]
+    cosigned = {**head, "tree_head": _cosigned(head["tree_head"], staging)}
+    assert len(parse_note(cosigned["tree_head"]).signatures) == 2
+    audit = ["--log-key", str(both), "--require-complete", "--known-head", str(kept)]
+    two_logs = "(export): log_broken: line 1: tree head: signed by 2 keys you trust"
+    foreign = f"{bonus}: bad_checkpoint: line {len(lines) + 1}: a checkpoint signed by"
+    for name, first, problem in (("cosigned", cosigned, two_logs), ("plain", head, foreign)):
+        forged = tmp_path / f"{name}.jsonl"
+        body = [json.dumps(first), *lines[1:], *made_up]
+        forged.write_text("\n".join(body) + "\n", encoding="utf-8")
+        found = await rig.cli("verify-file", str(forged), *audit)
+        assert found.code == 1, found.output
+        assert problem in found.output
+    honest = await rig.cli("verify-file", str(export), *audit)
+    assert honest.code == 0, honest.output
+    assert f"log {rig.signer.name} (key {rig.signer.key_hash.hex()})" in honest.output
+
+
+async def test_a_file_planted_under_the_keys_own_text_does_not_replace_it(
+    rig: EvidenceRig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding 2 of the second attack: the key text `NAME+HASH+KEY` is also a relative
+    path, and a file under that name in the folder the auditor works in (say, the one an
+    export came in) was read instead of the key, for --log-key and SAGACITY_LOG_VERIFIER
+    alike. Here the journal is rewritten, its log rebuilt and re-signed with the
+    attacker's key, exported, and the attacker's key planted under the real key's text."""
+    victim, _ = await rig.run_sagas(2, "planted")
+    attacker = NoteSigner.generate(rig.signer.name)
+    rig.tamper.run(
+        *updates(rewrite(list(rig.store.entries(victim)), "1250", "9999999")),
+        ("DELETE FROM {cp}", ()),
+        ("DELETE FROM {nodes}", ()),
+        ("DELETE FROM {heads}", ()),
+    )
+    log = rig.store.checkpoint_log(attacker)
+    for saga_id in rig.store.sagas():
+        head = rig.store.head(saga_id)
+        assert head is not None
+        log.record(head)
+    assert any("9999999" in e.input_json for e in rig.store.entries(victim))
+    folder = tmp_path / "bundle"
+    folder.mkdir()
+    made = await rig.cli("export", "--all", "--out", str(folder / "all.jsonl"))
+    assert made.code == 0, made.output
+    planted = folder / rig.vkey
+    planted.parent.mkdir(parents=True, exist_ok=True)
+    planted.write_text(attacker.verifier.encode() + "\n", encoding="utf-8")
+    monkeypatch.chdir(folder)
+
+    planted_read = await rig.cli("verify-file", "all.jsonl", "--log-key", f"@{rig.vkey}")
+    assert planted_read.code == 0, planted_read.output  # the file does hold a key that passes
+    for args in (["--log-key", rig.vkey], []):  # [] : SAGACITY_LOG_VERIFIER, the same text
+        offline = await rig.cli("verify-file", "all.jsonl", "--require-complete", *args)
+        assert offline.code == 1, offline.output
+        assert "(export): log_broken: line 1: tree head: no signature by a known key" in (
+            offline.output
+        )
+        online = await rig.cli("verify", "--all", *args)
+        assert online.code == 1, online.output
+        assert f"{victim}: bad_checkpoint: log leaf" in online.output

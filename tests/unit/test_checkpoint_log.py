@@ -16,7 +16,13 @@ from sagacity.checkpoint import (
     open_tree_head,
     sign_saga_checkpoint,
 )
-from sagacity.checkpoint_log import CheckpointConflictError, CheckpointLog
+from sagacity.checkpoint_log import (
+    CheckpointConflictError,
+    CheckpointLog,
+    LogNodeMissingError,
+    LogProofError,
+    LogRowError,
+)
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.evidence import ChainCheckpoints, LogAudit, Problem, RootBuilder
 from sagacity.evidence_walk import audit_log, check_all
@@ -25,6 +31,7 @@ from sagacity.note_keys import NoteSigner
 from sagacity.phases import Phase
 from sagacity.stores import JournalStore, MemoryJournalStore, open_store
 from sagacity.stores.base import utc_now
+from tests.evidence.conftest import Tamperer
 
 SIGNER = NoteSigner.generate("sagacity.test/unit")
 KEYS = [SIGNER.verifier]
@@ -161,3 +168,33 @@ def test_root_builder_matches_the_tree_at_every_size() -> None:
         tree.append(data)
         builder.add(data)
         assert builder.root() == tree.root()
+
+
+def test_a_proof_between_sizes_no_proof_relates_is_a_typed_error() -> None:
+    """Sizes from an edited row (a head's size column) once reached merkle as a bare
+    ValueError and a traceback; a missing node as a bare KeyError."""
+    store = MemoryJournalStore()
+    log = store.checkpoint_log(NoteSigner.generate("acme/log"))
+    for saga_id in ("a", "b"):
+        store.append(EntryDraft.new(saga_id, Phase.SAGA_OPENED))
+        log.record(store.append(EntryDraft.new(saga_id, Phase.SAGA_CLOSED, result={})))
+    with pytest.raises(LogProofError, match="from a tree of 2 leaves to one of 1"):
+        log.prove_consistency(2, 1)
+    with pytest.raises(LogProofError, match="leaf 5 in a tree of 2 leaves"):
+        log.prove_inclusion(5, 2)
+    with pytest.raises(LogNodeMissingError, match="stored node at level 0, index 7 is missing"):
+        log.subtree(0, 7)
+
+
+def test_the_newest_head_row_must_say_what_its_note_says(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path}/journal.db")
+    log = store.checkpoint_log(NoteSigner.generate("acme/log"))
+    for saga_id in ("a", "b"):
+        store.append(EntryDraft.new(saga_id, Phase.SAGA_OPENED))
+        log.record(store.append(EntryDraft.new(saga_id, Phase.SAGA_CLOSED, result={})))
+    Tamperer("sqlite", str(tmp_path / "journal.db")).run(
+        ("DELETE FROM {heads} WHERE size=2", ()), ("UPDATE {heads} SET size=99 WHERE size=1", ())
+    )
+    with pytest.raises(LogRowError, match=r"row says size 99, .* its signed note says size 1"):
+        log.head()
+    store.close()

@@ -8,8 +8,16 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from sagacity.audit import export_jsonl, verify_jsonl
-from sagacity.checkpoint import LogKey, open_saga_checkpoint, open_tree_head, same_log
+from sagacity.checkpoint import (
+    CheckpointError,
+    LogKey,
+    open_saga_checkpoint,
+    open_tree_head,
+    same_log,
+)
 from sagacity.checkpoint_log import CheckpointLog, LoggedCheckpoint
 from sagacity.entry import EntryDraft
 from sagacity.evidence import LogAudit, Problem, open_leaf
@@ -17,6 +25,7 @@ from sagacity.evidence_walk import _with_misfiled, check_all, check_one
 from sagacity.file_evidence import FileEvidence
 from sagacity.note_keys import NoteSigner
 from sagacity.phases import Phase
+from sagacity.signed_note import SignedNote, parse_note
 from sagacity.stores import MemoryJournalStore, open_store
 from sagacity.worker.log_keys import LOG_NAME_PREFIX, new_log_name
 from tests.evidence.conftest import Tamperer
@@ -161,3 +170,56 @@ def test_new_log_names_are_the_deployments_own() -> None:
     assert len(names) == 50
     assert all(n.startswith(LOG_NAME_PREFIX) and len(n) == len(LOG_NAME_PREFIX) + 8 for n in names)
     NoteSigner.generate(names.pop())  # a valid key name
+
+
+def _cosigned(note: str, *signers: NoteSigner) -> str:
+    parsed = parse_note(note)
+    added = tuple(s for signer in signers for s in parse_note(signer.sign(parsed.text)).signatures)
+    return SignedNote(parsed.text, parsed.signatures + added).encode()
+
+
+def test_a_head_is_one_trusted_keys_and_its_checkpoints_are_that_keys() -> None:
+    """Finding 3 of the second attack: staging's key, which the attacker holds, cosigns
+    production's head, and staging's checkpoints passed as production's."""
+    _, log = _journal(PROD, "a")
+    head = log.head()
+    assert head is not None
+    both = _cosigned(head.note, STAGING)
+    with pytest.raises(CheckpointError) as refused:
+        open_tree_head(both, BOTH)
+    assert "signed by 2 keys you trust" in str(refused.value)
+    assert PROD.key_hash.hex() in str(refused.value) and STAGING.key_hash.hex() in str(
+        refused.value
+    )
+    assert open_tree_head(both, [PROD.verifier]).log == LogKey(NAME, PROD.key_hash)
+    witness = NoteSigner.generate("witness.example/w1")  # a cosigner nobody trusts here
+    assert open_tree_head(_cosigned(head.note, witness), BOTH).log == LogKey(NAME, PROD.key_hash)
+    staging_leaf = next(_journal(STAGING, "b")[1].leaves())
+    staging_note = open_saga_checkpoint(staging_leaf.note, BOTH)
+    prod_head = open_tree_head(head.note, BOTH)
+    assert not same_log(staging_note.signers, prod_head.signers)
+    cosigned_leaf = open_saga_checkpoint(_cosigned(staging_leaf.note, PROD), BOTH)
+    assert same_log(cosigned_leaf.signers, prod_head.signers)  # production's key signed it
+
+    evidence = FileEvidence(BOTH)
+    lines = _export(*_journal(PROD, "c"))
+    first = json.loads(lines[0])
+    lines[0] = json.dumps({**first, "tree_head": _cosigned(first["tree_head"], STAGING)})
+    found = evidence.finish(verify_jsonl(lines, evidence.observe, evidence.evidence))
+    assert found[0].problem is Problem.LOG_BROKEN
+    assert "line 1: tree head: signed by 2 keys you trust" in found[0].detail
+
+
+def test_a_head_rows_columns_are_checked_against_its_note() -> None:
+    """Finding 6 of the second attack: a head's size column set to 99 placed it where its
+    note is not, and `log consistency` crashed on the sizes."""
+    _, log = _journal(PROD, "a", "b", "c")
+    heads = list(log.heads())
+    edited = replace(heads[1], size=99)
+    audit = LogAudit([PROD.verifier])
+    audit.check(log.leaves(), [heads[0], edited])
+    details = [f.detail for f in audit.findings]
+    assert "a tree head row's columns (size 99, root" in details[0]
+    assert "are not what its signed note says (size 2, root" in details[0]
+    assert "leaves 1..2 are in no signed tree head" in details[1]
+    assert audit.latest is not None and audit.latest.size == 1

@@ -1,5 +1,6 @@
 """The Temporal witness's decisions without a server: which saga workflows `--all`
-compares, and what runs that hold none of a saga's entries mean."""
+compares, what runs that hold none of a saga's entries mean, and runs under a saga's id
+that are no saga."""
 
 from __future__ import annotations
 
@@ -55,4 +56,18 @@ def test_a_reused_id_is_named_where_its_runs_disagree() -> None:
         conflicts=["history names two hashes for entry 1"],
     )  # fmt: skip
     (finding,) = compare(store, torn, "s")
-    assert "the id was started 2 times" in finding.detail
+    assert "a saga was started 2 times under the id" in finding.detail
+
+
+def test_an_id_with_runs_of_other_workflows_only_has_no_witness() -> None:
+    store = _journal()
+    only_foreign = Witnessed("s", foreign={"Forger": 1})
+    (finding,) = compare(store, only_foreign, "s")
+    assert finding.problem is Problem.WITNESS
+    assert "no saga run under this id, only run(s) of another workflow type (1 of Forger)" in (
+        finding.detail
+    )
+    assert compare(MemoryJournalStore(), only_foreign, "s") == []  # no saga to vouch for
+    heads = {e.seq: e.hash for e in store.entries("s")}
+    beside = Witnessed("s", runs=1, refs=heads, starts={"r1"}, closed_at=2, foreign={"F": 2})
+    assert compare(store, beside, "s") == []  # the saga's own run vouches; the rest is named
