@@ -62,6 +62,9 @@ def test_a_file_is_read_when_named_or_when_the_text_cannot_be_a_key(
         ("@bytes.keys", "is not UTF-8 text"),
         ("@junk.keys", "log key file 'junk.keys': verifier key"),
     ],
+    # Fixed ids: a generated key's text would name the test differently in each xdist
+    # worker, which then refuses to run the suite.
+    ids=["nonsense", "blank", "missing-file", "cut-key", "plain-path", "empty", "bytes", "junk"],
 )
 def test_what_is_not_a_key_says_so(
     text: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
