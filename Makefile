@@ -6,10 +6,13 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-unit check bench bench-full clean
 
+# pip -qq shows errors only, and PYTHONWARNINGS reaches setuptools in pip's build
+# environment: installing prints nothing unless it fails (`make demo` shows no warning).
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	@echo "installing sagacity and its dev dependencies into $(VENV) (once)"
+	@PYTHONWARNINGS=ignore $(PY) -m pip install -qq --upgrade pip
+	@PYTHONWARNINGS=ignore $(PY) -m pip install -qq -e '.[dev]'
 	@touch $(STAMP)
 
 demo: $(STAMP)
