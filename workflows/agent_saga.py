@@ -50,9 +50,13 @@ from sagacity.workflows.reporting import fit_carry
 from sagacity.workflows.saga_engine import SagaCore
 from sagacity.workflows.saga_errors import SagaFailedError
 from sagacity.workflows.saga_handlers import DECIDE_UPDATE
-from sagacity.workflows.start_input import decode_run_input
+from sagacity.workflows.start_input import SagaInputError, check_handover, decode_run_input
 
-__all__ = ["DECIDE_UPDATE", "FAIL_UNSUCCESSFUL", "AgentSagaWorkflow"]
+__all__ = ["DECIDE_UPDATE", "FAIL_UNSUCCESSFUL", "OWN_HANDOVER_ONLY", "AgentSagaWorkflow"]
+
+OWN_HANDOVER_ONLY = "own-handover-only"
+"""Patch: a run takes continue-as-new state only when it continues a run of its own (not a
+cron or retried run) and the state names that run (as Saga.open requires)."""
 
 FAIL_UNSUCCESSFUL = "fail-unsuccessful-saga"
 """Patch: a saga that ends in any status but COMPLETED fails its workflow with
@@ -70,11 +74,25 @@ class AgentSagaWorkflow:
         # The input is taken raw and decoded here, so an input that cannot be decoded or
         # breaks the bounds fails this saga at once instead of every workflow task.
         self._refused_input: str | None = None
-        continued = workflow.info().continued_run_id is not None
+        info = workflow.info()
+        own_handover = workflow.patched(OWN_HANDOVER_ONLY)
+        continued = info.continued_run_id is not None
+        if own_handover:
+            # Temporal names a previous run for a cron run and a retried run too, whose
+            # input a caller wrote: only a plain continue-as-new carries the saga's state.
+            continued = continued and not info.cron_schedule and info.attempt == 1
         # Sagas started before the stricter start door replay with the checks they passed.
         strict = not continued and workflow.patched("strict-start-door")
         try:
+            if own_handover and info.cron_schedule:
+                raise SagaInputError(
+                    "an AgentSaga does not run on a cron schedule: its id names one journal "
+                    "chain, which a second run could not open; start a saga (a new id) per "
+                    "run, e.g. from a Temporal Schedule"
+                )
             inp = decode_run_input(raw, continued=continued, strict=strict)
+            if own_handover and inp.carry is not None:
+                check_handover(inp.carry.from_run, info.continued_run_id)
         except SagacityError as exc:
             self._refused_input = f"{type(exc).__name__}: {exc}"
             inp = SagaRunInput()

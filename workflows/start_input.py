@@ -168,4 +168,15 @@ def decode_run_input(raw: RawValue, *, continued: bool, strict: bool = True) -> 
         raise SagaInputError(f"invalid saga input: {problems}") from exc
 
 
-__all__ = ["SagaInputError", "check_start_fields", "decode_run_input"]
+def check_handover(from_run: str | None, continued_run_id: str | None) -> None:
+    """Refuse continue-as-new state that does not name the run this one continues: state
+    written by a caller, or handed to another run, is never the saga's own."""
+    if from_run is None or from_run != continued_run_id:
+        raise ForgedStateError(
+            "the input's continue-as-new state was not handed over by the run this one "
+            f"continues ({continued_run_id}); nothing ran. Start sagas with SagaInput's "
+            "public fields only"
+        )
+
+
+__all__ = ["SagaInputError", "check_handover", "check_start_fields", "decode_run_input"]
