@@ -17,14 +17,15 @@ from typing import Any
 from agents import Agent, FunctionTool
 
 from sagacity.integrations.openai_agents_saga.errors import AgentToolsError
-from sagacity.integrations.openai_agents_saga.tools import tool_problems
+from sagacity.integrations.openai_agents_saga.tools import handoff_target, tool_problems
 from sagacity.toolbox import Toolbox, ToolSpec
 from sagacity.tools import ToolKind
 
 
 def _agents(agent: Agent[Any]) -> list[Agent[Any]]:
-    """`agent` and every agent it hands off to directly (a Handoff object's target is
-    only known when it runs; run_agent converts it then)."""
+    """`agent` and every agent it hands off to, directly or through a Handoff made by
+    `handoff(agent)` (a custom Handoff's target is only known when it runs; run_agent
+    converts it then, and a target that cannot be converted fails the saga)."""
     found: dict[int, Agent[Any]] = {}
     todo = [agent]
     while todo:
@@ -32,7 +33,7 @@ def _agents(agent: Agent[Any]) -> list[Agent[Any]]:
         if id(current) in found:
             continue
         found[id(current)] = current
-        todo.extend(h for h in current.handoffs if isinstance(h, Agent))
+        todo.extend(t for t in map(handoff_target, current.handoffs) if t is not None)
     return list(found.values())
 
 

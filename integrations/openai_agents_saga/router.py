@@ -39,8 +39,18 @@ Check = Callable[[ToolCall], Awaitable[PlanCheck]]
 class _Call:
     tool: str
     args: dict[str, Any]
-    gated: bool
+    gated: bool | Callable[[], Awaitable[bool]]
+    """Whether it waits for approval, or the SDK's per-call policy to ask (in order)."""
     answer: asyncio.Future[Any]
+
+
+async def _asked(policy: Callable[[], Awaitable[bool]]) -> bool:
+    """The agent's per-call approval policy; one that fails asks for approval (the
+    toolbox then decides, and a tool it would not gate is refused)."""
+    try:
+        return await policy()
+    except Exception:
+        return True
 
 
 def ungated(tool: str, check: PlanCheck) -> str | None:
@@ -69,7 +79,9 @@ class StepRouter:
         self._closed = False
         """Serving has ended: a call now would wait for ever, so it is cancelled."""
 
-    async def submit(self, tool: str, args: dict[str, Any], gated: bool) -> Any:
+    async def submit(
+        self, tool: str, args: dict[str, Any], gated: bool | Callable[[], Awaitable[bool]]
+    ) -> Any:
         """From a tool's task: queue the call and wait for its step's result (or its
         StepError). A call cancelled while it waits is dropped: it never runs."""
         if self._closed:
@@ -119,7 +131,8 @@ class StepRouter:
 
     async def _step(self, call: _Call) -> Any:
         saga = self._saga
-        if call.gated and call.tool not in self._gated and saga.failure is None:
+        gated = call.gated if isinstance(call.gated, bool) else await _asked(call.gated)
+        if gated and call.tool not in self._gated and saga.failure is None:
             check = await self._check(ToolCall(tool=call.tool, args=call.args))
             refusal = ungated(call.tool, check)
             if refusal is not None:

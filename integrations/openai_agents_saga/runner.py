@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError
 from typing_extensions import Unpack
 
+from sagacity.integrations.openai_agents_saga.errors import AgentToolsError
 from sagacity.integrations.openai_agents_saga.router import StepRouter
 from sagacity.integrations.openai_agents_saga.tools import saga_agent
 from sagacity.workflows.saga import Saga
@@ -78,6 +79,15 @@ async def run_agent(
         if failure is exc:
             raise
         raise failure from exc
+    except AgentToolsError as exc:
+        # A handoff's target, known only when it ran, has a tool that cannot be a step:
+        # steps may have run already, so the saga fails (and compensates) rather than
+        # retrying its workflow task for ever with those steps standing.
+        raise ApplicationError(
+            f"the agent's run handed off to an agent that cannot run as saga steps: {exc}"[:2_000],
+            type=AGENT_RUN_FAILED,
+            non_retryable=True,
+        ) from exc
     saga.final_answer = final_answer(result.final_output, saga.options.model_result_limit)
     return result
 

@@ -18,6 +18,7 @@ timeout that would abandon a step waiting for its approval) are refused up front
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -30,8 +31,11 @@ from sagacity.activities.io_models import INVALID_ARGUMENTS_KEY
 from sagacity.activities.openai_model import parse_arguments
 from sagacity.integrations.openai_agents_saga.errors import AgentToolsError
 
-Submit = Callable[[str, dict[str, Any], bool], Awaitable[Any]]
-"""Runs one tool call as the saga's next step: (tool name, arguments, gated) -> result."""
+Gate = bool | Callable[[], Awaitable[bool]]
+"""Whether a call waits for approval, or how to ask (the SDK's per-call policy): asked
+when the call's turn comes, so a policy that awaits cannot reorder the calls."""
+Submit = Callable[[str, dict[str, Any], Gate], Awaitable[Any]]
+"""Runs one tool call as the saga's next step: (tool name, arguments, gate) -> result."""
 ApprovalPolicy = bool | Callable[[RunContextWrapper[Any], dict[str, Any], str], Awaitable[bool]]
 """The SDK's `needs_approval`: always, never, or decided per call."""
 
@@ -100,7 +104,12 @@ def saga_function_tool(tool: FunctionTool, submit: Submit) -> FunctionTool:
         # Anything but a JSON object becomes the marker the toolbox refuses (a refused
         # call, journaled), as for sagacity's own agent.
         args = parse_arguments(raw)
-        return model_text(await submit(name, args, await gated(policy, ctx, args)))
+        # Queued before anything is awaited: calls reach the saga in the model's order,
+        # and the policy is asked when the call's turn comes.
+        gate: Gate = (
+            policy if isinstance(policy, bool) else functools.partial(gated, policy, ctx, args)
+        )
+        return model_text(await submit(name, args, gate))
 
     invoker = with_function_tool_failure_error_handler(run_step, _handled)
     return dataclasses.replace(tool, on_invoke_tool=invoker, needs_approval=False)
@@ -126,11 +135,25 @@ def _convert(agent: Agent[Any], submit: Submit, seen: dict[int, Agent[Any]]) -> 
     return copy
 
 
+def handoff_target(target: Agent[Any] | Handoff[Any, Any]) -> Agent[Any] | None:
+    """The agent a handoff leads to, where it is known before the run: an Agent itself, or
+    a Handoff made by the SDK's `handoff(agent)` (which keeps a reference to it). None for
+    a custom Handoff whose agent only its invocation returns."""
+    if isinstance(target, Agent):
+        return target
+    ref = getattr(target, "_agent_ref", None)
+    agent = ref() if callable(ref) else None
+    return agent if isinstance(agent, Agent) else None
+
+
 def _handoff(
     target: Agent[Any] | Handoff[Any, Any], submit: Submit, seen: dict[int, Agent[Any]]
 ) -> Agent[Any] | Handoff[Any, Any]:
     if isinstance(target, Agent):
         return _convert(target, submit, seen)
+    known = handoff_target(target)
+    if known is not None:
+        _convert(known, submit, seen)  # refused here, before the run, if it cannot be
     invoke = target.on_invoke_handoff
 
     async def convert_on_handoff(ctx: RunContextWrapper[Any], raw: str) -> Agent[Any]:
@@ -140,8 +163,10 @@ def _handoff(
 
 
 __all__ = [
+    "Gate",
     "Submit",
     "gated",
+    "handoff_target",
     "model_text",
     "saga_agent",
     "saga_function_tool",

@@ -158,6 +158,16 @@ def check_agent(agent: AbstractAgent[Any, Any], toolbox: Toolbox) -> AgentCheck:
                 outside.append(found)
             elif not found.in_saga:
                 outside.append(found.name)
+                if found.name in toolbox:
+                    # A function of the agent's own under a toolbox tool's name: the model's
+                    # call would run it outside the saga (ungated, never undone), which is
+                    # not what the toolbox's tool of that name promises.
+                    problems.append(
+                        f"tool {found.name!r} is the toolbox's "
+                        f"{toolbox.get(found.name).kind.value.lower()} tool of that name, but "
+                        "the agent runs a function of its own for it, outside the saga: put "
+                        "it in the SagaToolset (or rename the agent's function)"
+                    )
             else:
                 problems.extend(_problems(found, toolbox))
                 if found.name in toolbox:

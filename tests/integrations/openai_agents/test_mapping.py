@@ -5,6 +5,7 @@ an agent's tools against a toolbox."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -19,12 +20,14 @@ from temporalio.openai_agents.workflow import activity_as_tool
 from sagacity.activities.io_models import INVALID_ARGUMENTS_KEY
 from sagacity.examples.openai_agents_order import order_agent
 from sagacity.integrations.openai_agents_saga import AgentToolsError, check_agent_tools
+from sagacity.integrations.openai_agents_saga.router import StepRouter
 from sagacity.integrations.openai_agents_saga.runner import (
     AGENT_RUN_FAILED,
     final_answer,
+    run_agent,
     run_failure,
 )
-from sagacity.integrations.openai_agents_saga.tools import saga_agent
+from sagacity.integrations.openai_agents_saga.tools import Gate, saga_agent
 from sagacity.toolbox import Toolbox
 from sagacity.tools import CompensationContext, compensable, compensation, irreversible, tool
 from sagacity.workflows.saga import StepError
@@ -69,10 +72,14 @@ class Steps:
 
     def __init__(self, answer: Any = None, error: Exception | None = None) -> None:
         self.calls: list[tuple[str, dict[str, Any], bool]] = []
+        self.queued: list[str] = []
+        """The order calls were handed to the saga (its queue's order)."""
         self.answer = answer if answer is not None else {"ok": True}
         self.error = error
 
-    async def __call__(self, name: str, args: dict[str, Any], gated: bool) -> Any:
+    async def __call__(self, name: str, args: dict[str, Any], gate: Gate) -> Any:
+        self.queued.append(name)
+        gated = gate if isinstance(gate, bool) else await gate()
         self.calls.append((name, args, gated))
         if self.error is not None:
             raise self.error
@@ -207,6 +214,68 @@ async def test_an_agent_reached_through_a_handoff_object_is_converted_when_hande
     [tool_copy] = [t for t in target.tools if isinstance(t, FunctionTool)]
     await invoke(tool_copy, '{"amount": 3}')
     assert steps.calls == [("charge_card", {"amount": 3}, False)]
+
+
+async def test_calls_reach_the_saga_in_the_models_order_even_when_a_policy_awaits() -> None:
+    """The SDK runs the calls of one response as concurrent tasks: a policy that awaits
+    must not let a later call overtake (a rejected wire must stop a charge asked after
+    it). Found by an outside attack."""
+
+    async def slow_policy(ctx: RunContextWrapper[Any], args: dict[str, Any], call_id: str) -> bool:
+        for _ in range(3):
+            await asyncio.sleep(0)
+        return True
+
+    @function_tool(needs_approval=slow_policy, name_override="send_wire_transfer")
+    def wire(iban: str, amount: int) -> str:
+        """Wire money."""
+        raise AssertionError("a converted tool's body never runs")
+
+    steps = Steps()
+    tools = converted(shop_agent(wire, charge_card), steps)
+    await asyncio.gather(
+        invoke(tools["send_wire_transfer"], '{"iban": "DE89", "amount": 5}'),
+        invoke(tools["charge_card"], '{"amount": 2500}'),
+    )
+    assert steps.queued == ["send_wire_transfer", "charge_card"]
+    assert ("send_wire_transfer", {"iban": "DE89", "amount": 5}, True) in steps.calls
+
+
+def test_a_handoff_objects_agent_is_checked_before_anything_runs() -> None:
+    """`handoff(agent)` keeps its agent: an unconvertible tool there is refused at worker
+    start and before the run, not when the model hands off (found by an outside attack)."""
+    helper = Agent(name="helper").as_tool(tool_name="helper", tool_description="d")
+    back = Agent(name="back", tools=[charge_card, helper])
+    front = Agent(name="front", tools=[charge_card], handoffs=[handoff(back)])
+    with pytest.raises(AgentToolsError) as refused:
+        saga_agent(front, Steps())
+    assert "runs another agent" in refused.value.problems[0]
+    from sagacity.examples.orders import Shop
+
+    class NoFile(Shop):
+        def __init__(self) -> None:  # the declarations only: no shop database
+            pass
+
+    with pytest.raises(AgentToolsError, match="runs another agent"):
+        check_agent_tools(front, Toolbox.build(NoFile()))
+
+
+async def test_a_handoff_refused_during_the_run_fails_the_saga(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A custom Handoff's agent is known only when it runs; one the saga cannot run then
+    fails the saga (non-retryable, so it compensates) instead of failing the workflow task
+    for ever with the steps that ran standing."""
+
+    async def refused(self: Any, work: Any) -> Any:
+        work.close()
+        raise AgentToolsError(["agent 'back' has a hosted tool"])
+
+    monkeypatch.setattr(StepRouter, "serve", refused)
+    with pytest.raises(ApplicationError) as failed:
+        await run_agent(Any, Agent(name="front"), "go")  # type: ignore[arg-type]
+    assert failed.value.type == AGENT_RUN_FAILED and failed.value.non_retryable
+    assert "hosted tool" in failed.value.message
 
 
 @pytest.mark.parametrize(

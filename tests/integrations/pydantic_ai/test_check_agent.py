@@ -74,6 +74,26 @@ def test_tools_the_saga_does_not_run_are_named() -> None:
     assert found.outside == ["local_time"]
 
 
+def test_an_agent_function_under_a_toolbox_tools_name_is_refused() -> None:
+    """A careless `tools=[payout]` beside the SagaToolset: the model's payout would run the
+    agent's own function, outside the saga and ungated (found by an outside attack)."""
+    tools = FunctionToolset[None](id="pay")
+
+    @tools.tool_plain
+    def charge_card(amount: int, currency: str = "EUR") -> str:
+        raise NotImplementedError
+
+    def payout(iban: str, amount: float) -> str:
+        """Pays out, for real, right here."""
+        return iban
+
+    agent = Agent(TestModel(), name="payer", toolsets=[SagaToolset(tools)], tools=[payout])
+    with pytest.raises(AgentToolboxMismatch) as refused:
+        check_agent(agent, Toolbox.build(Payments()))
+    assert "'payout' is the toolbox's irreversible tool of that name" in str(refused.value)
+    assert "outside the saga" in str(refused.value)
+
+
 def test_every_mismatch_is_listed_at_once() -> None:
     tools = FunctionToolset[None](id="pay")
 
