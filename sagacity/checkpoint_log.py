@@ -28,6 +28,7 @@ from sagacity.checkpoint import TreeHead, open_tree_head, sign_saga_checkpoint, 
 from sagacity.entry import JournalEntry
 from sagacity.errors import JournalError, JournalWriteError
 from sagacity.merkle import (
+    HASH_SIZE,
     consistency_proof,
     inclusion_proof,
     leaf_hash,
@@ -96,15 +97,33 @@ class LoggedCheckpoint:
 
 
 def _int(value: object) -> int:
-    if not isinstance(value, int):
-        raise TypeError(f"expected an integer column, got {type(value).__name__}")
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise LogRowError(
+            f"a checkpoint log row holds {type(value).__name__} where an integer belongs: "
+            "the log's tables were changed; run `sagacity verify --all`"
+        )
     return value
 
 
 def _bytes(value: object) -> bytes:
     if not isinstance(value, (bytes, bytearray, memoryview)):
-        raise TypeError(f"expected a binary column, got {type(value).__name__}")
+        raise LogRowError(
+            f"a checkpoint log row holds {type(value).__name__} where a hash belongs: the "
+            "log's tables were changed; run `sagacity verify --all`"
+        )
     return bytes(value)
+
+
+def _node(level: object, index: object, value: object) -> bytes:
+    """A stored subtree hash, which must be one: a node of another length was written by
+    hand (merkle would refuse it deep inside a proof, as a bare ValueError)."""
+    digest = _bytes(value)
+    if len(digest) != HASH_SIZE:
+        raise LogRowError(
+            f"the checkpoint log's stored node at level {level}, index {index} is not a "
+            f"{HASH_SIZE}-byte hash: its nodes table was changed; run `sagacity verify --all`"
+        )
+    return digest
 
 
 def _checkpoint(row: tuple[object, ...]) -> LoggedCheckpoint:
@@ -227,7 +246,7 @@ class CheckpointLog(ABC):
         where = " OR ".join("(level=? AND idx=?)" for _ in wanted)
         params = [value for key in wanted for value in key]
         rows = execute(self._sql(f"SELECT level, idx, hash FROM {{nodes}} WHERE {where}"), params)
-        return {(_int(r[0]), _int(r[1])): _bytes(r[2]) for r in rows}
+        return {(_int(r[0]), _int(r[1])): _node(r[0], r[1], r[2]) for r in rows}
 
     # ---- reading ----------------------------------------------------------------------
 
@@ -320,7 +339,7 @@ class CheckpointLog(ABC):
         )
         if not rows:
             raise _missing(level, index)
-        return _bytes(rows[0][0])
+        return _node(level, index, rows[0][0])
 
     def subtrees(self, keys: Sequence[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
         """The stored nodes at (level, index) `keys`, in one query; missing ones absent."""
@@ -332,7 +351,7 @@ class CheckpointLog(ABC):
             self._sql(f"SELECT level, idx, hash FROM {{nodes}} WHERE {where}"),
             [value for key in unique for value in key],
         )
-        return {(_int(row[0]), _int(row[1])): _bytes(row[2]) for row in rows}
+        return {(_int(row[0]), _int(row[1])): _node(row[0], row[1], row[2]) for row in rows}
 
     def prove_inclusion(self, index: int, size: int) -> list[bytes]:
         """The audit path of leaf `index` in the tree of `size` leaves, from stored nodes.

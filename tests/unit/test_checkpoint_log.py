@@ -198,3 +198,26 @@ def test_the_newest_head_row_must_say_what_its_note_says(tmp_path: Path) -> None
     with pytest.raises(LogRowError, match=r"row says size 99, .* its signed note says size 1"):
         log.head()
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ("UPDATE {nodes} SET hash=x'0102' WHERE level=1 AND idx=0", "is not a 32-byte hash"),
+        ("UPDATE {heads} SET root='text' WHERE size=2", "holds str where a hash belongs"),
+    ],
+    ids=["short-node", "text-root"],
+)
+def test_a_malformed_log_row_is_a_typed_error_not_a_crash(
+    tmp_path: Path, edit: str, message: str
+) -> None:
+    """Rows written by hand with the wrong shape (found by an outside attack: a traceback
+    from merkle, or a TypeError): a LogRowError naming what was changed and what to run."""
+    store = open_store(f"sqlite:///{tmp_path}/journal.db")
+    log = store.checkpoint_log(SIGNER)
+    for saga_id in ("a", "b"):
+        log.record(closed_saga(store, saga_id))
+    Tamperer("sqlite", str(tmp_path / "journal.db")).run((edit, ()))
+    with pytest.raises(LogRowError, match=message):
+        log.root(2) if "nodes" in edit else log.head()
+    store.close()
