@@ -18,6 +18,7 @@ from typing import Any
 
 from sagacity.bounds import cut
 from sagacity.canonical import canonical_text
+from sagacity.toolbox import call_summary
 from sagacity.visible import visible_char as _visible
 
 __all__ = [
@@ -185,14 +186,13 @@ def _steps_lines(rows: list[Mapping[str, Any]], total: int) -> list[str]:
     if total > len(rows):
         lines.append(f"- … {total - len(rows)} earlier steps: `sagacity journal`")
     for row in rows:
-        args = row.get("args") or {}
-        shown = ", ".join(f"{k}={v!r}" for k, v in list(args.items())[:12]) if args else ""
+        call = call_summary(str(row.get("tool")), row.get("args") or {}, 170)
         where = ""
         if row.get("seq") is not None:
             where = f", seq {md_text(row.get('seq'), 12)} {md_text((row.get('hash') or '')[:12])}"
         lines.append(
             f"- step **{md_text(row.get('step'), 12)}** "
-            f"{md_code(cut(str(row.get('tool')), 60) + f'({cut(shown, 100)})', 170)}: "
+            f"{md_code(call, 170)}: "
             f"**{md_text(row.get('status'), 30)}**{where}"
         )
     return lines
@@ -243,8 +243,7 @@ def start_details(plan: Sequence[tuple[str, Mapping[str, Any]]] | None, goal: st
         return f"**Goal:** {md_code(goal or '', 2_000)}"
     lines = [f"**Plan** ({len(plan)} steps):", ""]
     for index, (tool, args) in enumerate(plan[:30], start=1):
-        shown = ", ".join(f"{k}={v!r}" for k, v in list(args.items())[:12])
-        lines.append(f"{index}. {md_code(cut(tool, 60) + f'({cut(shown, 100)})', 170)}")
+        lines.append(f"{index}. {md_code(call_summary(tool, args, 170), 170)}")
     if len(plan) > 30:
         lines.append(f"- … {len(plan) - 30} more")
     return "\n".join(lines)

@@ -34,7 +34,7 @@ from sagacity.errors import SagacityError, StoreUnavailableError
 from sagacity.stores import JournalStore, open_store
 from sagacity.visible import visible
 from sagacity.worker.settings import Settings, journal_location, sqlite_file
-from sagacity.worker.terminal_safe import printable
+from sagacity.worker.terminal_safe import json_safe, printable
 
 if TYPE_CHECKING:
     from sagacity.signing import SigningKey
@@ -139,7 +139,8 @@ def note(message: str) -> None:
 
 def print_json(value: Any) -> None:
     """Data as JSON on stdout, alone: what every `--json` prints (dates as ISO text)."""
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=_json_default))
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=_json_default)
+    sys.stdout.write(json_safe(text))  # a tool's text cannot act on the terminal
     sys.stdout.write("\n")
     sys.stdout.flush()
 

@@ -56,6 +56,7 @@ from sagacity.workflows.models import (
     SagaView,
     StepReport,
 )
+from sagacity.workflows.saga_errors import SAGA_FAILURE_TYPES
 from sagacity.workflows.start_input import check_start_fields
 
 __all__ = [
@@ -409,16 +410,6 @@ async def pending_approval(handle: SagaHandle) -> PendingApproval | None:
         handle, "pending_approval", PendingApproval | None
     )
     return pending
-
-
-SAGA_FAILURE_TYPES = frozenset(
-    f"Saga{status.value.title().replace('_', '')}"
-    for status in SagaStatus
-    if status is not SagaStatus.COMPLETED
-)
-"""ApplicationError types of a saga that closed without completing (SagaCompensated,
-SagaCompensationFailed, SagaUnresolved…): its workflow failed with the SagaResult as the
-failure's first detail."""
 
 
 def result_of_failure(exc: WorkflowFailureError) -> SagaResult | None:

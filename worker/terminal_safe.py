@@ -21,9 +21,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sagacity.visible import hidden
+from sagacity.visible import hidden, visible_char
 
-__all__ = ["json_line", "neutralized", "printable"]
+__all__ = ["json_line", "json_safe", "neutralized", "printable"]
 
 NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -51,23 +51,21 @@ def printable(text: str) -> str:
     return "".join(_escape(c) if _unsafe(c) else c for c in text)
 
 
-def _json_escape(char: str) -> str:
-    code = ord(char)
-    if code < 0x10000:
-        return f"\\u{code:04x}"
-    high, low = divmod(code - 0x10000, 0x400)  # JSON spells an astral character as a pair
-    return f"\\u{0xD800 + high:04x}\\u{0xDC00 + low:04x}"
-
-
 def json_line(value: Any) -> str:
     """`value` as one line of JSON whose text is safe on a terminal: json escapes the C0
     controls itself; DEL, the C1 controls, format characters, surrogates and separators
     are escaped here too (as \\uXXXX, so the line still parses to the same value). Other
     non-ASCII text stays readable."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return json_safe(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
+
+
+def json_safe(text: str) -> str:
+    """JSON text with every hidden character inside its strings written as its \\uXXXX
+    escape (json.dumps escapes only the C0 controls): the same JSON value, nothing that
+    acts on a terminal. The layout's own newlines are kept (they are never in a string)."""
     if text.isascii() and text.isprintable():
         return text
-    return "".join(_json_escape(c) if _unsafe(c) else c for c in text)
+    return "".join(c if c == "\n" or not _unsafe(c) else visible_char(c) for c in text)
 
 
 def neutralized(value: Any) -> Any:

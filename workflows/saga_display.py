@@ -4,17 +4,26 @@ pure bookkeeping, safe in workflow code."""
 
 from __future__ import annotations
 
+from collections.abc import Reversible
+from itertools import islice
+
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from sagacity.phases import SagaStatus, StepStatus
     from sagacity.resolutions import DirtyKind
     from sagacity.saga_details import MAX_STEPS, saga_details
-    from sagacity.workflows.models import SagaView
+    from sagacity.workflows.models import SagaView, StepReport
 
 from sagacity.workflows.approval_gate import ApprovalGate
 from sagacity.workflows.human_wait import HumanWait
 from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
+
+
+def _newest(reports: Reversible[StepReport]) -> list[StepReport]:
+    """The newest MAX_STEPS reports, oldest first, without copying every report: publish
+    runs on every step of sagas hundreds of steps long."""
+    return list(islice(reversed(reports), MAX_STEPS))[::-1]
 
 
 class SagaDisplay(HumanWait):
@@ -79,7 +88,7 @@ class SagaDisplay(HumanWait):
             saga_details(
                 saga_id=self.saga_id,
                 status=self.status.value,
-                steps=[r.model_dump(mode="json") for r in list(self.steps.values())[-MAX_STEPS:]],
+                steps=[r.model_dump(mode="json") for r in _newest(self.steps.values())],
                 step_count=len(self.steps),
                 failure=self.failure,
                 pending=None if pending is None else pending.model_dump(mode="json"),

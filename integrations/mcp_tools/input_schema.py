@@ -24,7 +24,7 @@ from jsonschema.validators import validator_for
 from referencing import Registry
 from referencing.exceptions import Unresolvable
 
-from sagacity.bounds import depth_of, json_bytes
+from sagacity.bounds import cut, depth_of, json_bytes
 from sagacity.canonical import canonical_bytes
 from sagacity.errors import NotCanonicalError, ToolInputError
 
@@ -71,7 +71,7 @@ def problems(validator: Validator, instance: Any) -> list[str]:
     shallowest first; empty when it is valid."""
     errors = sorted(validator.iter_errors(instance), key=lambda e: (len(e.path), str(e.path)))
     listed = [
-        f"{_path(list(e.absolute_path))}: {e.message[:MAX_PROBLEM_CHARS]}"
+        f"{_path(list(e.absolute_path))}: {cut(e.message, MAX_PROBLEM_CHARS)}"
         for e in errors[:MAX_LISTED_PROBLEMS]
     ]
     if len(errors) > MAX_LISTED_PROBLEMS:

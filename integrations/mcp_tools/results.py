@@ -19,7 +19,7 @@ from typing import Any
 
 from mcp_types import CallToolResult, TextContent
 
-from sagacity.bounds import MAX_ERROR_CHARS
+from sagacity.bounds import MAX_ERROR_CHARS, cut
 from sagacity.tools import ToolResultError
 
 from .errors import McpToolError
@@ -57,7 +57,7 @@ def failure_text(result: CallToolResult) -> str:
         for block in result.content
     ]
     text = " ".join(p for p in parts if p).strip() or "the server gave no reason"
-    return text[:MAX_ERROR_CHARS]
+    return cut(text, MAX_ERROR_CHARS)
 
 
 def step_result(

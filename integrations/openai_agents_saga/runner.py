@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError
 from typing_extensions import Unpack
 
+from sagacity.bounds import cut, exception_text
 from sagacity.integrations.openai_agents_saga.errors import AgentToolsError
 from sagacity.integrations.openai_agents_saga.router import StepRouter
 from sagacity.integrations.openai_agents_saga.tools import saga_agent
@@ -40,7 +41,7 @@ def final_answer(output: Any, limit: int) -> str:
         text = output.model_dump_json()
     else:
         text = json.dumps(output, ensure_ascii=False, default=str)
-    return text[:limit]
+    return cut(text, limit)
 
 
 def run_failure(exc: AgentsException) -> BaseException:
@@ -53,7 +54,7 @@ def run_failure(exc: AgentsException) -> BaseException:
     if isinstance(exc, UserError):
         return exc
     return ApplicationError(
-        f"the agent's run failed: {type(exc).__name__}: {exc}"[:2_000],
+        "the agent's run failed: " + exception_text(exc, 2_000),
         type=AGENT_RUN_FAILED,
         non_retryable=True,
     )
@@ -84,7 +85,10 @@ async def run_agent(
         # steps may have run already, so the saga fails (and compensates) rather than
         # retrying its workflow task for ever with those steps standing.
         raise ApplicationError(
-            f"the agent's run handed off to an agent that cannot run as saga steps: {exc}"[:2_000],
+            cut(
+                f"the agent's run handed off to an agent that cannot run as saga steps: {exc}",
+                2_000,
+            ),
             type=AGENT_RUN_FAILED,
             non_retryable=True,
         ) from exc

@@ -61,3 +61,24 @@ def test_every_plain_line_the_cli_prints_is_escaped() -> None:
         shown = captured.get()
         assert "\x1b" not in shown and "\r" not in shown and "\x07" not in shown
         assert "evil\\x1b]0;pwned\\x07\\x1b[2K\\rverified OK" in shown
+
+
+def test_json_on_stdout_is_the_same_value_with_nothing_hidden_in_it() -> None:
+    """`--json` of any command: a tool's C1 control, bidi override or zero-width
+    character is written as its JSON escape (found by a code review)."""
+    import io
+    import sys as system
+
+    from sagacity.worker.cli_common import print_json
+
+    value = {"result": HOSTILE, "nested": [{"k\u202e": "\x9b31m"}], "plain": "café"}
+    out = io.StringIO()
+    real, system.stdout = system.stdout, out
+    try:
+        print_json(value)
+    finally:
+        system.stdout = real
+    text = out.getvalue()
+    assert json.loads(text) == value
+    assert not any(char in text for char in UNSAFE if char != "\n")
+    assert "café" in text and text.count("\n") > 3  # readable, still indented

@@ -390,4 +390,4 @@ def test_the_final_output_is_journaled_as_text_within_the_limit() -> None:
     assert final_answer("done", 100) == "done"
     assert final_answer(Answer(done=True), 100) == '{"done":true}'
     assert final_answer({"done": True}, 100) == '{"done": true}'
-    assert final_answer("x" * 500, 100) == "x" * 100
+    assert final_answer("x" * 500, 100) == "x" * 99 + "…"  # a cut text says it was cut
