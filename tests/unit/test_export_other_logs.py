@@ -17,35 +17,18 @@ from datetime import timedelta
 
 from sagacity.audit import export_jsonl, verify_jsonl
 from sagacity.checkpoint import TreeHead
-from sagacity.checkpoint_log import CheckpointLog
 from sagacity.entry import EntryDraft
 from sagacity.export_evidence import tree_head_line
 from sagacity.export_writer import RECENT_CLOSE
 from sagacity.file_evidence import FileEvidence
 from sagacity.note_keys import NoteSigner
 from sagacity.phases import Phase
-from sagacity.stores import MemoryJournalStore
 from sagacity.stores.base import utc_now
+from tests.unit.logged_journals import exported, logged_journal
 
 PROD = NoteSigner.generate("acme.example/prod")
 STAGING = NoteSigner.generate("acme.example/staging")
 BOTH = [PROD.verifier, STAGING.verifier]
-
-
-def _journal(signer: NoteSigner, *ids: str) -> tuple[MemoryJournalStore, CheckpointLog]:
-    store = MemoryJournalStore()
-    log = store.checkpoint_log(signer)
-    for saga_id in ids:
-        store.append(EntryDraft.new(saga_id, Phase.SAGA_OPENED))
-        store.append(EntryDraft.new(saga_id, Phase.EXECUTED, step=1, tool="t", result=saga_id))
-        log.record(store.append(EntryDraft.new(saga_id, Phase.SAGA_CLOSED, result={})))
-    return store, log
-
-
-def _export(store: MemoryJournalStore, log: CheckpointLog) -> list[str]:
-    out = io.StringIO()
-    export_jsonl(store, out, log=log, head=log.head())
-    return out.getvalue().splitlines()
 
 
 def _check(lines: list[str], known: TreeHead | None = None) -> tuple[FileEvidence, set[str]]:
@@ -55,9 +38,9 @@ def _check(lines: list[str], known: TreeHead | None = None) -> tuple[FileEvidenc
 
 
 def test_a_checkpoint_of_another_trusted_log_is_not_one_of_this_log() -> None:
-    prod = _export(*_journal(PROD, "order-1"))
+    prod = exported(*logged_journal(PROD, "order-1"))
     assert _check(prod)[1] == set()
-    staging = _export(*_journal(STAGING, "refund-to-attacker"))
+    staging = exported(*logged_journal(STAGING, "refund-to-attacker"))
     pasted = [line for line in staging[1:]]  # its checkpoint and entries, not its head
     at = next(i for i, line in enumerate(pasted) if '"checkpoint"' in line)
     # Passed off as a leaf signed after the head: no proof, an index past the head.
@@ -70,10 +53,10 @@ def test_a_checkpoint_of_another_trusted_log_is_not_one_of_this_log() -> None:
 
 
 def test_a_kept_head_of_another_log_is_named_as_such() -> None:
-    store, log = _journal(PROD, "order-1")
-    staging = _journal(STAGING, "x")[1].head()
+    store, log = logged_journal(PROD, "order-1")
+    staging = logged_journal(STAGING, "x")[1].head()
     assert staging is not None
-    evidence, found = _check(_export(store, log), known=staging)
+    evidence, found = _check(exported(store, log), known=staging)
     assert found == {"(export):log_broken"}
     assert "this export is of another log" in evidence.findings[0].detail
     assert evidence.consistent is False
@@ -83,7 +66,7 @@ def test_a_kept_head_of_absurd_size_costs_nothing_it_does_not_use() -> None:
     """Its leaves were allocated up front, 32 bytes each, whenever the export's head was
     as large: unsigned heads (no log key) of 2**62 leaves raised OverflowError, of 2**31
     MemoryError, though a partial export never uses them."""
-    store, log = _journal(PROD, "order-1", "order-2")
+    store, log = logged_journal(PROD, "order-1", "order-2")
     out = io.StringIO()
     export_jsonl(store, out, ["order-1"], log=log, head=log.head())
     partial = out.getvalue().splitlines()[1:]
@@ -101,14 +84,14 @@ def test_a_kept_head_of_absurd_size_costs_nothing_it_does_not_use() -> None:
 def test_an_export_read_between_a_close_and_its_checkpoint_waits_for_it() -> None:
     """The worker appends SAGA_CLOSED, then signs its checkpoint: an export in between
     went out with a close no checkpoint covers, refused for ever as inserted by hand."""
-    store, log = _journal(PROD, "order-1")
+    store, log = logged_journal(PROD, "order-1")
     store.append(EntryDraft.new("closing", Phase.SAGA_OPENED))
     close = store.append(EntryDraft.new("closing", Phase.SAGA_CLOSED, result={}))
     assert log.of_saga("closing") == []  # the race is real: the close has no checkpoint
     signing = threading.Timer(0.15, log.record, args=(close,))
     signing.start()
     try:
-        lines = _export(store, log)
+        lines = exported(store, log)
     finally:
         signing.join()
     assert any("/saga/closing\\n" in line for line in lines)
@@ -120,12 +103,12 @@ def test_an_export_read_between_a_close_and_its_checkpoint_waits_for_it() -> Non
 def test_an_old_close_with_no_checkpoint_is_not_waited_for() -> None:
     """A close older than RECENT_CLOSE with no checkpoint will not get one: the export
     does not wait, and verify-file reports it as the evidence says."""
-    store, log = _journal(PROD, "order-1")
+    store, log = logged_journal(PROD, "order-1")
     store.append(EntryDraft.new("legacy", Phase.SAGA_OPENED))
     old = utc_now() - RECENT_CLOSE - timedelta(seconds=5)
     store.append(EntryDraft.new("legacy", Phase.SAGA_CLOSED, result={}, recorded_at=old))
     started = time.monotonic()
-    lines = _export(store, log)
+    lines = exported(store, log)
     assert time.monotonic() - started < 0.5
     evidence, found = _check(lines)
     assert found == {"legacy:not_checkpointed"}

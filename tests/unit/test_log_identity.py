@@ -3,14 +3,13 @@ servers: the in-memory journal's log, exports in memory."""
 
 from __future__ import annotations
 
-import io
 import json
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from sagacity.audit import export_jsonl, verify_jsonl
+from sagacity.audit import verify_jsonl
 from sagacity.checkpoint import (
     CheckpointError,
     LogKey,
@@ -18,7 +17,7 @@ from sagacity.checkpoint import (
     open_tree_head,
     same_log,
 )
-from sagacity.checkpoint_log import CheckpointLog, LoggedCheckpoint
+from sagacity.checkpoint_log import LoggedCheckpoint
 from sagacity.entry import EntryDraft
 from sagacity.evidence import LogAudit, Problem, open_leaf
 from sagacity.evidence_walk import _with_misfiled, check_all, check_one
@@ -26,9 +25,10 @@ from sagacity.file_evidence import FileEvidence
 from sagacity.note_keys import NoteSigner
 from sagacity.phases import Phase
 from sagacity.signed_note import SignedNote, parse_note
-from sagacity.stores import MemoryJournalStore, open_store
+from sagacity.stores import open_store
 from sagacity.worker.log_keys import LOG_NAME_PREFIX, new_log_name
 from tests.evidence.conftest import Tamperer
+from tests.unit.logged_journals import exported, logged_journal
 
 NAME = "sagacity.local/journal"
 PROD = NoteSigner.generate(NAME)
@@ -36,24 +36,8 @@ STAGING = NoteSigner.generate(NAME)  # two deployments, one default name
 BOTH = [PROD.verifier, STAGING.verifier]
 
 
-def _journal(signer: NoteSigner, *ids: str) -> tuple[MemoryJournalStore, CheckpointLog]:
-    store = MemoryJournalStore()
-    log = store.checkpoint_log(signer)
-    for saga_id in ids:
-        store.append(EntryDraft.new(saga_id, Phase.SAGA_OPENED))
-        store.append(EntryDraft.new(saga_id, Phase.EXECUTED, step=1, tool="t", result=saga_id))
-        log.record(store.append(EntryDraft.new(saga_id, Phase.SAGA_CLOSED, result={})))
-    return store, log
-
-
-def _export(store: MemoryJournalStore, log: CheckpointLog) -> list[str]:
-    out = io.StringIO()
-    export_jsonl(store, out, log=log, head=log.head())
-    return out.getvalue().splitlines()
-
-
 def test_opened_notes_name_the_key_that_signed_them() -> None:
-    _, log = _journal(PROD, "a")
+    _, log = logged_journal(PROD, "a")
     head = log.head()
     assert head is not None and head.signers == ()  # as stored: not opened
     opened = open_tree_head(head.note, BOTH)
@@ -67,8 +51,8 @@ def test_opened_notes_name_the_key_that_signed_them() -> None:
 
 
 def test_a_staging_checkpoint_under_the_same_name_is_not_one_of_production() -> None:
-    prod = _export(*_journal(PROD, "order-1"))
-    staging = _export(*_journal(STAGING, "refund-to-attacker"))
+    prod = exported(*logged_journal(PROD, "order-1"))
+    staging = exported(*logged_journal(STAGING, "refund-to-attacker"))
     pasted = []
     for line in staging[1:]:  # entry lines as exported (format 2 is byte-exact)
         record = json.loads(line)
@@ -87,18 +71,18 @@ def test_a_staging_checkpoint_under_the_same_name_is_not_one_of_production() -> 
 
 
 def test_a_kept_head_of_another_key_with_the_same_name_is_another_log() -> None:
-    store, log = _journal(PROD, "order-1")
-    kept = _journal(STAGING, "x")[1].head()
+    store, log = logged_journal(PROD, "order-1")
+    kept = logged_journal(STAGING, "x")[1].head()
     assert kept is not None
     evidence = FileEvidence(BOTH, known=open_tree_head(kept.note, BOTH))
-    found = evidence.finish(verify_jsonl(_export(store, log), evidence.observe, evidence.evidence))
+    found = evidence.finish(verify_jsonl(exported(store, log), evidence.observe, evidence.evidence))
     assert [f.problem for f in found] == [Problem.LOG_BROKEN]
     assert "this export is of another log" in found[0].detail
 
 
 def test_a_leaf_of_another_log_in_this_one_is_a_bad_checkpoint() -> None:
-    _, prod_log = _journal(PROD, "a")
-    _, staging_log = _journal(STAGING, "b")
+    _, prod_log = logged_journal(PROD, "a")
+    _, staging_log = logged_journal(STAGING, "b")
     head = open_tree_head(prod_log.head().note, BOTH)  # type: ignore[union-attr]
     foreign = next(staging_log.leaves())
     checkpoint, problem = open_leaf(foreign, BOTH, head.signers)
@@ -110,7 +94,7 @@ def test_a_leaf_of_another_log_in_this_one_is_a_bad_checkpoint() -> None:
 
 
 def test_the_audit_files_a_renamed_leaf_under_the_saga_its_note_names() -> None:
-    _, log = _journal(PROD, "a", "b", "c")
+    _, log = logged_journal(PROD, "a", "b", "c")
     leaves = list(log.leaves())
     renamed = replace(leaves[1], saga_id="b~")
     audit = LogAudit([PROD.verifier], want="b")
@@ -123,7 +107,7 @@ def test_the_audit_files_a_renamed_leaf_under_the_saga_its_note_names() -> None:
 
 
 def test_after_a_gap_the_audit_still_files_every_leaf() -> None:
-    _, log = _journal(PROD, "a", "b", "c")
+    _, log = logged_journal(PROD, "a", "b", "c")
     leaves = list(log.leaves())
     audit = LogAudit([PROD.verifier], want="c")
     audit.check([leaves[0], leaves[2]], log.heads())
@@ -181,7 +165,7 @@ def _cosigned(note: str, *signers: NoteSigner) -> str:
 def test_a_head_is_one_trusted_keys_and_its_checkpoints_are_that_keys() -> None:
     """Finding 3 of the second attack: staging's key, which the attacker holds, cosigns
     production's head, and staging's checkpoints passed as production's."""
-    _, log = _journal(PROD, "a")
+    _, log = logged_journal(PROD, "a")
     head = log.head()
     assert head is not None
     both = _cosigned(head.note, STAGING)
@@ -194,7 +178,7 @@ def test_a_head_is_one_trusted_keys_and_its_checkpoints_are_that_keys() -> None:
     assert open_tree_head(both, [PROD.verifier]).log == LogKey(NAME, PROD.key_hash)
     witness = NoteSigner.generate("witness.example/w1")  # a cosigner nobody trusts here
     assert open_tree_head(_cosigned(head.note, witness), BOTH).log == LogKey(NAME, PROD.key_hash)
-    staging_leaf = next(_journal(STAGING, "b")[1].leaves())
+    staging_leaf = next(logged_journal(STAGING, "b")[1].leaves())
     staging_note = open_saga_checkpoint(staging_leaf.note, BOTH)
     prod_head = open_tree_head(head.note, BOTH)
     assert not same_log(staging_note.signers, prod_head.signers)
@@ -202,7 +186,7 @@ def test_a_head_is_one_trusted_keys_and_its_checkpoints_are_that_keys() -> None:
     assert same_log(cosigned_leaf.signers, prod_head.signers)  # production's key signed it
 
     evidence = FileEvidence(BOTH)
-    lines = _export(*_journal(PROD, "c"))
+    lines = exported(*logged_journal(PROD, "c"))
     first = json.loads(lines[0])
     lines[0] = json.dumps({**first, "tree_head": _cosigned(first["tree_head"], STAGING)})
     found = evidence.finish(verify_jsonl(lines, evidence.observe, evidence.evidence))
@@ -213,7 +197,7 @@ def test_a_head_is_one_trusted_keys_and_its_checkpoints_are_that_keys() -> None:
 def test_a_head_rows_columns_are_checked_against_its_note() -> None:
     """Finding 6 of the second attack: a head's size column set to 99 placed it where its
     note is not, and `log consistency` crashed on the sizes."""
-    _, log = _journal(PROD, "a", "b", "c")
+    _, log = logged_journal(PROD, "a", "b", "c")
     heads = list(log.heads())
     edited = replace(heads[1], size=99)
     audit = LogAudit([PROD.verifier])
