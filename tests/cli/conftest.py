@@ -67,9 +67,10 @@ def cli_env(**values: str) -> dict[str, str]:
     return env
 
 
-async def run_subprocess(*args: str, env: Mapping[str, str], cwd: Path, timeout: float = 60) -> Ran:
-    """`python -m sagacity.worker ARGS` as a user would run `sagacity ARGS`."""
-    proc = await asyncio.create_subprocess_exec(
+async def spawn_cli(*args: str, env: Mapping[str, str], cwd: Path) -> asyncio.subprocess.Process:
+    """`python -m sagacity.worker ARGS` started as a user would start `sagacity ARGS`,
+    its output piped."""
+    return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "sagacity.worker",
@@ -79,6 +80,11 @@ async def run_subprocess(*args: str, env: Mapping[str, str], cwd: Path, timeout:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
+
+
+async def run_subprocess(*args: str, env: Mapping[str, str], cwd: Path, timeout: float = 60) -> Ran:
+    """`sagacity ARGS` run to its end: exit code, stdout and stderr."""
+    proc = await spawn_cli(*args, env=env, cwd=cwd)
     out, err = await asyncio.wait_for(proc.communicate(), timeout)
     assert proc.returncode is not None
     return Ran(proc.returncode, out.decode(), err.decode())

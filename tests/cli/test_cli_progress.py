@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import sys
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
@@ -28,7 +27,7 @@ from sagacity.toolbox import Toolbox
 from sagacity.tools import tool
 from sagacity.worker.app import new_worker
 
-from .conftest import CliHarness, Ran, cli_env
+from .conftest import CliHarness, Ran, cli_env, spawn_cli
 
 pytestmark = [pytest.mark.temporal, pytest.mark.timeout(120)]
 
@@ -51,17 +50,7 @@ class LiveRun:
 
     @classmethod
     async def start(cls, *args: str, env: Mapping[str, str], cwd: Path) -> LiveRun:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "sagacity.worker",
-            *args,
-            env=dict(env),
-            cwd=cwd,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        return cls(proc)
+        return cls(await spawn_cli(*args, env=env, cwd=cwd))
 
     async def until(self, pattern: str, timeout: float = 30) -> list[str]:
         """Read lines until one matches `pattern` (it is printed, or the test fails);
