@@ -17,6 +17,7 @@ import typer
 
 from sagacity.worker import (
     cli_approvals,
+    cli_inbox,
     cli_journal,
     cli_keys,
     cli_log,
@@ -88,6 +89,7 @@ app.command()(cli_verify.verify)
 app.command()(cli_journal.export)
 app.command("verify-file")(cli_verify_file.verify_file)
 app.command()(cli_server.demo)
+app.command()(cli_inbox.inbox)
 app.add_typer(cli_keys.keys, name="keys")
 app.add_typer(cli_log.log, name="log")
 

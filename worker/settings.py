@@ -27,6 +27,10 @@ class Settings(BaseSettings):
     )
     temporal_address: str = "127.0.0.1:7233"
     namespace: str = "default"
+    temporal_ui_url: str | None = Field(
+        default=None,
+        description="the Temporal UI's address (http://127.0.0.1:8233), for the inbox's links",
+    )
     task_queue: str = "sagacity"
     journal_url: str = Field(
         default_factory=lambda data: embedded_journal_url(data["home"]),

@@ -1,0 +1,239 @@
+"""The inbox web app: server-rendered pages over an InboxSource.
+
+Pages: the inbox (every pending approval, every saga needing a human), one approval
+(payload table, warnings, canonical JSON and its SHA-256, what the policy still needs,
+the journal with its verify badge, the Temporal UI link, the passkey decision), the
+sagas needing a human with their actions, and passkey enrollment. Every value shown is
+escaped by Jinja (autoescape) and its hidden characters written as escapes; every POST
+checks the session's CSRF token; an error is a page that says what went wrong, never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.sessions import SessionMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from sagacity.approval_models import is_sha256_hex
+from sagacity.errors import SagacityError
+from sagacity.signing import SigningKey
+from sagacity.visible import visible
+from sagacity.worker import client as api
+from sagacity.worker.client_resolutions import ResolutionRefusedError
+from sagacity.worker.inbox.formatting import payload_rows, shown_text
+from sagacity.worker.inbox.security import (
+    LOOPBACK_HOSTS,
+    CsrfError,
+    SecurityHeaders,
+    csrf_token,
+)
+from sagacity.worker.inbox.source import InboxSource, temporal_ui_link
+
+__all__ = ["InboxConfig", "create_app", "render"]
+
+HERE = Path(__file__).parent
+log = logging.getLogger("sagacity.inbox")
+
+
+@dataclass
+class InboxConfig:
+    """How the app runs. `rp_id` and `origin` are what WebAuthn binds a passkey to: a
+    passkey made for http://localhost:8200 answers there only."""
+
+    secret: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
+    """Signs the session cookie; a fresh one per start unless given (sessions then end
+    with the process, which is what a local inbox wants)."""
+    rp_id: str = "localhost"
+    origin: str = "http://localhost:8200"
+    hosts: frozenset[str] | None = LOOPBACK_HOSTS
+    """Host names the app answers to (None: any, when served behind a proxy)."""
+    registry: Path | None = None
+    """The approver registry file passkeys are enrolled into and looked up in."""
+    https: bool = False
+    signer: SigningKey | None = field(default=None, repr=False)
+    """The key resolutions are signed with (`sagacity inbox --key`), as the CLI's --key."""
+
+
+def _when(value: datetime | None) -> str:
+    return "" if value is None else value.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(HERE / "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["vis"] = lambda value: visible("" if value is None else str(value))
+    env.filters["when"] = _when
+    return env
+
+
+TEMPLATES = Jinja2Templates(env=_environment())
+
+
+def render(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
+    """A page, with the session's CSRF token for its forms."""
+    context.setdefault("csrf", csrf_token(request))
+    context["config"] = request.app.state.config
+    response: HTMLResponse = TEMPLATES.TemplateResponse(request, name, context, status_code=status)
+    return response
+
+
+def source_of(request: Request) -> InboxSource:
+    source: InboxSource = request.app.state.source
+    return source
+
+
+def saga_id_of(request: Request) -> str:
+    saga_id = request.path_params["saga_id"]
+    if not isinstance(saga_id, str) or not saga_id or len(saga_id) > 1000:
+        raise HTTPException(404, "no such saga")
+    return saga_id
+
+
+async def inbox(request: Request) -> Response:
+    source = source_of(request)
+    pending = await source.pending()
+    dirty = await source.dirty()
+    return render(request, "inbox.html", pending=pending, dirty=dirty)
+
+
+async def approval(request: Request) -> Response:
+    source = source_of(request)
+    shown = await source.approval(saga_id_of(request))
+    pending = shown.review.pending
+    rows, warnings = payload_rows(pending.payload)
+    return render(
+        request,
+        "approval.html",
+        shown=shown,
+        pending=pending,
+        rows=rows,
+        warnings=warnings,
+        canonical=shown_text(pending.canonical_payload, frozenset(w.char for w in warnings)),
+        ui_link=temporal_ui_link(source.temporal_ui, source.namespace, shown.summary),
+    )
+
+
+async def dirty_page(request: Request) -> Response:
+    return render(request, "dirty.html", dirty=await source_of(request).dirty())
+
+
+async def journal_page(request: Request) -> Response:
+    saga_id = saga_id_of(request)
+    entries, report = await source_of(request).journal(saga_id)
+    return render(request, "journal.html", saga_id=saga_id, entries=entries, report=report)
+
+
+_STATUS: list[tuple[type[BaseException], int, str]] = [
+    (CsrfError, 403, "Refused"),
+    (api.SagaNotFoundError, 404, "No such saga"),
+    (api.NothingPendingError, 409, "Nothing to decide"),
+    (api.SagaAlreadyClosedError, 409, "The saga has finished"),
+    (api.RefusedError, 409, "Refused by the saga"),
+    (api.PendingHashMismatchError, 409, "The payload's hash does not match"),
+    (api.TemporalUnavailableError, 503, "Temporal is unreachable"),
+    (api.NoWorkerError, 503, "No worker answered"),
+]
+
+
+async def sagacity_error(request: Request, exc: Exception) -> Response:
+    """A typed error: its own sentence (it says what to do), escaped, on a clear page."""
+    status, title = 400, "Cannot do that"
+    for kind, code, heading in _STATUS:
+        if isinstance(exc, kind):
+            status, title = code, heading
+            break
+    refusal = exc if isinstance(exc, api.RefusedError) else None
+    return render(
+        request,
+        "error.html",
+        status,
+        title=title,
+        message=str(exc),
+        refusal=refusal,
+        resolution=isinstance(exc, ResolutionRefusedError),
+    )
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return render(request, "error.html", exc.status_code, title="Not here", message=str(exc.detail))
+
+
+async def server_error(request: Request, exc: Exception) -> Response:
+    """Anything unexpected: logged here with its traceback, a plain page there."""
+    log.exception("inbox: %s %s failed", request.method, request.url.path, exc_info=exc)
+    return HTMLResponse(
+        "<!doctype html><title>Error</title><h1>Something went wrong</h1>"
+        "<p>The inbox could not answer; the details are in the server's log.</p>",
+        status_code=500,
+    )
+
+
+def create_app(
+    config: InboxConfig,
+    *,
+    source: InboxSource,
+    extra_routes: list[Route] | None = None,
+) -> Starlette:
+    """The app over `source` (opened and closed by the caller: worker.inbox.server)."""
+    from sagacity.worker.inbox.decisions import decision_routes
+    from sagacity.worker.inbox.resolutions import resolution_routes
+
+    routes = [
+        Route("/", inbox),
+        Route("/sagas/{saga_id:path}/approval", approval),
+        Route("/sagas/{saga_id:path}/journal", journal_page),
+        Route("/dirty", dirty_page),
+        *decision_routes(),
+        *resolution_routes(),
+        *(extra_routes or []),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    app = Starlette(
+        routes=routes,
+        middleware=[
+            Middleware(SecurityHeaders, hosts=config.hosts),
+            Middleware(
+                SessionMiddleware,
+                secret_key=config.secret,
+                session_cookie="sagacity_inbox",
+                same_site="strict",
+                https_only=config.https,
+                max_age=8 * 3600,
+            ),
+        ],
+        exception_handlers={
+            SagacityError: sagacity_error,
+            HTTPException: http_error,
+            Exception: server_error,
+        },
+    )
+    app.state.config = config
+    app.state.source = source
+    return app
+
+
+def valid_digest(value: object) -> str:
+    """A posted SHA-256, or 400."""
+    if not isinstance(value, str) or not is_sha256_hex(value):
+        raise HTTPException(400, "the form's payload SHA-256 is not 64 lowercase hex digits")
+    return value

@@ -1,0 +1,191 @@
+"""How the inbox shows a payload: a table a person can read without misreading it.
+
+The approver decides on the canonical JSON and its SHA-256 (shown in full on the page);
+this table is a reading aid on top of it, and must never make a value look like another.
+So nothing is rounded or converted: a number keeps every digit, grouped by thousands with
+a comma (12,345.5); an IBAN keeps every character, grouped by four (DE89 3704 0044 …); an
+amount shows the currency of its payload next to it. Every hidden character (control,
+format, bidi, zero-width, a space that is not U+0020) is shown as its `\\uXXXX` escape
+(sagacity.visible), and every character that a look-alike warning names is marked, so
+the person sees where the Cyrillic letter in an IBAN sits. Pure functions, no HTML: the
+templates escape what they print (Jinja autoescape).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sagacity.bounds import cut
+from sagacity.canonical import canonical_text
+from sagacity.visible import visible_char
+from sagacity.worker.confusables import TextWarning, payload_warnings
+
+__all__ = [
+    "Cell",
+    "Row",
+    "Segment",
+    "group_iban",
+    "group_thousands",
+    "payload_rows",
+    "shown_text",
+]
+
+MAX_ROWS = 60
+"""Fields shown one per row; the canonical JSON below the table holds every one."""
+MAX_CELL = 2_000
+"""Characters of one value shown in the table (the canonical JSON is shown in full)."""
+
+_AMOUNT_KEYS = ("amount", "total", "price", "sum", "fee", "value", "balance", "cost")
+_CURRENCY_KEYS = ("currency", "ccy", "currency_code")
+_IBAN_SHAPE = re.compile(r"^[A-Za-z]{2}[0-9]{2}\S{8,34}$")
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A run of text as shown; `flagged` marks a character a warning names, `escape` a
+    hidden character written as its `\\uXXXX` escape."""
+
+    text: str
+    flagged: bool = False
+    escape: bool = False
+
+
+@dataclass(frozen=True)
+class Cell:
+    segments: list[Segment]
+    kind: str = "text"
+    """text, number, amount, iban, json, bool, null: how the value was read."""
+    note: str = ""
+    """A unit or remark shown beside it (the amount's currency)."""
+
+
+@dataclass(frozen=True)
+class Row:
+    name: list[Segment]
+    value: Cell
+    warnings: list[TextWarning] = field(default_factory=list)
+
+
+def group_thousands(number: int | float) -> str:
+    """Every digit of `number`, its integer part grouped by thousands with commas:
+    1234567 -> 1,234,567; 1234.05 -> 1,234.05; 1e21 stays as Python writes it (grouping
+    an exponent would misread)."""
+    if isinstance(number, float) and not math.isfinite(number):
+        return repr(number)
+    text = repr(number)
+    if "e" in text or "E" in text:
+        return text
+    sign = "-" if text.startswith("-") else ""
+    whole, dot, fraction = text.lstrip("-").partition(".")
+    groups: list[str] = []
+    while len(whole) > 3:
+        groups.insert(0, whole[-3:])
+        whole = whole[:-3]
+    groups.insert(0, whole)
+    return sign + ",".join(groups) + dot + fraction
+
+
+def group_iban(text: str) -> str:
+    """An IBAN as printed on paper: groups of four characters, every character kept
+    (spaces already in it are dropped first, since they are not part of an IBAN)."""
+    compact = text.replace(" ", "")
+    return " ".join(compact[i : i + 4] for i in range(0, len(compact), 4))
+
+
+def _is_amount_key(name: str) -> bool:
+    lowered = name.lower()
+    return any(lowered == k or lowered.endswith("_" + k) or lowered.startswith(k + "_")
+               for k in _AMOUNT_KEYS)  # fmt: skip
+
+
+def _is_iban(name: str, value: str) -> bool:
+    return "iban" in name.lower() or bool(_IBAN_SHAPE.match(value.replace(" ", "")))
+
+
+def shown_text(text: str, flagged: frozenset[str] = frozenset()) -> list[Segment]:
+    """`text` as segments: hidden characters as escapes, flagged ones marked, the rest in
+    runs. The visible text of the segments is what a reader sees, character for
+    character (an escape stands for its one character)."""
+    segments: list[Segment] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if run:
+            segments.append(Segment("".join(run)))
+            run.clear()
+
+    for ch in text:
+        shown = visible_char(ch)
+        if shown != ch:
+            flush()
+            segments.append(Segment(shown, flagged=True, escape=True))
+        elif ch in flagged:
+            flush()
+            segments.append(Segment(ch, flagged=True))
+        else:
+            run.append(ch)
+    flush()
+    return segments
+
+
+def _currency(payload: Mapping[str, Any]) -> str:
+    for key in _CURRENCY_KEYS:
+        value = payload.get(key)
+        if isinstance(value, str) and 0 < len(value) <= 8:
+            return value
+    return ""
+
+
+def _cell(name: str, value: Any, flagged: frozenset[str], currency: str) -> Cell:
+    if isinstance(value, bool):
+        return Cell([Segment("true" if value else "false")], "bool")
+    if value is None:
+        return Cell([Segment("null")], "null")
+    if isinstance(value, int | float):
+        grouped = [Segment(group_thousands(value))]
+        if _is_amount_key(name):
+            return Cell(grouped, "amount", note=currency)
+        return Cell(grouped, "number")
+    if isinstance(value, str):
+        text = cut(value, MAX_CELL)
+        if _is_iban(name, text):
+            return Cell(shown_text(group_iban(text), flagged), "iban")
+        return Cell(shown_text(text, flagged), "text")
+    try:
+        text = canonical_text(value)
+    except Exception:  # a value canonical JSON refuses: show it, never fail the page
+        text = repr(value)
+    return Cell(shown_text(cut(text, MAX_CELL), flagged), "json")
+
+
+def payload_rows(payload: Mapping[str, Any]) -> tuple[list[Row], list[TextWarning]]:
+    """One row per top-level field (at most MAX_ROWS), and every warning of the payload
+    (worker.confusables, the same warnings the CLI prints). A row carries the warnings of
+    its field and of everything nested in it; the characters they name are marked."""
+    warnings = payload_warnings(dict(payload))
+    currency = _currency(payload)
+    rows: list[Row] = []
+    for name, value in list(payload.items())[:MAX_ROWS]:
+        key = str(name)
+        mine = [w for w in warnings if _belongs(w.field, key)]
+        flagged = frozenset(w.char for w in mine)
+        rows.append(
+            Row(
+                name=shown_text(key, flagged if _names_key(mine, key) else frozenset()),
+                value=_cell(key, value, flagged, currency),
+                warnings=mine,
+            )
+        )
+    return rows, warnings
+
+
+def _belongs(path: str, key: str) -> bool:
+    return path == key or path.startswith((key + ".", key + "[", key + " ("))
+
+
+def _names_key(warnings: list[TextWarning], key: str) -> bool:
+    return any(w.field == f"{key} (its name)" for w in warnings)

@@ -1,0 +1,111 @@
+"""Where the inbox reads what it shows and sends what a person decides.
+
+Nothing on a page comes from anywhere but the saga's own workflow (its queries, through
+the SagaClient the CLI uses) and the journal store (its entries, its chain verified
+here). `InboxSource` is that boundary: the web layer takes any object with these
+methods, and `SagaSource` is the real one, over a connected SagaClient and the journal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import quote
+
+from sagacity.chain import VerifyReport
+from sagacity.entry import JournalEntry
+from sagacity.worker.client import PendingItem, SagaSummary
+from sagacity.worker.client_resolutions import DirtyItem
+from sagacity.worker.saga_client import Review, SagaClient
+from sagacity.workflows.models import DecisionResult, ResolutionResult
+
+__all__ = ["Approval", "InboxSource", "SagaSource", "temporal_ui_link"]
+
+
+@dataclass(frozen=True)
+class Approval:
+    """One pending approval as the page shows it: the request (its hash recomputed
+    here), what Temporal knows of the saga, its journal so far and the chain check."""
+
+    review: Review
+    summary: SagaSummary
+    journal: list[JournalEntry]
+    verified: VerifyReport
+
+
+class InboxSource(Protocol):
+    """What the web layer reads and sends; every method raises sagacity's typed errors."""
+
+    namespace: str
+    temporal_ui: str | None
+
+    async def pending(self) -> list[PendingItem]: ...
+
+    async def approval(self, saga_id: str) -> Approval: ...
+
+    async def journal(self, saga_id: str) -> tuple[list[JournalEntry], VerifyReport]: ...
+
+    async def dirty(self) -> list[DirtyItem]: ...
+
+    async def send_decision(self, saga_id: str, body: dict[str, Any]) -> DecisionResult: ...
+
+    async def send_resolution(self, saga_id: str, body: dict[str, Any]) -> ResolutionResult: ...
+
+
+def temporal_ui_link(base: str | None, namespace: str, summary: SagaSummary) -> str | None:
+    """The saga's page in the Temporal UI (None when no UI address is configured)."""
+    if not base:
+        return None
+    url = f"{base.rstrip('/')}/namespaces/{quote(namespace, safe='')}/workflows/"
+    url += quote(summary.saga_id, safe="")
+    return url + (f"/{quote(summary.run_id, safe='')}" if summary.run_id else "")
+
+
+class SagaSource:
+    """The real source: the SagaClient the CLI uses (its store set) and its journal."""
+
+    def __init__(self, client: SagaClient, *, temporal_ui: str | None = None) -> None:
+        self.client = client
+        self.namespace = client.temporal.namespace
+        self.temporal_ui = temporal_ui
+
+    async def pending(self) -> list[PendingItem]:
+        return await self.client.pending(limit=200)
+
+    async def approval(self, saga_id: str) -> Approval:
+        review = await self.client.review(saga_id, verb="decide on")
+        summary = await self.client.describe(saga_id)
+        entries, report = await self.journal(saga_id)
+        return Approval(review, summary, entries, report)
+
+    async def journal(self, saga_id: str) -> tuple[list[JournalEntry], VerifyReport]:
+        """The saga's entries and its chain verified from the store (off the event loop:
+        a store call blocks)."""
+
+        def read() -> tuple[list[JournalEntry], VerifyReport]:
+            return self.client.journal(saga_id), self.client.verify(saga_id)
+
+        return await asyncio.to_thread(read)
+
+    async def dirty(self) -> list[DirtyItem]:
+        return await self.client.needing_human(limit=200)
+
+    async def send_decision(self, saga_id: str, body: dict[str, Any]) -> DecisionResult:
+        from sagacity.worker import client as api
+
+        return await api.send_update(
+            self.client.handle(saga_id),
+            "decide",
+            body,
+            DecisionResult,
+            refusal_type="ApprovalRefused",
+            refused=api.ApprovalRefusedError,
+            what="decision",
+            recheck="reload the inbox before deciding again",
+        )
+
+    async def send_resolution(self, saga_id: str, body: dict[str, Any]) -> ResolutionResult:
+        from sagacity.worker.client_resolutions import resolve
+
+        return await resolve(self.client.handle(saga_id), body)
