@@ -1,6 +1,7 @@
 # The sagacity worker image: `docker compose build worker`, or
 #   docker build -t sagacity-worker .
-# It installs the project (not editable) into a virtual environment and runs the worker;
+# It installs the project (not editable, with the web inbox's extra: the `inbox` service
+# runs `sagacity inbox` from the same image) into a virtual environment and runs the worker;
 # configuration comes from SAGACITY_* environment variables (worker/settings.py).
 
 FROM python:3.11-slim AS build
@@ -17,7 +18,7 @@ COPY integrations ./integrations
 COPY worker ./worker
 COPY examples ./examples
 RUN python -m venv /opt/sagacity \
-    && /opt/sagacity/bin/pip install --no-cache-dir . \
+    && /opt/sagacity/bin/pip install --no-cache-dir ".[inbox]" \
     && /opt/sagacity/bin/python -c "import sagacity.activities, sagacity.workflows, sagacity.integrations, sagacity.worker, sagacity.examples"
 
 FROM python:3.11-slim

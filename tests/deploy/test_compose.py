@@ -27,7 +27,7 @@ from .compose_file import (
 )
 
 ONE_SHOTS = {"temporal-schema", "register-search-attributes", "journal-migrate"}
-LONG_RUNNING = {"postgres", "temporal", "temporal-ui", "worker"}
+LONG_RUNNING = {"postgres", "temporal", "temporal-ui", "worker", "inbox"}
 IMAGES = {
     "postgres": "postgres",
     "temporal-schema": "temporalio/admin-tools",
@@ -39,6 +39,7 @@ PUBLISHED = {
     "postgres": ["127.0.0.1:5432:5432"],
     "temporal": ["127.0.0.1:7233:7233"],
     "temporal-ui": ["127.0.0.1:8080:8080"],
+    "inbox": ["127.0.0.1:8200:8200"],
 }
 SETTINGS_ENV = {
     f"{Settings.model_config['env_prefix']}{name}".upper() for name in Settings.model_fields
@@ -148,6 +149,11 @@ def test_start_order(services: dict[str, Any]) -> None:
     assert depends_on(services["journal-migrate"]) == {"postgres": "service_healthy"}
     assert depends_on(services["worker"]) == {
         "postgres": "service_healthy",
+        "journal-migrate": "service_completed_successfully",
+        "temporal": "service_healthy",
+        "register-search-attributes": "service_completed_successfully",
+    }
+    assert depends_on(services["inbox"]) == {
         "journal-migrate": "service_completed_successfully",
         "temporal": "service_healthy",
         "register-search-attributes": "service_completed_successfully",

@@ -61,7 +61,7 @@ class InboxConfig:
     rp_id: str = "localhost"
     origin: str = "http://localhost:8200"
     hosts: frozenset[str] | None = LOOPBACK_HOSTS
-    """Host names the app answers to (None: any, when served behind a proxy)."""
+    """Host names the app answers to: loopback ones and the origin's (DNS rebinding)."""
     registry: Path | None = None
     """The approver registry file passkeys are enrolled into and looked up in."""
     https: bool = False

@@ -22,7 +22,7 @@ from sagacity.signing import SigningKey
 from sagacity.stores import open_store
 from sagacity.worker.client import connect
 from sagacity.worker.inbox.app import InboxConfig, create_app
-from sagacity.worker.inbox.security import LOOPBACK_HOSTS, check_bind, is_loopback
+from sagacity.worker.inbox.security import LOOPBACK_HOSTS, check_bind
 from sagacity.worker.inbox.source import InboxSource, SagaSource
 from sagacity.worker.saga_client import SagaClient
 from sagacity.worker.settings import Settings
@@ -70,11 +70,10 @@ def inbox_config(options: InboxOptions) -> InboxConfig:
             f"--origin {origin!r}: browsers allow passkeys over http on localhost only; "
             "serve the inbox over https (a reverse proxy) and give that origin"
         )
-    loopback = is_loopback(options.host) and not options.allow_remote
     return InboxConfig(
         rp_id=rp_id,
         origin=origin,
-        hosts=LOOPBACK_HOSTS if loopback else None,
+        hosts=LOOPBACK_HOSTS | {rp_id},
         registry=options.registry,
         https=scheme == "https",
         signer=options.signer,
