@@ -8,11 +8,21 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Self
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from sagacity.canonical import JsonValue, payload_sha256
 from sagacity.decision_statement import decision_statement
 from sagacity.lookalikes import may_read_as, skeleton
+from sagacity.passkey_models import PasskeyAssertion
 from sagacity.registry import EnrolledKey
 
 APPROVER_MAX_CHARS = 256
@@ -163,7 +173,9 @@ class ApprovalDecision(BaseModel):
 
     Signed decisions add `issued_at`, `key_id` and `signature`: the signature covers the
     statement rebuilt from these fields (sagacity.decision_statement), so every field
-    that names what is decided is signed."""
+    that names what is decided is signed. A decision signed with a passkey carries
+    `passkey` (the WebAuthn assertion, whose challenge is the SHA-256 of that statement)
+    instead of `signature`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
@@ -177,10 +189,19 @@ class ApprovalDecision(BaseModel):
     issued_at: IssuedAt | None = None
     key_id: KeyId | None = None
     signature: Signature | None = None
+    passkey: PasskeyAssertion | None = None
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # A decision without a passkey dumps as it did before passkeys existed.
+        data: dict[str, object] = handler(self)
+        if self.passkey is None:
+            data.pop("passkey", None)
+        return data
 
     @property
     def signed(self) -> bool:
-        return self.signature is not None or self.key_id is not None
+        return self.signature is not None or self.key_id is not None or self.passkey is not None
 
     def statement(self) -> dict[str, Any]:
         """The statement this decision's signature must cover."""
@@ -222,6 +243,18 @@ class RefusalReason(StrEnum):
     DUPLICATE_APPROVER = "DUPLICATE_APPROVER"
     REQUESTER_CANNOT_APPROVE = "REQUESTER_CANNOT_APPROVE"
     REGISTRY_ROLLED_BACK = "REGISTRY_ROLLED_BACK"
+    # Passkey (WebAuthn) decisions: what the assertion failed (sagacity.passkey_check).
+    PASSKEY_MALFORMED = "PASSKEY_MALFORMED"
+    WRONG_KEY_KIND = "WRONG_KEY_KIND"
+    WRONG_CREDENTIAL = "WRONG_CREDENTIAL"
+    WRONG_CEREMONY = "WRONG_CEREMONY"
+    WRONG_CHALLENGE = "WRONG_CHALLENGE"
+    WRONG_ORIGIN = "WRONG_ORIGIN"
+    WRONG_RP = "WRONG_RP"
+    USER_NOT_PRESENT = "USER_NOT_PRESENT"
+    PASSKEYS_NOT_ENABLED = "PASSKEYS_NOT_ENABLED"
+    """A saga started before passkey decisions existed replays the rules it was recorded
+    under: a decision carrying a passkey assertion does not count there."""
     # Resolutions of dirty state (sagacity.resolutions) share the vocabulary above.
     NOT_WAITING = "NOT_WAITING"
     NOT_DIRTY = "NOT_DIRTY"

@@ -13,6 +13,8 @@ registry it was judged against, so which registry allowed what is itself evidenc
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import os
 import tempfile
@@ -21,12 +23,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal, Self
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 from pydantic import ValidationError as PydanticValidationError
 
 from sagacity.canonical import canonical_bytes, sha256_hex
 from sagacity.entry import check_name
 from sagacity.errors import SagacityError
+from sagacity.passkey_models import PasskeyCredential, PasskeyMaterialError, passkey_key_id
 from sagacity.signing import KeyMaterialError, key_id_of
 
 REGISTRY_TYPE: Literal["sagacity/approver-registry/v1"] = "sagacity/approver-registry/v1"
@@ -56,28 +68,67 @@ _Name = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_pers
 _Group = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_group)]
 
 
+def _std_b64(text: str) -> bytes:
+    """Standard base64, one spelling per value (a passkey's COSE key in the registry)."""
+    try:
+        data = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise KeyMaterialError(f"public key is not valid base64 ({exc})") from None
+    if base64.b64encode(data).decode("ascii") != text:
+        raise KeyMaterialError("public key must be standard base64")
+    return data
+
+
 def _when(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class EnrolledKey(BaseModel):
-    """One person's public key as the registry enrolls it."""
+    """One person's public key as the registry enrolls it: an Ed25519 approver key
+    (`public_key` is its raw 32 bytes in base64), or a passkey (`passkey` is set, and
+    `public_key` is the COSE_Key its authenticator reported, in base64). Either way the
+    key id is derived from the public key."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     approver: _Name
     key_id: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")]
-    public_key: Annotated[str, Field(min_length=44, max_length=44)]
+    public_key: Annotated[str, Field(min_length=44, max_length=344)]
     groups: Annotated[list[_Group], Field(max_length=MAX_GROUPS)] = Field(default_factory=list)
     valid_from: AwareDatetime
     valid_until: AwareDatetime | None = None
     revoked_at: AwareDatetime | None = None
+    passkey: PasskeyCredential | None = None
+    """Set for a passkey (WebAuthn credential); absent for an Ed25519 approver key."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # An Ed25519 key dumps exactly as before passkeys existed: a registry's SHA-256
+        # (journaled with every decision, compared to refuse a rolled-back file) must not
+        # change because sagacity learned a second kind of key.
+        data: dict[str, object] = handler(self)
+        if self.passkey is None:
+            data.pop("passkey", None)
+        return data
+
+    @property
+    def kind(self) -> Literal["ed25519", "passkey"]:
+        return "ed25519" if self.passkey is None else "passkey"
+
+    def cose_key(self) -> bytes:
+        """A passkey's COSE_Key bytes (KeyMaterialError for an Ed25519 key)."""
+        if self.passkey is None:
+            raise KeyMaterialError(f"key {self.key_id} is an Ed25519 key, not a passkey")
+        return base64.b64decode(self.public_key, validate=True)
 
     @model_validator(mode="after")
     def _own_id(self) -> Self:
         try:
-            actual = key_id_of(self.public_key)
-        except KeyMaterialError as exc:
+            if self.passkey is None:
+                actual = key_id_of(self.public_key)
+            else:
+                actual = passkey_key_id(_std_b64(self.public_key))
+        except (KeyMaterialError, PasskeyMaterialError) as exc:
             raise ValueError(str(exc)) from None
         if actual != self.key_id:
             raise ValueError(f"key_id {self.key_id} is not the id of its public key ({actual})")
@@ -111,11 +162,19 @@ class ApproverRegistry(BaseModel):
         from sagacity.lookalikes import skeleton
 
         seen: set[str] = set()
+        credentials: set[str] = set()
         people: dict[str, str] = {}
         for key in self.keys:
             if key.key_id in seen:
                 raise ValueError(f"key {key.key_id} is enrolled twice")
             seen.add(key.key_id)
+            if key.passkey is not None:
+                if key.passkey.credential_id in credentials:
+                    raise ValueError(
+                        f"passkey credential {key.passkey.credential_id[:16]}… is enrolled "
+                        "twice; a browser names one credential by its id"
+                    )
+                credentials.add(key.passkey.credential_id)
             # One person, one spelling: "Alice", "alice" with a Cyrillic a or "alice" with a
             # zero-width space would otherwise count as a second person in a quorum, or
             # approve the saga "alice" requested.
@@ -156,9 +215,18 @@ class ApproverRegistry(BaseModel):
             )
         except (KeyMaterialError, PydanticValidationError) as exc:
             raise RegistryError(f"cannot enroll this key: {exc}") from None
+        return self.add(key)
+
+    def add(self, key: EnrolledKey) -> ApproverRegistry:
+        """The next version, with `key` (a passkey from sagacity.passkeys, or any key
+        already built) enrolled."""
         if self.key(key.key_id) is not None:
             raise RegistryError(f"key {key.key_id} is already enrolled")
         return self._next([*self.keys, key])
+
+    def passkeys_of(self, approver: str) -> list[EnrolledKey]:
+        """Every passkey enrolled to `approver` (valid or not: the caller decides)."""
+        return [k for k in self.keys if k.passkey is not None and k.approver == approver]
 
     def revoke(self, key_id: str, at: datetime) -> ApproverRegistry:
         """The next version, with `key_id` revoked from `at` on (decisions it signed

@@ -13,6 +13,8 @@ from sagacity.approval_policy import ApprovalRequirement
 from sagacity.decision_statement import statement_bytes
 from sagacity.entry import parse_timestamp
 from sagacity.lookalikes import skeleton
+from sagacity.passkey_check import PasskeyFailure, check_assertion
+from sagacity.passkey_models import PasskeyAssertion
 from sagacity.registry import EnrolledKey, KeyLookup
 from sagacity.signing import verify_signature
 
@@ -55,6 +57,7 @@ def check_signature(
             signature=decision.signature,
             issued_at=decision.issued_at,
             signed=decision.signed,
+            passkey=decision.passkey,
         ),
         context.lookup,
         now=context.now,
@@ -86,6 +89,8 @@ class SignedClaim:
     signature: str | None
     issued_at: str | None
     signed: bool
+    passkey: PasskeyAssertion | None = None
+    """A passkey's WebAuthn assertion over the statement, instead of `signature`."""
 
 
 def check_signed(
@@ -109,11 +114,16 @@ def check_signed(
             RefusalReason.UNSIGNED,
             f"this saga's worker has an approver registry, so only signed statements count; {how}",
         )
-    if claim.signature is None or claim.key_id is None or claim.issued_at is None:
+    if (
+        (claim.signature is None) == (claim.passkey is None)
+        or claim.key_id is None
+        or claim.issued_at is None
+    ):
         return Verdict.refuse(
             RefusalReason.BAD_SIGNATURE,
-            "a signed statement carries issued_at, key_id and signature together; "
-            "sign it with the helpers of sagacity.decision_statement",
+            "a signed statement carries issued_at, key_id and one signature (an Ed25519 "
+            "signature or a passkey assertion) together; sign it with the helpers of "
+            "sagacity.decision_statement or sagacity.passkeys",
         )
     if lookup is None or not lookup.configured:
         return Verdict.refuse(
@@ -129,7 +139,19 @@ def check_signed(
             f"key {claim.key_id} is not in the approver registry (version "
             f"{lookup.version}); enroll it with `sagacity keys enroll` first",
         )
-    if not verify_signature(key.public_key, statement_bytes(claim.statement), claim.signature):
+    if claim.passkey is not None:
+        checked = check_assertion(claim.passkey, key, claim.statement)
+        if isinstance(checked, PasskeyFailure):
+            return Verdict.refuse(checked.reason, checked.detail)
+    elif key.passkey is not None:
+        return Verdict.refuse(
+            RefusalReason.WRONG_KEY_KIND,
+            f"key {key.key_id} is a passkey: its decisions carry a WebAuthn assertion "
+            "(sagacity.passkeys), not an Ed25519 signature",
+        )
+    elif not verify_signature(
+        key.public_key, statement_bytes(claim.statement), claim.signature or ""
+    ):
         return Verdict.refuse(
             RefusalReason.BAD_SIGNATURE,
             f"the signature does not verify with key {key.key_id} over this statement "

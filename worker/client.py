@@ -37,6 +37,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from sagacity.approval_models import ApprovalDecision
 from sagacity.approvals import approval_hash
 from sagacity.bounds import cut
 from sagacity.decision_statement import signed_decision
@@ -91,6 +92,7 @@ __all__ = [
     "saga_result",
     "saga_steps",
     "saga_view",
+    "send_decision",
     "start_saga",
 ]
 
@@ -554,6 +556,16 @@ async def decide(
             approve=approve,
             reason=reason,
         )
+    return await send_decision(handle, body)
+
+
+async def send_decision(
+    handle: SagaHandle, decision: ApprovalDecision | dict[str, Any]
+) -> DecisionResult:
+    """Send a decision already made (a passkey decision from sagacity.passkeys, or a
+    body signed elsewhere) through the `decide` update, unchanged. Raises
+    ApprovalRefusedError (its `reason` the journaled RefusalReason) like `decide`."""
+    body = decision.model_dump(mode="json") if isinstance(decision, ApprovalDecision) else decision
     return await send_update(
         handle,
         "decide",

@@ -49,7 +49,20 @@ from sagacity.worker.search_attributes import register_search_attributes
 from sagacity.workflows.agent_saga import AgentSagaWorkflow
 
 PLUGIN_NAME = "sagacity.SagacityPlugin"
-PASSTHROUGH = ("sagacity", "pydantic", "pydantic_core", "rfc8785", "cryptography")
+PASSTHROUGH = (
+    "sagacity",
+    "pydantic",
+    "pydantic_core",
+    "rfc8785",
+    "cryptography",
+    # What a passkey decision's check uses (sagacity.passkey_check): the webauthn
+    # package and the libraries it imports.
+    "webauthn",
+    "cbor2",
+    "OpenSSL",
+    "pyasn1",
+    "pyasn1_modules",
+)
 """Our modules and their libraries are passed through the sandbox instead of re-imported
 for every workflow run. Measured (docs/benchmarks.md): re-importing the workflow modules
 per run cost 10-30 ms of CPU per saga and ~170 KiB per cached saga. The guard against

@@ -38,6 +38,7 @@ from temporalio.client import Client, Plugin, WorkflowHandle
 from temporalio.contrib.pydantic import PydanticPayloadConverter
 from temporalio.envconfig import ClientConfig
 
+from sagacity.approval_models import ApprovalDecision
 from sagacity.audit import verify_store
 from sagacity.chain import VerifyReport
 from sagacity.decision_statement import signed_request
@@ -298,6 +299,14 @@ class SagaClient:
             tool=review.pending.tool,
             signer=self.signer,
         )
+
+    async def send_decision(
+        self, saga_id: str, decision: ApprovalDecision | dict[str, Any]
+    ) -> DecisionResult:
+        """Send a decision made elsewhere — a passkey decision built with
+        sagacity.passkeys.passkey_decision — to the saga, unchanged (no review: the
+        decision already names the step, tool and payload hash it was made for)."""
+        return await api.send_decision(self.handle(saga_id), decision)
 
     async def approve(
         self,

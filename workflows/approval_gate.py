@@ -77,6 +77,9 @@ Ticket = tuple[int, int, int]
 BOUND_DECISIONS = "signed-decisions"
 """Patch id: sagas that judge decisions bound to saga and tool, signed where a registry
 is configured, against an approval requirement (quorum, groups, requester)."""
+PASSKEY_DECISIONS = "passkey-decisions"
+"""Patch id: bound sagas that count decisions signed with a passkey (a WebAuthn assertion
+over the decision statement). Sagas started before refuse them, as they did."""
 CANCELLED_ACTOR = "sagacity:cancelled"
 FAILED_ACTOR = "sagacity:failed"
 """Actor of the REJECTED that closes a request the saga stopped waiting for because of a
@@ -112,6 +115,7 @@ class ApprovalGate(Voting):
         self.requester: str | None = None
         """The saga's requester (verified where a registry is configured), set at start."""
         self._bound: bool | None = None
+        self._passkeys = False
         self._judging = 0
         self._votes: list[Vote] = []
         self._vote_refs: dict[int, EntryRef] = {}
@@ -205,6 +209,7 @@ class ApprovalGate(Voting):
         can read otherwise on replay); never from a validator (asking is a command)."""
         if self._bound is None:
             self._bound = self._lookup is not None and workflow.patched(BOUND_DECISIONS)
+            self._passkeys = self._bound and workflow.patched(PASSKEY_DECISIONS)
         return self._bound
 
     def requirement(self, declared: ApprovalRequirement | None) -> ApprovalRequirement:
@@ -317,7 +322,7 @@ class ApprovalGate(Voting):
         lookup: KeyLookup | None,
         arrived: ApprovalRequest | None = None,
     ) -> tuple[ApprovalDecision, Verdict] | Refusal:
-        parsed = parse_decision(raw, approve=approve)
+        parsed = parse_decision(raw, approve=approve, passkeys=self._passkeys)
         if isinstance(parsed, Refusal):
             return parsed
         already = parsed.step in self._decided_steps or (

@@ -144,6 +144,22 @@ class Voting:
                 else None
             ),
         }
+        evidence: dict[str, Any] = {
+            "statement": decision.statement(),
+            "signature": decision.signature,
+        }
+        if decision.passkey is not None:
+            # The assertion itself is the signature (re-verified offline by verify-file);
+            # the key's credential, RP and origins, and what the authenticator said of the
+            # person (user verified) and its counter, are recorded beside it.
+            evidence["passkey"] = decision.passkey.model_dump(mode="json")
+            flags = decision.passkey.flags()
+            result["passkey"] = {
+                "user_verified": flags.user_verified,
+                "sign_count": flags.sign_count,
+            }
+            if key is not None and key.passkey is not None:
+                result["key"]["passkey"] = key.passkey.model_dump(mode="json")
         if decision.approve:
             result.update(
                 approvals=[who for who, _ in self._counted],
@@ -159,7 +175,7 @@ class Voting:
                 attempt=self._approvals_journaled if decision.approve else 1,
                 tool=request.tool,
                 actor=vote.approver,
-                input={"statement": decision.statement(), "signature": decision.signature},
+                input=evidence,
                 result=result,
             )
         )

@@ -1,0 +1,238 @@
+"""Deciding with a passkey: the statement a pending approval's decision makes, its
+WebAuthn challenge and authentication options, and the decision built from what the
+browser's `navigator.credentials.get()` returns.
+
+The statement names the passkey's key id, so it is one statement per passkey: the page
+picks the approver's passkey (or lets them choose) before asking the browser, and the
+options allow exactly that credential. The draft is plain data (`to_json`/`from_json`),
+so a web page can keep it in its session between showing the request and receiving the
+assertion; `issued_at` is fixed when the draft is made.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError as PydanticValidationError
+
+from sagacity.approval_models import ApprovalDecision, RefusalReason
+from sagacity.decision_statement import now_text
+from sagacity.errors import SagacityError
+from sagacity.passkey_check import PasskeyFailure, check_assertion, statement_challenge
+from sagacity.passkey_models import (
+    CREDENTIAL_ID_MAX_BYTES,
+    PasskeyAssertion,
+    unb64url,
+)
+from sagacity.registry import EnrolledKey
+
+CREDENTIAL_MAX_BYTES = 16_384
+"""A browser's credential JSON larger than this is refused before it is parsed."""
+
+
+class PasskeyAssertionError(SagacityError, ValueError):
+    """The browser's assertion cannot make this decision: malformed, or (when checked
+    before sending) refused for `reason`, the RefusalReason the saga would journal."""
+
+    def __init__(self, message: str, reason: RefusalReason = RefusalReason.PASSKEY_MALFORMED):
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class PasskeyDecisionDraft:
+    """A decision waiting for its passkey assertion: every field but the assertion."""
+
+    decision: ApprovalDecision
+
+    @property
+    def statement(self) -> dict[str, Any]:
+        return self.decision.statement()
+
+    @property
+    def challenge(self) -> bytes:
+        """SHA-256 of the statement's canonical bytes: the WebAuthn challenge."""
+        return statement_challenge(self.statement)
+
+    def to_json(self) -> str:
+        return json.dumps(self.decision.model_dump(mode="json"), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> PasskeyDecisionDraft:
+        """The draft `to_json` wrote (PasskeyAssertionError when it is not one)."""
+        try:
+            decision = ApprovalDecision.model_validate_json(text)
+        except PydanticValidationError as exc:
+            raise PasskeyAssertionError(f"not a passkey decision draft: {exc}") from None
+        if decision.passkey is not None or decision.signature is not None or not decision.key_id:
+            raise PasskeyAssertionError("not a passkey decision draft (signed, or no key id)")
+        return cls(decision)
+
+
+def decision_draft(
+    *,
+    saga_id: str,
+    step: int,
+    tool: str,
+    payload_sha256: str,
+    key: EnrolledKey,
+    approve: bool,
+    reason: str = "",
+    now: datetime | None = None,
+) -> PasskeyDecisionDraft:
+    """The draft of `key`'s owner's decision on a pending approval (its saga_id, step,
+    tool and payload_sha256, as the saga's pending query shows them)."""
+    if key.passkey is None:
+        raise PasskeyAssertionError(
+            f"key {key.key_id} is not a passkey", RefusalReason.WRONG_KEY_KIND
+        )
+    try:
+        decision = ApprovalDecision(
+            saga_id=saga_id,
+            step=step,
+            tool=tool,
+            payload_sha256=payload_sha256,
+            approver=key.approver,
+            approve=approve,
+            reason=reason,
+            issued_at=now_text(now),
+            key_id=key.key_id,
+        )
+    except PydanticValidationError as exc:
+        raise PasskeyAssertionError(f"cannot make this decision: {exc}") from None
+    return PasskeyDecisionDraft(decision)
+
+
+def authentication_options(
+    *,
+    keys: list[EnrolledKey],
+    challenge: bytes,
+    user_verification: str = "preferred",
+    timeout_ms: int = 120_000,
+) -> dict[str, Any]:
+    """PublicKeyCredentialRequestOptions as JSON (binary fields base64url), for the
+    page's `PublicKeyCredential.parseRequestOptionsFromJSON`: allowCredentials = `keys`
+    (passkeys of one RP id), the challenge given (a draft's `challenge`)."""
+    from webauthn import generate_authentication_options, options_to_json
+    from webauthn.helpers.structs import (
+        PublicKeyCredentialDescriptor,
+        UserVerificationRequirement,
+    )
+
+    passkeys = [k.passkey for k in keys if k.passkey is not None]
+    if not passkeys or len(passkeys) != len(keys):
+        raise PasskeyAssertionError(
+            "authentication options need at least one key, all passkeys",
+            RefusalReason.WRONG_KEY_KIND,
+        )
+    rp_ids = {p.rp_id for p in passkeys}
+    if len(rp_ids) != 1:
+        raise PasskeyAssertionError(f"these passkeys belong to several RPs: {sorted(rp_ids)}")
+    options = generate_authentication_options(
+        rp_id=rp_ids.pop(),
+        challenge=challenge,
+        timeout=timeout_ms,
+        allow_credentials=[
+            PublicKeyCredentialDescriptor(
+                id=unb64url(p.credential_id, "credential id", CREDENTIAL_ID_MAX_BYTES)
+            )
+            for p in passkeys
+        ],
+        user_verification=UserVerificationRequirement(user_verification),
+    )
+    result: dict[str, Any] = json.loads(options_to_json(options))
+    return result
+
+
+def draft_options(draft: PasskeyDecisionDraft, key: EnrolledKey) -> dict[str, Any]:
+    """The authentication options of a draft: its challenge, its one passkey."""
+    if key.key_id != draft.decision.key_id:
+        raise PasskeyAssertionError(
+            f"the draft names key {draft.decision.key_id}, not {key.key_id}",
+            RefusalReason.WRONG_CREDENTIAL,
+        )
+    return authentication_options(keys=[key], challenge=draft.challenge)
+
+
+def assertion_from_browser(credential: Mapping[str, Any] | str) -> PasskeyAssertion:
+    """The assertion of a browser's PublicKeyCredential as JSON (its `toJSON()`: id,
+    rawId, type "public-key", response.authenticatorData, clientDataJSON, signature,
+    userHandle, all base64url). Raises PasskeyAssertionError naming what is wrong."""
+    if isinstance(credential, str):
+        if len(credential.encode("utf-8")) > CREDENTIAL_MAX_BYTES:
+            raise PasskeyAssertionError(
+                f"the credential is larger than {CREDENTIAL_MAX_BYTES} bytes"
+            )
+        try:
+            credential = json.loads(credential)
+        except (ValueError, RecursionError) as exc:
+            raise PasskeyAssertionError(f"the credential is not JSON ({exc})") from None
+    if not isinstance(credential, Mapping):
+        raise PasskeyAssertionError("the credential is not a JSON object")
+    response = credential.get("response")
+    if not isinstance(response, Mapping):
+        raise PasskeyAssertionError("the credential has no response object")
+    if credential.get("type") != "public-key":
+        raise PasskeyAssertionError('the credential\'s type is not "public-key"')
+    raw_id, cid = credential.get("rawId"), credential.get("id")
+    if raw_id is not None and raw_id != cid:
+        raise PasskeyAssertionError("the credential's id and rawId differ")
+    try:
+        return PasskeyAssertion.model_validate(
+            {
+                "credential_id": cid,
+                "authenticator_data": response.get("authenticatorData"),
+                "client_data_json": response.get("clientDataJSON"),
+                "signature": response.get("signature"),
+                "user_handle": response.get("userHandle") or None,
+            }
+        )
+    except PydanticValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+            for e in exc.errors(include_url=False, include_input=False)[:5]
+        )
+        raise PasskeyAssertionError(f"the assertion is malformed: {problems}") from None
+
+
+def passkey_decision(
+    draft: PasskeyDecisionDraft,
+    credential: Mapping[str, Any] | str | PasskeyAssertion,
+    *,
+    key: EnrolledKey | None = None,
+) -> ApprovalDecision:
+    """The decision to send (SagaClient.send_decision, or the `decide` update/approve
+    signal as `decision.model_dump(mode="json")`): the draft with the browser's
+    assertion. Given the enrolled `key`, the assertion is checked first, exactly as the
+    saga will (PasskeyAssertionError with the RefusalReason it would journal)."""
+    assertion = (
+        credential
+        if isinstance(credential, PasskeyAssertion)
+        else assertion_from_browser(credential)
+    )
+    decision = draft.decision.model_copy(update={"passkey": assertion})
+    if key is not None:
+        if key.key_id != decision.key_id:
+            raise PasskeyAssertionError(
+                f"the draft names key {decision.key_id}, not {key.key_id}",
+                RefusalReason.UNKNOWN_KEY,
+            )
+        checked = check_assertion(assertion, key, decision.statement())
+        if isinstance(checked, PasskeyFailure):
+            raise PasskeyAssertionError(checked.detail, checked.reason)
+    return decision
+
+
+__all__ = [
+    "PasskeyAssertionError",
+    "PasskeyDecisionDraft",
+    "assertion_from_browser",
+    "authentication_options",
+    "decision_draft",
+    "draft_options",
+    "passkey_decision",
+]
