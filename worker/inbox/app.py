@@ -24,18 +24,20 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from sagacity.approval_models import is_sha256_hex
 from sagacity.errors import SagacityError
+from sagacity.registry import ApproverRegistry, EnrolledKey
 from sagacity.signing import SigningKey
 from sagacity.visible import visible
 from sagacity.worker import client as api
 from sagacity.worker.client_resolutions import ResolutionRefusedError
 from sagacity.worker.inbox.formatting import payload_rows, shown_text
+from sagacity.worker.inbox.passkey_registry import usable_passkeys
 from sagacity.worker.inbox.security import (
     LOOPBACK_HOSTS,
     CsrfError,
@@ -65,8 +67,15 @@ class InboxConfig:
     registry: Path | None = None
     """The approver registry file passkeys are enrolled into and looked up in."""
     https: bool = False
+    enroll_code: str = field(default_factory=lambda: _new_code(), repr=False)
+    """Asked by the enrollment page; `sagacity inbox` prints it on its terminal."""
     signer: SigningKey | None = field(default=None, repr=False)
     """The key resolutions are signed with (`sagacity inbox --key`), as the CLI's --key."""
+
+
+def _new_code() -> str:
+    raw = secrets.token_hex(6)
+    return f"{raw[:4]}-{raw[4:8]}-{raw[8:]}"
 
 
 def _when(value: datetime | None) -> str:
@@ -120,6 +129,7 @@ async def approval(request: Request) -> Response:
     shown = await source.approval(saga_id_of(request))
     pending = shown.review.pending
     rows, warnings = payload_rows(pending.payload)
+    passkeys, problem = _passkeys(request.app.state.config)
     return render(
         request,
         "approval.html",
@@ -128,8 +138,24 @@ async def approval(request: Request) -> Response:
         rows=rows,
         warnings=warnings,
         canonical=shown_text(pending.canonical_payload, frozenset(w.char for w in warnings)),
+        passkeys=passkeys,
+        passkeys_problem=problem,
         ui_link=temporal_ui_link(source.temporal_ui, source.namespace, shown.summary),
     )
+
+
+def _passkeys(config: InboxConfig) -> tuple[list[EnrolledKey], str]:
+    """The passkeys a person may decide with here, or why there are none."""
+    if config.registry is None:
+        return [], (
+            "this inbox has no approver registry, so it cannot take passkey decisions: "
+            "start it with --approvers FILE (the worker's registry); or decide with "
+            "`sagacity approve`"
+        )
+    keys = usable_passkeys(ApproverRegistry.load(config.registry), config.rp_id)
+    if not keys:
+        return [], "no passkey is enrolled for this inbox yet: enroll one first"
+    return keys, ""
 
 
 async def dirty_page(request: Request) -> Response:
@@ -154,6 +180,11 @@ _STATUS: list[tuple[type[BaseException], int, str]] = [
 ]
 
 
+def wants_json(request: Request) -> bool:
+    """The passkey pages' fetch calls ask for JSON: their errors are JSON too."""
+    return "application/json" in request.headers.get("accept", "")
+
+
 async def sagacity_error(request: Request, exc: Exception) -> Response:
     """A typed error: its own sentence (it says what to do), escaped, on a clear page."""
     status, title = 400, "Cannot do that"
@@ -161,6 +192,8 @@ async def sagacity_error(request: Request, exc: Exception) -> Response:
         if isinstance(exc, kind):
             status, title = code, heading
             break
+    if wants_json(request):
+        return JSONResponse({"error": f"{title}: {exc}"}, status_code=status)
     refusal = exc if isinstance(exc, api.RefusedError) else None
     return render(
         request,
@@ -175,12 +208,16 @@ async def sagacity_error(request: Request, exc: Exception) -> Response:
 
 async def http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
+    if wants_json(request):
+        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code)
     return render(request, "error.html", exc.status_code, title="Not here", message=str(exc.detail))
 
 
 async def server_error(request: Request, exc: Exception) -> Response:
     """Anything unexpected: logged here with its traceback, a plain page there."""
     log.exception("inbox: %s %s failed", request.method, request.url.path, exc_info=exc)
+    if wants_json(request):
+        return JSONResponse({"error": "the inbox could not do this; see its log"}, 500)
     return HTMLResponse(
         "<!doctype html><title>Error</title><h1>Something went wrong</h1>"
         "<p>The inbox could not answer; the details are in the server's log.</p>",
@@ -196,6 +233,7 @@ def create_app(
 ) -> Starlette:
     """The app over `source` (opened and closed by the caller: worker.inbox.server)."""
     from sagacity.worker.inbox.decisions import decision_routes
+    from sagacity.worker.inbox.enrollment import enrollment_routes
     from sagacity.worker.inbox.resolutions import resolution_routes
 
     routes = [
@@ -205,6 +243,7 @@ def create_app(
         Route("/dirty", dirty_page),
         *decision_routes(),
         *resolution_routes(),
+        *enrollment_routes(),
         *(extra_routes or []),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
@@ -229,6 +268,7 @@ def create_app(
     )
     app.state.config = config
     app.state.source = source
+    app.state.code_tries = 0
     return app
 
 

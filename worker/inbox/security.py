@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import json
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -31,6 +32,7 @@ __all__ = [
     "SecurityHeaders",
     "check_bind",
     "csrf_form",
+    "csrf_json",
     "csrf_token",
     "is_loopback",
 ]
@@ -113,6 +115,37 @@ async def csrf_form(request: Request) -> FormData:
             "may be stale, or the session expired): reload the page and try again"
         )
     return form
+
+
+MAX_JSON_BYTES = 64 * 1024
+
+
+async def csrf_json(request: Request) -> dict[str, Any]:
+    """A POSTed JSON object (the passkey pages' fetch calls), once its X-CSRF-Token
+    header is the session's and its Origin is this site; else CsrfError."""
+    expected = request.session.get("csrf")
+    sent = request.headers.get(CSRF_HEADER)
+    if not _same_origin(request):
+        raise CsrfError("refused: this request was sent from another site")
+    if (
+        not isinstance(sent, str)
+        or not isinstance(expected, str)
+        or not hmac.compare_digest(sent.encode(), expected.encode())
+    ):
+        raise CsrfError(
+            "refused: the request's CSRF token is missing or is not this session's: reload "
+            "the page and try again"
+        )
+    body = await request.body()
+    if len(body) > MAX_JSON_BYTES:
+        raise CsrfError(f"refused: the request is larger than {MAX_JSON_BYTES} bytes")
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        raise CsrfError("refused: the request is not JSON") from None
+    if not isinstance(value, dict):
+        raise CsrfError("refused: the request is not a JSON object")
+    return value
 
 
 class SecurityHeaders:

@@ -105,6 +105,7 @@ def saga_source_opener(
 @dataclass
 class RunningInbox:
     url: str
+    config: InboxConfig
     server: uvicorn.Server
     task: asyncio.Task[None]
 
@@ -150,7 +151,7 @@ async def start_inbox(
                     f"the inbox could not listen on {options.host}:{options.port}"
                 )
             await asyncio.sleep(0.02)
-        running = RunningInbox(config.origin, server, task)
+        running = RunningInbox(config.origin, config, server, task)
         try:
             yield running
         finally:
@@ -179,5 +180,10 @@ async def serve_inbox(
         loop.add_signal_handler(sig, stop.set)
     async with start_inbox(options, settings=settings) as running:
         announce(f"sagacity inbox: {running.url} (press Ctrl-C to stop)")
+        if options.registry is not None:
+            announce(
+                f"passkey enrollment code: {running.config.enroll_code} (give it only to a "
+                f"person enrolling a passkey into {options.registry})"
+            )
         await stop.wait()
         announce("stopping…")

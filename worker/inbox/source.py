@@ -92,18 +92,8 @@ class SagaSource:
         return await self.client.needing_human(limit=200)
 
     async def send_decision(self, saga_id: str, body: dict[str, Any]) -> DecisionResult:
-        from sagacity.worker import client as api
-
-        return await api.send_update(
-            self.client.handle(saga_id),
-            "decide",
-            body,
-            DecisionResult,
-            refusal_type="ApprovalRefused",
-            refused=api.ApprovalRefusedError,
-            what="decision",
-            recheck="reload the inbox before deciding again",
-        )
+        """A passkey decision, through the `decide` update (SagaClient.send_decision)."""
+        return await self.client.send_decision(saga_id, body)
 
     async def send_resolution(self, saga_id: str, body: dict[str, Any]) -> ResolutionResult:
         from sagacity.worker.client_resolutions import resolve

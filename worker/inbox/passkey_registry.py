@@ -1,0 +1,51 @@
+"""The approver registry as the inbox reads it: the passkeys a person may decide with,
+and who may enroll one.
+
+The file is the registry the worker judges with (`--approvers`); the inbox reads it on
+each request (so a key revoked a moment ago is no longer offered) and writes it only
+through sagacity.passkeys.enroll_passkey (locked, atomic, version + 1).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from starlette.exceptions import HTTPException
+
+from sagacity.registry import ApproverRegistry, EnrolledKey
+
+__all__ = ["approver_groups", "load_registry", "usable_passkeys"]
+
+
+def load_registry(path: Path | None) -> ApproverRegistry:
+    """The registry file, or a 409 page saying how to configure one."""
+    if path is None:
+        raise HTTPException(
+            409,
+            "this inbox has no approver registry: passkeys are enrolled into, and checked "
+            "against, the registry the worker uses; start it with --approvers FILE (or "
+            "SAGACITY_APPROVERS)",
+        )
+    return ApproverRegistry.load(path)
+
+
+def usable_passkeys(registry: ApproverRegistry, rp_id: str) -> list[EnrolledKey]:
+    """The passkeys valid now and made for this inbox's relying party."""
+    now = datetime.now(UTC)
+    return [
+        key
+        for key in registry.keys
+        if key.passkey is not None and key.passkey.rp_id == rp_id and key.invalid_at(now) is None
+    ]
+
+
+def approver_groups(registry: ApproverRegistry, approver: str) -> list[str] | None:
+    """The groups of an approver already in the registry (the union over their keys still
+    valid), or None when the registry does not know them: a passkey made from the web
+    gets exactly the groups its owner already has, never more."""
+    now = datetime.now(UTC)
+    keys = [k for k in registry.keys if k.approver == approver and k.invalid_at(now) is None]
+    if not keys:
+        return None
+    return sorted({group for key in keys for group in key.groups})
