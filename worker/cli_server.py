@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import socket
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -48,13 +50,21 @@ def _check_free(port: int, what: str) -> None:
         except OSError:
             raise PortInUseError(
                 f"{what} port {port} is in use (another `sagacity dev` or Temporal?); "
-                f"pick another with --{'ui-' if what == 'UI' else ''}port"
+                f"pick another with --{ {'UI': 'ui-', 'inbox': 'inbox-'}.get(what, '') }port"
             ) from None
 
 
-async def run_dev(settings: Settings, *, port: int, ui_port: int, db_file: Path | None) -> None:
-    """Start the dev server (UI, search attributes) and a worker; stop both on SIGINT or
-    SIGTERM. The journal and toolbox are opened first, so a bad one starts nothing."""
+async def run_dev(
+    settings: Settings,
+    *,
+    port: int,
+    ui_port: int,
+    db_file: Path | None,
+    inbox_port: int | None = None,
+) -> None:
+    """Start the dev server (UI, search attributes), a worker and the web inbox (unless
+    `inbox_port` is None); stop them on SIGINT or SIGTERM. The journal and toolbox are
+    opened first, so a bad one starts nothing."""
     from sagacity.worker.app import load_toolbox, new_worker
     from sagacity.worker.devserver import start_dev_server
     from sagacity.worker.log_keys import worker_log_key
@@ -93,7 +103,10 @@ async def run_dev(settings: Settings, *, port: int, ui_port: int, db_file: Path 
                 log_key=log_key,
                 checkpoint_every=settings.checkpoint_every,
             )
-            async with worker:
+            async with (
+                worker,
+                _dev_inbox(settings, env.client, store, inbox_port=inbox_port, ui_port=ui_port),
+            ):
                 address = f"127.0.0.1:{port}"
                 say(f"Temporal dev server: {address} (namespace default)")
                 say(f"Temporal UI: http://127.0.0.1:{ui_port}")
@@ -124,6 +137,31 @@ async def run_dev(settings: Settings, *, port: int, ui_port: int, db_file: Path 
             await model.aclose()
 
 
+@contextlib.asynccontextmanager
+async def _dev_inbox(
+    settings: Settings, client: Any, store: Any, *, inbox_port: int | None, ui_port: int
+) -> AsyncIterator[None]:
+    """The web inbox beside the dev server, over the same client and journal."""
+    if inbox_port is None:
+        yield
+        return
+    from sagacity.worker.inbox.server import InboxOptions, start_inbox
+    from sagacity.worker.inbox.source import SagaSource
+    from sagacity.worker.saga_client import SagaClient
+
+    registry = Path(settings.approvers) if settings.approvers else None
+    source = SagaSource(
+        SagaClient(client, task_queue=settings.task_queue, store=store),
+        temporal_ui=f"http://127.0.0.1:{ui_port}",
+    )
+    options = InboxOptions(port=inbox_port, registry=registry)
+    async with start_inbox(options, source=source) as running:
+        say(f"approval inbox: {running.url}")
+        if registry is not None:
+            say(f"passkey enrollment code: {running.config.enroll_code}")
+        yield
+
+
 @global_options
 def dev(
     ctx: typer.Context,
@@ -135,8 +173,13 @@ def dev(
         Path | None, typer.Option(help="persist the server's state in this SQLite file")
     ] = None,
     tools: ToolsOpt = None,
+    inbox_port: Annotated[
+        int, typer.Option(help="port of the web approval inbox (sagacity inbox)")
+    ] = 8200,
+    no_inbox: Annotated[bool, typer.Option("--no-inbox", help="do not serve the inbox")] = False,
 ) -> None:
-    """Run a local Temporal dev server with its UI, plus a worker, until Ctrl-C.
+    """Run a local Temporal dev server with its UI, a worker and the web approval inbox
+    (http://localhost:8200), until Ctrl-C.
 
     The server has sagacity's search attributes registered; its state is in memory unless
     --db-file is given.
@@ -153,7 +196,15 @@ def dev(
     async def main() -> None:
         _check_free(port, "server")
         _check_free(ui_port, "UI")
-        await run_dev(settings, port=port, ui_port=ui_port, db_file=db_file)
+        if not no_inbox:
+            _check_free(inbox_port, "inbox")
+        await run_dev(
+            settings,
+            port=port,
+            ui_port=ui_port,
+            db_file=db_file,
+            inbox_port=None if no_inbox else inbox_port,
+        )
 
     run(main())
 

@@ -105,10 +105,10 @@ async def cli(env: dict[str, str], *args: str) -> Ran:
 
 
 async def test_dev_serves_temporal_the_ui_and_a_worker_then_stops(tmp_path: Path) -> None:
-    port, ui_port = free_port(), free_port()
+    port, ui_port, inbox_port = free_port(), free_port(), free_port()
     journal_url = f"sqlite:///{tmp_path}/journal.db"
     env = cli_env(SAGACITY_JOURNAL_URL=journal_url, SAGACITY_SHOP_PATH=str(tmp_path / "shop.db"))
-    args = ("dev", "--port", str(port), "--ui-port", str(ui_port))
+    args = ("dev", "--port", str(port), "--ui-port", str(ui_port), "--inbox-port", str(inbox_port))
     async with process(*args, env=env, cwd=tmp_path, ready="press Ctrl-C") as (proc, lines):
         text = "".join(lines)
         assert f"Temporal UI: http://127.0.0.1:{ui_port}" in text
@@ -117,6 +117,11 @@ async def test_dev_serves_temporal_the_ui_and_a_worker_then_stops(tmp_path: Path
             lambda: urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/", timeout=10).status
         )
         assert page == 200
+        assert f"approval inbox: http://localhost:{inbox_port}" in text
+        inbox = await asyncio.to_thread(
+            lambda: urllib.request.urlopen(f"http://127.0.0.1:{inbox_port}/", timeout=10).read()
+        )
+        assert b"Waiting for approval" in inbox
 
         user = {
             "SAGACITY_TEMPORAL_ADDRESS": f"127.0.0.1:{port}",
@@ -134,6 +139,10 @@ async def test_dev_serves_temporal_the_ui_and_a_worker_then_stops(tmp_path: Path
                 break
             assert time.monotonic() < deadline, pending.output
             await asyncio.sleep(0.3)
+        listed = await asyncio.to_thread(
+            lambda: urllib.request.urlopen(f"http://127.0.0.1:{inbox_port}/", timeout=10).read()
+        )
+        assert b'href="/sagas/dev-saga/approval"' in listed  # the inbox lists it too
         approved = await cli(user, "approve", "dev-saga", "--approver", "dev", "--yes")
         assert approved.code == 0, approved.output
         deadline = time.monotonic() + 30
@@ -161,8 +170,9 @@ async def test_dev_serves_temporal_the_ui_and_a_worker_then_stops(tmp_path: Path
     assert "Traceback" not in ran.stderr  # each failure is one line, its reason on it
     assert "ShopError: payment provider refused the refund (fault injected)" in ran.stderr
     assert "UnknownModelProvider: no model provider 'openai' on this worker" in ran.stderr
-    assert "localhost:" not in ran.stdout  # the server's own banner stays out
-    assert nothing_listens(port) and nothing_listens(ui_port)
+    banner = [line for line in ran.stdout.splitlines() if "approval inbox:" not in line]
+    assert "localhost:" not in "\n".join(banner)  # the server's own banner stays out
+    assert nothing_listens(port) and nothing_listens(ui_port) and nothing_listens(inbox_port)
     assert processes_mentioning(f"--port {port} ") == []
 
 
