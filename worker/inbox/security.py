@@ -89,11 +89,17 @@ def csrf_token(request: Request) -> str:
 
 
 def _same_origin(request: Request) -> bool:
-    """A browser names the page a POST came from in Origin; refuse another site's."""
+    """A browser names the page a POST came from in Origin; refuse another site's (and
+    an opaque "null" one). The inbox's own origin is the one configured (behind a proxy)
+    or the one the request was sent to."""
     origin = request.headers.get("origin")
-    if origin is None or origin == "null":
-        return origin is None
-    return origin == f"{request.url.scheme}://{request.headers.get('host', '')}"
+    if origin is None:
+        return True  # not a browser's cross-site POST: the CSRF token still has to match
+    own = {f"{request.url.scheme}://{request.headers.get('host', '')}"}
+    config = getattr(request.app.state, "config", None)
+    if config is not None:
+        own.add(config.origin)
+    return origin in own
 
 
 async def csrf_form(request: Request) -> FormData:
@@ -170,7 +176,7 @@ class SecurityHeaders:
                 headers += [
                     (b"content-security-policy", CSP.encode()),
                     (b"x-content-type-options", b"nosniff"),
-                    (b"referrer-policy", b"no-referrer"),
+                    (b"referrer-policy", b"same-origin"),  # no-referrer makes Origin "null"
                     (b"x-frame-options", b"DENY"),
                     (b"cache-control", b"no-store"),
                     (b"cross-origin-opener-policy", b"same-origin"),

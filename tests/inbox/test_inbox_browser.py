@@ -1,0 +1,243 @@
+"""The inbox in a real browser, end to end: a person enrolls a passkey, opens a pending
+wire, approves it with the passkey, the saga completes, and `verify-file` on the saga's
+export re-checks the passkey's signature offline; a passkey of an approver the step does
+not allow is refused by the saga and journaled; an IBAN holding a Cyrillic letter is
+flagged; a saga that needs a human is resolved from the page.
+
+Everything is real: the session's Temporal dev server, a worker judging with the
+approver registry, the inbox on uvicorn, Chromium with a virtual authenticator. The
+tests share one browser and one authenticator and run in this order (enrollment first).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from sagacity.phases import Phase, SagaStatus
+from sagacity.registry import ApproverRegistry
+from sagacity.worker.cli import app
+from sagacity.workflows.models import SagaInput, ToolCall
+
+from ..workflows.helpers import entries_of, eventually
+from .conftest import Browser, InboxStack, screenshot, screenshot_on_failure
+
+pytestmark = [pytest.mark.temporal, pytest.mark.timeout(240)]
+
+IBAN = "DE89370400440532013000"
+
+
+def wire(iban: str = IBAN, amount: int = 12_500, payee: str = "ACME GmbH") -> ToolCall:
+    return ToolCall(
+        tool="wire_transfer",
+        args={"iban": iban, "amount": amount, "currency": "EUR", "payee": payee},
+    )
+
+
+async def start_wire(stack: InboxStack, call: ToolCall, name: str) -> str:
+    saga_id = f"inbox-{name}-{uuid.uuid4().hex[:6]}"
+    await stack.starter.start(SagaInput(plan=[call]), saga_id=saga_id)
+    await stack.client.wait_pending(saga_id, timeout=30)
+
+    async def listed() -> bool:
+        return saga_id in {i.summary.saga_id for i in await stack.client.pending()}
+
+    await eventually(listed, timeout=30)
+    return saga_id
+
+
+async def enroll(browser: Browser, stack: InboxStack, approver: str) -> str:
+    """Enroll a passkey for `approver` from the page; returns its key id."""
+    from playwright.async_api import expect
+
+    page = browser.page
+    await page.goto(stack.url + "/enroll")
+    await page.fill("#approver", approver)
+    await page.fill("#code", stack.enroll_code)
+    await page.click("#enroll")
+    await expect(page.locator("#enrolled-approver")).to_have_text(approver)
+    return (await page.locator("#enrolled-key").inner_text()).strip()
+
+
+async def decide(browser: Browser, stack: InboxStack, saga_id: str, key_id: str,
+                 *, approve: bool = True) -> None:  # fmt: skip
+    from playwright.async_api import expect
+
+    page = browser.page
+    await page.goto(stack.url + "/")
+    await page.get_by_role("link", name=saga_id, exact=True).click()
+    await expect(page.locator("#saga-id")).to_have_text(saga_id)
+    await page.select_option("#passkey-choice", key_id)
+    await page.click("#approve" if approve else "#reject")
+    await expect(page.locator("#result")).to_be_visible()
+
+
+async def test_enroll_a_passkey_then_approve_a_wire_with_it(
+    browser: Browser, stack: InboxStack, tmp_path: Path
+) -> None:
+    from playwright.async_api import expect
+
+    page = browser.page
+    async with screenshot_on_failure(page, "approve"):
+        key_id = await enroll(browser, stack, "alice")
+        assert len(await browser.credentials()) == 1  # the device made one resident key
+        enrolled = ApproverRegistry.load(stack.registry).key(key_id)
+        assert enrolled is not None and enrolled.kind == "passkey"
+        assert enrolled.approver == "alice" and enrolled.groups == ["finance"]
+
+        saga_id = await start_wire(stack, wire(), "approve")
+        await page.goto(stack.url + "/")
+        await expect(page.locator("#pending")).to_contain_text(saga_id)
+        await screenshot(page, "inbox", docs=True)
+
+        await page.get_by_role("link", name=saga_id, exact=True).click()
+        review = await stack.client.review(saga_id)
+        await expect(page.locator("#sha256")).to_have_text(review.local_sha256)
+        args = page.locator("#args")
+        await expect(args.locator("tr[data-field=amount] td")).to_have_text("12,500 EUR")
+        await expect(args.locator("tr[data-field=iban] td")).to_have_text(
+            "DE89 3704 0044 0532 0130 00"
+        )
+        await expect(page.locator("#warnings")).to_have_count(0)
+        await expect(page.locator("#policy")).to_contain_text("finance")
+        await expect(page.locator("[data-verify=ok]")).to_be_visible()
+        link = await page.locator("#temporal-ui").get_attribute("href")
+        assert link == f"http://127.0.0.1:8233/namespaces/default/workflows/{saga_id}/" + (
+            (await stack.client.describe(saga_id)).run_id or ""
+        )
+        await screenshot(page, "pending-wire", docs=True)
+
+        await page.select_option("#passkey-choice", key_id)
+        await page.click("#approve")
+        await expect(page.locator("#result")).to_have_attribute("data-accepted", "true")
+        await expect(page.locator("#approver")).to_have_text("alice")
+        await screenshot(page, "approved", docs=True)
+
+    result = await stack.client.result(saga_id)
+    assert result.status is SagaStatus.COMPLETED
+    assert [p["amount"] for p in stack.treasury.paid] == [12_500]
+    (approved,) = entries_of(stack.store, saga_id, Phase.APPROVED.value)
+    assert approved.actor == "alice"
+    decision, judged = json.loads(approved.input_json), json.loads(approved.result_json)
+    assert decision["statement"]["key_id"] == key_id and decision["passkey"]["signature"]
+    assert decision["statement"]["payload_sha256"] == review.local_sha256
+    assert judged["passkey"]["user_verified"] is True
+
+    # Offline: the export's passkey decision is re-checked against the registry.
+    export = tmp_path / "saga.jsonl"
+    runner = CliRunner()
+    journal = ["--journal", stack.store.url]
+    ran = runner.invoke(app, ["export", saga_id, "--out", str(export), *journal])
+    assert ran.exit_code == 0, ran.output
+    ran = runner.invoke(app, ["verify-file", str(export), "--approvers", str(stack.registry)])
+    assert ran.exit_code == 0, ran.output
+    assert re.search(r"1 signed decision", ran.output), ran.output
+    # ...and a forged byte in the journaled assertion is caught by the same check.
+    lines = export.read_text().splitlines()
+    forged = [_forge_signature(line) if '"APPROVED"' in line else line for line in lines]
+    (tmp_path / "forged.jsonl").write_text("\n".join(forged) + "\n")
+    ran = runner.invoke(
+        app, ["verify-file", str(tmp_path / "forged.jsonl"), "--approvers", str(stack.registry)]
+    )
+    assert ran.exit_code == 1, ran.output
+
+
+def _forge_signature(line: str) -> str:
+    """The APPROVED line with its journaled passkey signature changed (one character)."""
+    entry: dict[str, Any] = json.loads(line)
+    decision = entry["input"]
+    sig = decision["passkey"]["signature"]
+    decision["passkey"]["signature"] = sig[:-2] + ("A" if sig[-2] != "A" else "Q") + sig[-1]
+    return json.dumps(entry)
+
+
+async def test_a_passkey_of_an_approver_the_step_does_not_allow_is_refused_and_journaled(
+    browser: Browser, stack: InboxStack
+) -> None:
+    from playwright.async_api import expect
+
+    page = browser.page
+    async with screenshot_on_failure(page, "refused"):
+        key_id = await enroll(browser, stack, "mallory")  # in ops, not finance
+        saga_id = await start_wire(stack, wire(amount=900), "refused")
+        await decide(browser, stack, saga_id, key_id)
+        await expect(page.locator("#result")).to_have_attribute("data-accepted", "false")
+        await expect(page.locator("#refusal-reason")).to_have_text("NOT_IN_GROUP")
+        await expect(page.locator("#refusal-journaled")).to_have_text(
+            "the saga journaled this refusal"
+        )
+    (refused,) = entries_of(stack.store, saga_id, Phase.APPROVAL_REFUSED.value)
+    assert "NOT_IN_GROUP" in (refused.error or "")
+    refused_decision = json.loads(refused.input_json)  # the assertion, kept as evidence
+    assert refused_decision["key_id"] == key_id and refused_decision["passkey"]["signature"]
+    assert stack.treasury.paid == [] or all(p["amount"] != 900 for p in stack.treasury.paid)
+    review = await stack.client.review(saga_id)  # still waiting for finance
+    assert review.pending.approvals == []
+    await stack.client.cancel(saga_id, actor="test", reason="done")
+
+
+async def test_an_iban_holding_a_cyrillic_letter_is_flagged(
+    browser: Browser, stack: InboxStack
+) -> None:
+    from playwright.async_api import expect
+
+    page = browser.page
+    lookalike = IBAN[:10] + "\u0430" + IBAN[11:]  # CYRILLIC SMALL LETTER A for a digit
+    hostile = "ACME <b>GmbH</b> <script>alert(1)</script>\u202e"
+    async with screenshot_on_failure(page, "cyrillic"):
+        saga_id = await start_wire(stack, wire(lookalike, payee=hostile), "cyrillic")
+        await page.goto(f"{stack.url}/sagas/{saga_id}/approval")
+        warnings = page.locator("#warnings")
+        await expect(warnings).to_be_visible()
+        await expect(warnings).to_contain_text("field iban: U+0430 CYRILLIC SMALL LETTER A")
+        await expect(page.locator("tr[data-field=iban] mark")).to_have_text("\u0430")
+        payee = page.locator("tr[data-field=payee] td")
+        await expect(payee).to_have_text("ACME <b>GmbH</b> <script>alert(1)</script>\\u202e")
+        await expect(payee.locator("b, script")).to_have_count(0)
+        await screenshot(page, "cyrillic-iban", docs=True)
+    await stack.client.cancel(saga_id, actor="test", reason="done")
+
+
+async def test_a_saga_needing_a_human_is_resolved_from_the_page(
+    browser: Browser, stack: InboxStack
+) -> None:
+    from playwright.async_api import expect
+
+    page = browser.page
+    saga_id = f"inbox-dirty-{uuid.uuid4().hex[:6]}"
+    stack.shop.set_fault("refund")
+    charge = ToolCall(tool="charge_card", args={"amount": 2_500, "currency": "EUR"})
+    ship = ToolCall(tool="ship_order", args={"address": "Main St 1", "fail": True})
+    await stack.starter.start(
+        SagaInput(plan=[charge, ship], compensation_attempts=2), saga_id=saga_id
+    )
+
+    async def needs_human() -> bool:
+        return saga_id in {i.summary.saga_id for i in await stack.client.needing_human()}
+
+    await eventually(needs_human, timeout=60)
+    stack.shop.clear_fault("refund")  # the provider is back: retry the refund
+    async with screenshot_on_failure(page, "dirty"):
+        await page.goto(stack.url + "/dirty")
+        saga = page.locator(f"section[data-saga='{saga_id}']")
+        await expect(saga).to_contain_text("COMPENSATION_FAILED")
+        await expect(page.locator("#resolver")).to_have_text("alice")
+        await screenshot(page, "needs-human", docs=True)
+        step = saga.locator(".dirty-step[data-step='1']")
+        await step.locator("input[name=reason]").last.fill("the provider is back")
+        await step.get_by_role("button", name="Retry the compensation").click()
+        await expect(page.locator("#result")).to_be_visible()
+        await expect(page.locator("#outcome")).to_contain_text("compensated")
+        await expect(page.locator("#still-dirty")).to_have_text("nothing")
+        await screenshot(page, "resolved", docs=True)
+    result = await stack.client.result(saga_id)
+    assert result.status is SagaStatus.COMPENSATED
+    (resolved,) = entries_of(stack.store, saga_id, Phase.RESOLVED.value)
+    assert resolved.actor == "alice"
+    assert stack.client.verify(saga_id).ok
