@@ -78,8 +78,12 @@ async def resolve(request: Request) -> Response:
     signer = config.signer
     actor = None if signer is not None else _text(form, "actor", 256)
     body = resolution_body(saga_id, action, actor=actor, signer=signer, **fields)
-    result = await source_of(request).send_resolution(saga_id, body)
-    return render(request, "resolved.html", saga_id=saga_id, result=result)
+    source = source_of(request)
+    result = await source.send_resolution(saga_id, body)
+    entries, report = await source.journal(saga_id)
+    return render(
+        request, "resolved.html", saga_id=saga_id, result=result, entries=entries, report=report
+    )
 
 
 def resolution_routes() -> list[Route]:
