@@ -1,0 +1,68 @@
+"""How payload values are shown: every digit and character kept, only grouped."""
+
+from __future__ import annotations
+
+import pytest
+
+from sagacity.worker.inbox.formatting import group_iban, group_thousands, payload_rows, shown_text
+
+
+@pytest.mark.parametrize(
+    ("number", "shown"),
+    [
+        (0, "0"),
+        (999, "999"),
+        (1000, "1,000"),
+        (1234567, "1,234,567"),
+        (-1234567, "-1,234,567"),
+        (1234.5, "1,234.5"),
+        (0.1 + 0.2, "0.30000000000000004"),  # never rounded
+        (12345.678901, "12,345.678901"),
+        (1e21, "1e+21"),  # an exponent is not grouped
+        (float("inf"), "inf"),
+    ],
+)
+def test_group_thousands_keeps_every_digit(number: float, shown: str) -> None:
+    assert group_thousands(number) == shown
+    assert group_thousands(number).replace(",", "") == repr(number)
+
+
+@pytest.mark.parametrize(
+    ("iban", "shown"),
+    [
+        ("DE89370400440532013000", "DE89 3704 0044 0532 0130 00"),
+        ("DE89 3704 0044 0532 0130 00", "DE89 3704 0044 0532 0130 00"),
+        ("GB82WEST12345698765432", "GB82 WEST 1234 5698 7654 32"),
+        ("NO9386011117947", "NO93 8601 1117 947"),
+    ],
+)
+def test_group_iban_in_fours(iban: str, shown: str) -> None:
+    assert group_iban(iban) == shown
+
+
+def test_rows_name_the_currency_of_an_amount_and_mark_a_cyrillic_letter() -> None:
+    payload = {"iban": "DE8937040044053201300\u0430", "amount": 12500, "currency": "EUR",
+               "count": 3000, "note": "ok"}  # fmt: skip
+    rows, warnings = payload_rows(payload)
+    by_name = {"".join(s.text for s in r.name): r for r in rows}
+    amount = by_name["amount"].value
+    assert (amount.kind, amount.note, amount.segments[0].text) == ("amount", "EUR", "12,500")
+    count = by_name["count"].value
+    assert (count.kind, count.note, count.segments[0].text) == ("number", "", "3,000")
+    iban = by_name["iban"]
+    assert iban.value.kind == "iban"
+    assert [s.text for s in iban.value.segments if s.flagged] == ["\u0430"]
+    assert "".join(s.text for s in iban.value.segments) == "DE89 3704 0044 0532 0130 0\u0430"
+    assert [w.field for w in warnings] == ["iban"] and iban.warnings == warnings
+    assert by_name["note"].warnings == []
+
+
+def test_hidden_characters_become_visible_escapes() -> None:
+    segments = shown_text("pay\u200bme\u202e\n")
+    assert [(s.text, s.escape) for s in segments] == [
+        ("pay", False),
+        ("\\u200b", True),
+        ("me", False),
+        ("\\u202e", True),
+        ("\\u000a", True),
+    ]

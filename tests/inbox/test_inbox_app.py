@@ -1,0 +1,202 @@
+"""The inbox's web layer without I/O (Starlette's TestClient over an in-memory source):
+CSRF on every POST, hostile payloads shown as text, the loopback rule, the Host check,
+error pages without tracebacks, the enrollment code."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from starlette.routing import Route
+from starlette.testclient import TestClient
+from typer.testing import CliRunner
+
+from sagacity.worker.cli import app as cli_app
+from sagacity.worker.client import TemporalUnavailableError
+from sagacity.worker.inbox import InboxConfig, create_app
+from sagacity.worker.inbox.enrollment import MAX_CODE_TRIES
+from sagacity.worker.inbox.security import CSP, RemoteBindError, check_bind
+from sagacity.worker.inbox.server import InboxOptions, inbox_config
+
+from .fake_source import FakeSource, pending_of
+
+BASE = "http://localhost:8200"
+HOSTILE_ID = 'evil"><script>alert(1)</script>'
+
+
+@pytest.fixture
+def source() -> FakeSource:
+    return FakeSource()
+
+
+@pytest.fixture
+def client(source: FakeSource) -> Iterator[TestClient]:
+    config = InboxConfig(origin=BASE)
+    with TestClient(create_app(config, source=source), base_url=BASE) as test_client:
+        yield test_client
+
+
+def csrf_of(client: TestClient) -> str:
+    """The session's CSRF token, as every page of the session carries it."""
+    page = client.get("/dirty")
+    found = re.search(r'<meta name="csrf-token" content="([^"]+)">', page.text)
+    assert page.status_code == 200 and found
+    return found.group(1)
+
+
+RESOLVE = {"action": "did_not_happen", "step": "1", "actor": "alice", "reason": "checked"}
+
+
+def test_a_post_without_the_sessions_csrf_token_is_refused(
+    client: TestClient, source: FakeSource
+) -> None:
+    token = csrf_of(client)
+    refused = client.post("/sagas/s1/resolve", data=RESOLVE)
+    assert refused.status_code == 403 and "CSRF token" in refused.text
+    refused = client.post("/sagas/s1/resolve", data={**RESOLVE, "csrf_token": token + "x"})
+    assert refused.status_code == 403
+    # Another session's token is not this one's.
+    with TestClient(client.app, base_url=BASE) as other:
+        refused = other.post("/sagas/s1/resolve", data={**RESOLVE, "csrf_token": token})
+    assert refused.status_code == 403
+    # The right token from another site's page is refused by its Origin.
+    refused = client.post(
+        "/sagas/s1/resolve",
+        data={**RESOLVE, "csrf_token": token},
+        headers={"Origin": "http://evil.example"},
+    )
+    assert refused.status_code == 403 and "another site" in refused.text
+    assert source.sent == []  # nothing reached the saga
+    accepted = client.post(
+        "/sagas/s1/resolve", data={**RESOLVE, "csrf_token": token}, headers={"Origin": BASE}
+    )
+    assert accepted.status_code == 200, accepted.text
+    assert source.sent == [
+        ("s1", {"saga_id": "s1", "action": "did_not_happen", "actor": "alice",
+                "reason": "checked", "step": 1})
+    ]  # fmt: skip
+
+
+def test_every_post_route_refuses_a_request_without_a_token(client: TestClient) -> None:
+    csrf_of(client)  # a session exists: its token is simply not sent
+    posts = [
+        r.path for r in client.app.routes if isinstance(r, Route) and "POST" in (r.methods or ())
+    ]
+    assert len(posts) >= 5, posts
+    for path in posts:
+        url = path.replace("{saga_id:path}", "s1")
+        for response in (
+            client.post(url, data={"x": "1"}),
+            client.post(url, json={"approve": True}, headers={"Accept": "application/json"}),
+        ):
+            assert response.status_code == 403, (url, response.status_code, response.text)
+
+
+def test_hostile_args_and_ids_are_shown_as_text(client: TestClient, source: FakeSource) -> None:
+    payload = {
+        "payee": '<img src=x onerror="alert(1)">\u202eeulav',
+        "memo": "line one\nsagacity: approved\u200b",
+        "<b>key</b>": "x",
+    }
+    source.pendings[HOSTILE_ID] = pending_of(HOSTILE_ID, "<script>tool()</script>", payload)
+    listing = client.get("/")
+    page = client.get("/sagas/" + HOSTILE_ID.replace('"', "%22") + "/approval")
+    assert page.status_code == 200, page.text
+    for html in (listing.text, page.text):
+        assert "<script>alert" not in html and "<script>tool" not in html
+        assert "<img" not in html and "<b>key" not in html
+    assert "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in page.text
+    assert "&lt;script&gt;tool()&lt;/script&gt;" in page.text
+    assert '<span class="esc"' in page.text and "\\u202e" in page.text  # shown, visibly
+    assert "\\u200b" in page.text and "\u200b" not in page.text and "\u202e" not in page.text
+    assert "U+202E RIGHT-TO-LEFT OVERRIDE" in page.text  # and warned about
+    assert page.headers["content-security-policy"] == CSP
+    assert "script-src 'self'" in CSP and "unsafe-inline" not in CSP
+
+
+def test_amounts_and_ibans_are_grouped_on_the_page(client: TestClient, source: FakeSource) -> None:
+    payload = {"iban": "GB82WEST12345698765432", "amount": 1234567, "currency": "GBP"}
+    source.pendings["w1"] = pending_of("w1", "wire", payload)
+    page = client.get("/sagas/w1/approval").text
+    assert '<td class="iban">GB82 WEST 1234 5698 7654 32</td>' in page
+    assert '<td class="amount">1,234,567 <span class="unit">GBP</span></td>' in page
+    assert '"amount":1234567' in page.replace("&#34;", '"')  # the canonical JSON is exact
+
+
+def test_errors_are_pages_that_say_what_happened_never_a_traceback(
+    client: TestClient, source: FakeSource
+) -> None:
+    missing = client.get("/sagas/nope/approval")
+    assert missing.status_code == 404 and "no saga &#39;nope&#39;" in missing.text
+    source.fail_with = TemporalUnavailableError("cannot reach Temporal at 127.0.0.1:7233")
+    down = client.get("/")
+    assert down.status_code == 503 and "cannot reach Temporal" in down.text
+    source.fail_with = RuntimeError("secret internals /etc/passwd")
+    with TestClient(client.app, base_url=BASE, raise_server_exceptions=False) as plain:
+        broken = plain.get("/")
+    assert broken.status_code == 500
+    assert "Traceback" not in broken.text and "secret internals" not in broken.text
+    assert "server&#39;s log" in broken.text or "server's log" in broken.text
+
+
+def test_a_request_naming_another_host_is_refused(client: TestClient) -> None:
+    """DNS rebinding: a page at evil.example whose name now points at 127.0.0.1."""
+    assert client.get("/", headers={"Host": "evil.example:8200"}).status_code == 421
+    assert client.get("/", headers={"Host": "127.0.0.1:8200"}).status_code == 200
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.20", "inbox.example.com"])
+def test_a_non_loopback_bind_is_refused_without_the_flag(host: str) -> None:
+    with pytest.raises(RemoteBindError, match="no login of its own"):
+        check_bind(host, allow_remote=False)
+    with pytest.raises(RemoteBindError):
+        inbox_config(InboxOptions(host=host))
+    check_bind(host, allow_remote=True)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost"])
+def test_loopback_binds_are_accepted(host: str) -> None:
+    check_bind(host, allow_remote=False)
+
+
+def test_the_cli_refuses_a_non_loopback_bind_before_serving() -> None:
+    ran = CliRunner().invoke(cli_app, ["inbox", "--host", "0.0.0.0", "--port", "1"])
+    assert ran.exit_code == 1
+    assert "refusing to serve the inbox on '0.0.0.0'" in ran.output
+    assert "--allow-remote" in ran.output
+
+
+def test_passkeys_over_http_need_localhost() -> None:
+    config = inbox_config(InboxOptions(port=8300))
+    assert (config.rp_id, config.origin) == ("localhost", "http://localhost:8300")
+    with pytest.raises(Exception, match="localhost only"):
+        inbox_config(InboxOptions(origin="http://inbox.example"))
+    proxied = inbox_config(InboxOptions(origin="https://inbox.example", allow_remote=True))
+    assert proxied.rp_id == "inbox.example" and proxied.https
+    assert proxied.hosts is not None and "inbox.example" in proxied.hosts
+
+
+def test_enrollment_needs_the_printed_code_and_locks_after_wrong_ones(
+    source: FakeSource, tmp_path: object
+) -> None:
+    from pathlib import Path
+
+    from sagacity.registry import ApproverRegistry
+
+    registry = Path(str(tmp_path)) / "approvers.json"
+    ApproverRegistry().save(registry)
+    config = InboxConfig(origin=BASE, registry=registry)
+    with TestClient(create_app(config, source=source), base_url=BASE) as client:
+        page = client.get("/enroll")
+        token = re.search(r'data-csrf="([^"]+)"', page.text)
+        assert token
+        headers = {"X-CSRF-Token": token.group(1), "Accept": "application/json"}
+        body = {"approver": "alice", "code": config.enroll_code}
+        unknown = client.post("/enroll/options", json=body, headers=headers)
+        assert unknown.status_code == 400 and "no valid key" in unknown.json()["error"]
+        for left in range(MAX_CODE_TRIES - 1, -1, -1):
+            wrong = client.post("/enroll/options", json={**body, "code": "guess"}, headers=headers)
+            assert wrong.status_code == 403 and f"{left} tries left" in wrong.json()["error"]
+        locked = client.post("/enroll/options", json=body, headers=headers)
+        assert locked.status_code == 403 and "locked" in locked.json()["error"]
