@@ -179,7 +179,22 @@ async def test_a_passkey_of_an_approver_the_step_does_not_allow_is_refused_and_j
     assert stack.treasury.paid == [] or all(p["amount"] != 900 for p in stack.treasury.paid)
     review = await stack.client.review(saga_id)  # still waiting for finance
     assert review.pending.approvals == []
-    await stack.client.cancel(saga_id, actor="test", reason="done")
+
+    # Finance rejects it, with a reason, from the same page and passkey flow.
+    alice = next(k for k in ApproverRegistry.load(stack.registry).passkeys_of("alice"))
+    async with screenshot_on_failure(page, "rejected"):
+        await page.goto(f"{stack.url}/sagas/{saga_id}/approval")
+        await page.select_option("#passkey-choice", alice.key_id)
+        await page.click("#reject")  # no reason yet: refused by the inbox, nothing sent
+        await expect(page.locator("#passkey-status")).to_contain_text("needs a reason")
+        await page.fill("#reason", "wrong payee")
+        await page.click("#reject")
+        await expect(page.locator("#result")).to_have_attribute("data-accepted", "true")
+        await expect(page.locator("#journaled")).to_contain_text("REJECTED at seq")
+    result = await stack.client.result(saga_id)
+    assert result.status is SagaStatus.COMPENSATED  # rejected: nothing ran, nothing to undo
+    (rejected,) = entries_of(stack.store, saga_id, Phase.REJECTED.value)
+    assert rejected.actor == "alice" and "wrong payee" in rejected.input_json
 
 
 async def test_an_iban_holding_a_cyrillic_letter_is_flagged(
