@@ -65,6 +65,13 @@ async def enroll(browser: Browser, stack: InboxStack, approver: str) -> str:
     return (await page.locator("#enrolled-key").inner_text()).strip()
 
 
+async def passkey_of(browser: Browser, stack: InboxStack, approver: str) -> str:
+    """The key id of `approver`'s passkey on this browser's authenticator (enrolled from
+    the page if an earlier test has not)."""
+    known = ApproverRegistry.load(stack.registry).passkeys_of(approver)
+    return known[0].key_id if known else await enroll(browser, stack, approver)
+
+
 async def decide(browser: Browser, stack: InboxStack, saga_id: str, key_id: str,
                  *, approve: bool = True) -> None:  # fmt: skip
     from playwright.async_api import expect
@@ -181,10 +188,10 @@ async def test_a_passkey_of_an_approver_the_step_does_not_allow_is_refused_and_j
     assert review.pending.approvals == []
 
     # Finance rejects it, with a reason, from the same page and passkey flow.
-    alice = next(k for k in ApproverRegistry.load(stack.registry).passkeys_of("alice"))
+    alice = await passkey_of(browser, stack, "alice")
     async with screenshot_on_failure(page, "rejected"):
         await page.goto(f"{stack.url}/sagas/{saga_id}/approval")
-        await page.select_option("#passkey-choice", alice.key_id)
+        await page.select_option("#passkey-choice", alice)
         await page.click("#reject")  # no reason yet: refused by the inbox, nothing sent
         await expect(page.locator("#passkey-status")).to_contain_text("needs a reason")
         await page.fill("#reason", "wrong payee")
