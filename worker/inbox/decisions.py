@@ -77,6 +77,8 @@ async def draft(request: Request) -> Response:
         approve=approve,
         reason=reason.strip(),
     )
+    for stale in [k for k in request.session if k.startswith("draft:")]:
+        del request.session[stale]  # one decision waits at a time: the cookie stays small
     request.session[_draft_key(saga_id)] = made.to_json()
     return JSONResponse({"options": draft_options(made, key), "statement": made.statement})
 
@@ -103,6 +105,8 @@ async def finish(request: Request) -> Response:
             "detail": exc.detail,
             "journaled": exc.journaled,
         }
+    for stale in [k for k in request.session if k.startswith("answer:")]:
+        del request.session[stale]
     request.session[f"answer:{saga_id}"] = answer
     return JSONResponse({"next": request.url_for("decided", saga_id=saga_id).path})
 
