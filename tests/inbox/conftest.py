@@ -48,7 +48,7 @@ CHROMIUM_FLAGS = [
 ]
 SCREENSHOTS = Path(__file__).parent / "screenshots"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "inbox"
-"""Where the screenshots docs/inbox.md shows are written (refreshed by every run)."""
+"""Where `SAGACITY_DOCS_SCREENSHOTS=1` also writes the screenshots docs/inbox.md shows."""
 
 
 class Treasury:
@@ -223,13 +223,13 @@ async def screenshot_on_failure(page: Any, name: str) -> AsyncIterator[None]:
 
 
 async def screenshot(page: Any, name: str, *, docs: bool = False) -> Path:
-    """A full-page screenshot under tests/inbox/screenshots (gitignored); `docs` ones are
-    copied to docs/inbox/ for docs/inbox.md."""
+    """A full-page screenshot under tests/inbox/screenshots (gitignored); with
+    SAGACITY_DOCS_SCREENSHOTS=1, `docs` ones are copied to docs/inbox/ for docs/inbox.md."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
     await page.screenshot(path=str(path), full_page=True)
     assert path.stat().st_size > 10_000, f"screenshot {path} is suspiciously small"
-    if docs:
+    if docs and os.environ.get("SAGACITY_DOCS_SCREENSHOTS"):
         DOCS.mkdir(parents=True, exist_ok=True)
         (DOCS / path.name).write_bytes(path.read_bytes())
     return path
