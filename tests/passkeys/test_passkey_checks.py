@@ -276,7 +276,8 @@ def test_an_assertion_replayed_onto_another_saga_step_or_payload_is_refused() ->
         parsed = parse_decision(moved, approve=None)
         target = ApprovalRequest.for_call(
             moved["saga_id"], moved["step"], "pay",
-            {"iban": "GB33", "amount": 9} if name == "payload_sha256" else dict(REQUEST.payload), NOW,
+            {"iban": "GB33", "amount": 9} if name == "payload_sha256" else REQUEST.payload,
+            NOW,
         )  # fmt: skip
         lookup = KeyLookup(configured=True, version=1, sha256="0" * 64, key=key)
         got = judge(
