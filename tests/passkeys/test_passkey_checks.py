@@ -342,3 +342,20 @@ def test_flags_record_user_verification_and_the_counter() -> None:
     assert verdict(raw, key).accepted  # UV is recorded, not required
     flags = parse_decision(raw, approve=None).passkey.flags()  # type: ignore[union-attr]
     assert (flags.user_present, flags.user_verified, flags.sign_count) == (True, False, 42)
+
+
+def test_keys_list_names_a_passkey_and_its_rp(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from sagacity.worker.cli import app
+
+    path = tmp_path / "approvers.json"
+    ed = SigningKey.generate("bob")
+    ApproverRegistry(version=1, keys=[]).enroll("bob", ed.public_key, valid_from=NOW).save(path)
+    key = enroll(SoftAuthenticator())
+    enroll_passkey(path, key)
+    out = CliRunner().invoke(app, ["keys", "list", "--registry", str(path)])
+    assert out.exit_code == 0, out.output
+    lines = {line.split()[0]: line for line in out.output.splitlines()[1:]}
+    assert "passkey rp=localhost" in lines[key.key_id]
+    assert "passkey" not in lines[ed.key_id]
