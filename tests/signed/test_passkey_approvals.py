@@ -6,6 +6,7 @@ assertion offline and names an edited one."""
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -36,6 +37,7 @@ from sagacity.worker.client import ApprovalRefusedError
 from sagacity.workflows.models import PendingApproval
 
 from ..passkeys.soft_authenticator import SoftAuthenticator
+from ..passkeys.test_passkey_replay import PASSKEY_HISTORIES, replay_failure
 from ..workflows.helpers import entries_of
 from .test_signed_approvals import Bench, _rehash
 
@@ -100,6 +102,15 @@ async def test_a_passkey_approval_completes_the_saga_and_verify_file_checks_it(
     assert (await client.result(saga_id)).status is SagaStatus.COMPLETED
     assert [p["amount"] for p in bench.bank.paid] == [5_000]
 
+    # The judgement replays: the passkey check ran in the workflow sandbox, deterministic.
+    history = await bench.client.get_workflow_handle(saga_id).fetch_history()
+    assert await replay_failure(history) is None
+    if os.environ.get("SAGACITY_RECORD_PASSKEY_HISTORY"):  # re-record the committed history
+        PASSKEY_HISTORIES.mkdir(exist_ok=True)
+        for old in PASSKEY_HISTORIES.glob("*.json"):
+            old.unlink()
+        (PASSKEY_HISTORIES / f"{saga_id}.json").write_text(history.to_json() + "\n")
+
     entries = list(bench.store.entries(saga_id))
     index = next(i for i, e in enumerate(entries) if e.phase is Phase.APPROVED)
     approved = entries[index]
@@ -118,6 +129,9 @@ async def test_a_passkey_approval_completes_the_saga_and_verify_file_checks_it(
     ok = runner.invoke(app, args)
     assert ok.exit_code == 0, ok.output
     assert "2 verified against the approver registry" in ok.output  # rita's start, alice
+    journaled = runner.invoke(app, ["verify-file", str(export)])  # the credential journaled
+    assert journaled.exit_code == 0, journaled.output
+    assert "2 verified with the keys journaled" in journaled.output
 
     # An edited assertion (the reason in its statement kept, one signature byte changed):
     # the hash chain recomputed cannot tell, the passkey check does.
@@ -130,6 +144,7 @@ async def test_a_passkey_approval_completes_the_saga_and_verify_file_checks_it(
     assert bad.exit_code == 1, bad.output
     assert f"seq {approved.seq}" in bad.output and "BAD_SIGNATURE" in bad.output
     assert saga_id in bad.output
+    assert runner.invoke(app, ["verify-file", str(export)]).exit_code == 1  # also without
 
     # A passkey that is not in the registry given.
     other = tmp_path / "other.json"
