@@ -142,6 +142,10 @@ def test_registration_refuses_another_challenge_origin_rp_or_ceremony() -> None:
     created["response"]["clientDataJSON"] = b64url(fake.encode())
     with pytest.raises(PasskeyRegistrationError, match="type"):
         verify_registration(created, **good)  # type: ignore[arg-type]
+    garbled = device.create(options, ORIGIN)
+    garbled["response"]["attestationObject"] = b64url(b"\xa3\x63fmt\xff not cbor")
+    with pytest.raises(PasskeyRegistrationError):
+        verify_registration(garbled, **good)  # type: ignore[arg-type]
     with pytest.raises(PasskeyRegistrationError, match="larger"):
         verify_registration({"id": "A" * 20_000}, **good)  # type: ignore[arg-type]
 
@@ -222,6 +226,13 @@ HOSTILE: list[tuple[str, Any, RefusalReason]] = [
     ("client-data-not-json", _client_data(b"\xff\xfenot json"), RefusalReason.PASSKEY_MALFORMED),
     ("client-data-deep", _client_data(b"[" * 2_000), RefusalReason.PASSKEY_MALFORMED),
     ("client-data-array", _client_data(b"[1,2]"), RefusalReason.PASSKEY_MALFORMED),
+    (
+        "extensions-not-cbor",
+        {"extra_flags": 0x80, "tail": b"\xff\x00garbage"},
+        RefusalReason.PASSKEY_MALFORMED,
+    ),
+    ("trailing-bytes", {"tail": b"\xa0"}, RefusalReason.PASSKEY_MALFORMED),
+    ("attested-data", {"extra_flags": 0x40, "tail": bytes(18)}, RefusalReason.PASSKEY_MALFORMED),
     ("create-ceremony", {"kind": "webauthn.create"}, RefusalReason.WRONG_CEREMONY),
     ("other-statement", _other_challenge, RefusalReason.WRONG_CHALLENGE),
     ("cross-origin-site", {"origin": "https://evil.example"}, RefusalReason.WRONG_ORIGIN),
@@ -359,3 +370,10 @@ def test_keys_list_names_a_passkey_and_its_rp(tmp_path: Path) -> None:
     lines = {line.split()[0]: line for line in out.output.splitlines()[1:]}
     assert "passkey rp=localhost" in lines[key.key_id]
     assert "passkey" not in lines[ed.key_id]
+
+
+def test_an_assertion_with_well_formed_extensions_is_accepted() -> None:
+    device = SoftAuthenticator()
+    key = enroll(device)
+    raw = body(device, key, extra_flags=0x80, tail=cbor2.dumps({"credProtect": 1}))
+    assert verdict(raw, key).accepted
