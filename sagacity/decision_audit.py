@@ -9,21 +9,28 @@ and was valid when the entry was recorded (the entry's time is in the hash chain
 statement's own `issued_at` is the signer's claim). The requester claim of SAGA_OPENED
 is checked the same way, and so is every RESOLVED entry (a person's action on dirty
 state: its statement names the saga, the action, the step or the steps accepted, the
-actor). Problems name the entry's seq.
+actor). A decision signed with a passkey carries its WebAuthn assertion instead of a
+signature: it is re-checked as the saga checked it (sagacity.passkey_check), against the
+registry's credential. Problems name the entry's seq.
 """
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import ValidationError as PydanticValidationError
 
 from sagacity.approval_models import approval_hash
 from sagacity.decision_statement import DECISION_TYPE, request_statement, statement_bytes
 from sagacity.entry import JournalEntry, parse_timestamp
 from sagacity.errors import SagacityError
 from sagacity.lookalikes import skeleton
+from sagacity.passkey_check import PasskeyFailure, check_assertion
+from sagacity.passkey_models import PasskeyAssertion, PasskeyMaterialError, passkey_key_id
 from sagacity.phases import Phase
-from sagacity.registry import ApproverRegistry
+from sagacity.registry import ApproverRegistry, EnrolledKey
 from sagacity.resolution_audit import ResolutionChecks
 from sagacity.signing import KeyMaterialError, key_id_of, verify_signature
 
@@ -152,9 +159,13 @@ class DecisionAudit(ResolutionChecks):
             return None
         public, owner = embedded.get("public_key"), embedded.get("approver")
         try:
-            if key_id_of(str(public)) != key_id:
+            if "passkey" in embedded:  # re-derived in _passkey_of, with its credential
+                derived = passkey_key_id(base64.b64decode(str(public), validate=True))
+            else:
+                derived = key_id_of(str(public))
+            if derived != key_id:
                 raise KeyMaterialError("key id mismatch")
-        except (KeyMaterialError, TypeError):
+        except (KeyMaterialError, PasskeyMaterialError, TypeError, ValueError):
             self._problem(entry, f"the key journaled with the decision is not key {key_id}")
             return None
         return str(owner), str(public)
@@ -194,6 +205,13 @@ class DecisionAudit(ResolutionChecks):
                     entry, f"the statement's {name} is {stmt.get(name)!r}, the entry's {value!r}"
                 )
                 return
+        if "passkey" in evidence:
+            if not self._passkey_signed(entry, stmt, evidence.get("passkey"), signature, result):
+                return
+            self.signed += 1
+            if request is not None and entry.phase is Phase.APPROVED:
+                request["approved"].add(skeleton(entry.actor or ""))
+            return
         if signature is None:
             self.unsigned += 1
             if result.get("registry") is not None:
@@ -234,6 +252,66 @@ class DecisionAudit(ResolutionChecks):
             )
             return False
         return True
+
+    def _passkey_signed(
+        self,
+        entry: JournalEntry,
+        stmt: dict[str, Any],
+        assertion: Any,
+        signature: Any,
+        result: dict[str, Any],
+    ) -> bool:
+        """Whether the journaled WebAuthn assertion is the actor's enrolled passkey's
+        signature over the statement: the same check the saga ran (challenge, ceremony,
+        origin, RP, presence, signature), against the registry's credential, or, without
+        a registry, the credential journaled with it (a problem is recorded when not)."""
+        try:
+            parsed = PasskeyAssertion.model_validate(assertion)
+        except PydanticValidationError as exc:
+            first = exc.errors(include_url=False, include_input=False)[0]
+            self._problem(entry, f"the passkey assertion is malformed ({first['msg']})")
+            return False
+        if signature is not None:
+            self._problem(entry, "a passkey decision that also carries an Ed25519 signature")
+            return False
+        if self._key(entry, stmt.get("key_id"), result.get("key"), stmt.get("issued_at")) is None:
+            return False
+        key = self._passkey_of(entry, stmt.get("key_id"), result.get("key"))
+        if key is None:
+            return False
+        if key.approver != entry.actor:
+            self._problem(
+                entry, f"key {key.key_id} belongs to {key.approver!r}, not {entry.actor!r}"
+            )
+            return False
+        checked = check_assertion(parsed, key, stmt)
+        if isinstance(checked, PasskeyFailure):
+            self._problem(
+                entry,
+                f"the passkey assertion of {entry.actor!r} does not verify over the statement "
+                f"({checked.reason.value}: {checked.detail[:200]})",
+            )
+            return False
+        return True
+
+    def _passkey_of(self, entry: JournalEntry, key_id: Any, embedded: Any) -> EnrolledKey | None:
+        """The passkey to check with: the registry's, else the one journaled with the
+        decision (its key id re-derived from its public key)."""
+        if self.registry is not None:
+            key = self.registry.key(str(key_id))
+        else:
+            try:
+                key = EnrolledKey.model_validate(
+                    {**embedded, "valid_from": "1970-01-01T00:00:00Z"}
+                    if isinstance(embedded, dict)
+                    else None
+                )
+            except PydanticValidationError:
+                key = None
+        if key is None or key.passkey is None or key.key_id != key_id:
+            self._problem(entry, f"key {key_id} is not a passkey (or not the one journaled)")
+            return None
+        return key
 
     def _requester(self, entry: JournalEntry) -> None:
         opened = entry.input if isinstance(entry.input, dict) else {}

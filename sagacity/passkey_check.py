@@ -127,6 +127,13 @@ def check_assertion(
             "the authenticator did not see a person (user-present flag unset); a decision "
             "needs a touch or a gesture on the device",
         )
+    if auth_data[32] & 0x40 or not _extensions_readable(auth_data):
+        return PasskeyFailure(
+            RefusalReason.PASSKEY_MALFORMED,
+            "the assertion's authenticatorData is not an assertion's (attested credential "
+            "data, or extensions that are not CBOR); send what navigator.credentials.get() "
+            "returned, unchanged",
+        )
     problem = _library_verify(assertion, key, auth_data, client_bytes, expected)
     if problem is not None:
         return PasskeyFailure(
@@ -135,6 +142,18 @@ def check_assertion(
             f"statement's assertion ({problem[:200]}); send the assertion unchanged",
         )
     return assertion.flags()
+
+
+def _extensions_readable(auth_data: bytes) -> bool:
+    """Whether authenticatorData parses (its extensions, when flagged, are one CBOR map
+    and nothing follows them), by the `webauthn` package's parser."""
+    from webauthn.helpers import parse_authenticator_data
+
+    try:
+        parse_authenticator_data(auth_data)
+    except Exception:  # the parser raises several kinds on hostile bytes: all unreadable
+        return False
+    return True
 
 
 def _library_verify(

@@ -132,18 +132,21 @@ def authentication_options(
     rp_ids = {p.rp_id for p in passkeys}
     if len(rp_ids) != 1:
         raise PasskeyAssertionError(f"these passkeys belong to several RPs: {sorted(rp_ids)}")
-    options = generate_authentication_options(
-        rp_id=rp_ids.pop(),
-        challenge=challenge,
-        timeout=timeout_ms,
-        allow_credentials=[
-            PublicKeyCredentialDescriptor(
-                id=unb64url(p.credential_id, "credential id", CREDENTIAL_ID_MAX_BYTES)
-            )
-            for p in passkeys
-        ],
-        user_verification=UserVerificationRequirement(user_verification),
-    )
+    try:
+        options = generate_authentication_options(
+            rp_id=rp_ids.pop(),
+            challenge=challenge,
+            timeout=timeout_ms,
+            allow_credentials=[
+                PublicKeyCredentialDescriptor(
+                    id=unb64url(p.credential_id, "credential id", CREDENTIAL_ID_MAX_BYTES)
+                )
+                for p in passkeys
+            ],
+            user_verification=UserVerificationRequirement(user_verification),
+        )
+    except ValueError as exc:  # an unknown user_verification, an empty challenge
+        raise PasskeyAssertionError(f"cannot make authentication options: {exc}") from None
     result: dict[str, Any] = json.loads(options_to_json(options))
     return result
 

@@ -131,7 +131,7 @@ def revoke(
 
 @keys.command("list")
 def list_keys(registry: Registry, as_json: JsonOpt = False) -> None:
-    """The registry's keys, with their groups and validity."""
+    """The registry's keys, with their groups and validity (passkeys with their RP id)."""
     try:
         reg = ApproverRegistry.load(registry)
     except SagacityError as exc:
@@ -142,7 +142,8 @@ def list_keys(registry: Registry, as_json: JsonOpt = False) -> None:
     say(f"{registry}: version {reg.version}, sha256 {reg.sha256}")
     for k in reg.keys:
         state = "revoked " + k.revoked_at.isoformat() if k.revoked_at else "valid"
-        say(f"  {k.key_id}  {k.approver}  groups={','.join(k.groups) or '-'}  {state}")
+        kind = f"  passkey rp={k.passkey.rp_id}" if k.passkey is not None else ""
+        say(f"  {k.key_id}  {k.approver}{kind}  groups={','.join(k.groups) or '-'}  {state}")
 
 
 def _registry_json(path: Path, registry: ApproverRegistry) -> dict[str, Any]:

@@ -110,9 +110,13 @@ class SoftAuthenticator:
         present: bool = True,
         cross_origin: bool = False,
         client_data: bytes | None = None,
+        extra_flags: int = 0,
+        tail: bytes = b"",
     ) -> dict[str, Any]:
         """navigator.credentials.get(...).toJSON() over `challenge` (bytes, or the
-        base64url text of the options)."""
+        base64url text of the options). The keyword arguments make what a broken or
+        hostile client would: another ceremony, origin or RP, no user presence, other
+        flags and bytes in authenticatorData, a clientDataJSON of its own."""
         text = challenge if isinstance(challenge, str) else b64url(challenge)
         if client_data is None:
             client_data = json.dumps(
@@ -123,8 +127,9 @@ class SoftAuthenticator:
             self.counter += 1
         auth_data = (
             hashlib.sha256(rp_id.encode()).digest()
-            + bytes([self._flags(present)])
+            + bytes([self._flags(present) | extra_flags])
             + self.counter.to_bytes(4, "big")
+            + tail  # extensions (flag 0x80) or whatever a forger appends, signed all the same
         )
         signature = self._sign(auth_data + hashlib.sha256(client_data).digest())
         cid = b64url(self.credential_id)
