@@ -12,14 +12,18 @@ tests share one browser and one authenticator and run in this order (enrollment 
 from __future__ import annotations
 
 import json
-import re
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from sagacity.audit import entry_line
+from sagacity.canonical import canonical_text
+from sagacity.chain import compute_hash, verify_chain
+from sagacity.entry import JournalEntry
 from sagacity.phases import Phase, SagaStatus
 from sagacity.registry import ApproverRegistry
 from sagacity.worker.cli import app
@@ -144,24 +148,35 @@ async def test_enroll_a_passkey_then_approve_a_wire_with_it(
     assert ran.exit_code == 0, ran.output
     ran = runner.invoke(app, ["verify-file", str(export), "--approvers", str(stack.registry)])
     assert ran.exit_code == 0, ran.output
-    assert re.search(r"1 signed decision", ran.output), ran.output
-    # ...and a forged byte in the journaled assertion is caught by the same check.
-    lines = export.read_text().splitlines()
-    forged = [_forge_signature(line) if '"APPROVED"' in line else line for line in lines]
-    (tmp_path / "forged.jsonl").write_text("\n".join(forged) + "\n")
+    # Two signatures: bob's requester claim and alice's passkey decision.
+    assert "signatures: 2 verified against the approver registry; 0 unsigned" in ran.output
+    # ...and the check is the passkey's: one character of the journaled assertion's
+    # signature changed, every hash after it recomputed (the chain alone cannot tell).
+    entries = list(stack.store.entries(saga_id))
+    index = next(i for i, e in enumerate(entries) if e.phase is Phase.APPROVED)
+    forged_decision = json.loads(entries[index].input_json)
+    sig = forged_decision["passkey"]["signature"]
+    forged_decision["passkey"]["signature"] = sig[:6] + ("A" if sig[6] != "A" else "B") + sig[7:]
+    forged = _rehash(entries, index, input_json=canonical_text(forged_decision))
+    assert verify_chain(saga_id, forged).ok and forged[index] != entries[index]
+    (tmp_path / "forged.jsonl").write_text("".join(entry_line(e) + "\n" for e in forged))
     ran = runner.invoke(
         app, ["verify-file", str(tmp_path / "forged.jsonl"), "--approvers", str(stack.registry)]
     )
     assert ran.exit_code == 1, ran.output
+    assert f"seq {entries[index].seq}" in ran.output and "BAD_SIGNATURE" in ran.output
 
 
-def _forge_signature(line: str) -> str:
-    """The APPROVED line with its journaled passkey signature changed (one character)."""
-    entry: dict[str, Any] = json.loads(line)
-    decision = entry["input"]
-    sig = decision["passkey"]["signature"]
-    decision["passkey"]["signature"] = sig[:-2] + ("A" if sig[-2] != "A" else "Q") + sig[-1]
-    return json.dumps(entry)
+def _rehash(entries: list[JournalEntry], index: int, **changes: Any) -> list[JournalEntry]:
+    """What a superuser does: edit one entry and recompute every hash after it."""
+    out = entries[:index]
+    prev = out[-1].hash if out else entries[0].prev_hash
+    for n, entry in enumerate(entries[index:]):
+        edited = replace(entry, prev_hash=prev, **(changes if n == 0 else {}))
+        edited = replace(edited, hash=compute_hash(edited))
+        out.append(edited)
+        prev = edited.hash
+    return out
 
 
 async def test_a_passkey_of_an_approver_the_step_does_not_allow_is_refused_and_journaled(
