@@ -248,6 +248,9 @@ class ResolveStepInput(WorkerBound):
     reason: str = ""
     evidence: dict[str, Any] = Field(default_factory=dict)
     """The registry version and key the action was judged with, journaled with it."""
+    passkey: dict[str, Any] | None = None
+    """The passkey's WebAuthn assertion, when the statement was signed with one
+    (journaled beside the statement, in place of `signature`)."""
 
 
 class ResolveStepOutcome(_Model):

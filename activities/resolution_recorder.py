@@ -111,14 +111,18 @@ class ResolutionRecorder:
 
 
 def _resolved(req: ResolveStepInput, tool: str, record: dict[str, Any]) -> EntryDraft:
-    """The RESOLVED entry: the person's statement and signature, what they said."""
+    """The RESOLVED entry: the person's statement and signature (or passkey assertion),
+    what they said."""
+    signed: dict[str, Any] = {"statement": req.statement, "signature": req.signature}
+    if req.passkey is not None:
+        signed["passkey"] = req.passkey
     return EntryDraft.new(
         req.saga_id,
         Phase.RESOLVED,
         step=req.step,
         attempt=req.attempt,
         tool=tool,
-        input={"statement": req.statement, "signature": req.signature},
+        input=signed,
         result=record,
         actor=req.actor,
     )

@@ -272,7 +272,9 @@ class DecisionAudit(ResolutionChecks):
             self._problem(entry, f"the passkey assertion is malformed ({first['msg']})")
             return False
         if signature is not None:
-            self._problem(entry, "a passkey decision that also carries an Ed25519 signature")
+            self._problem(
+                entry, "a passkey-signed statement that also carries an Ed25519 signature"
+            )
             return False
         if self._key(entry, stmt.get("key_id"), result.get("key"), stmt.get("issued_at")) is None:
             return False

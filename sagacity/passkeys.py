@@ -1,8 +1,9 @@
 """Passkeys (WebAuthn) for approvers, in one place: enrollment (registration options,
-verifying the browser's answer, enrolling it into the registry file) and decisions
-(a pending approval's statement and challenge, authentication options, the decision
-built from the browser's assertion). See sagacity.passkey_enrollment and
-sagacity.passkey_decisions; the checks themselves are sagacity.passkey_check."""
+verifying the browser's answer, enrolling it into the registry file), decisions (a
+pending approval's statement and challenge, authentication options, the decision built
+from the browser's assertion) and resolutions of dirty state (the same, for an action on
+a saga that needs a human). See sagacity.passkey_enrollment, sagacity.passkey_decisions
+and sagacity.passkey_resolutions; the one check is sagacity.passkey_check."""
 
 from __future__ import annotations
 
@@ -31,6 +32,12 @@ from sagacity.passkey_models import (
     PasskeyMaterialError,
     passkey_key_id,
 )
+from sagacity.passkey_resolutions import (
+    PasskeyResolutionDraft,
+    passkey_resolution,
+    resolution_draft,
+    resolution_options,
+)
 
 __all__ = [
     "AssertionFlags",
@@ -41,6 +48,7 @@ __all__ = [
     "PasskeyFailure",
     "PasskeyMaterialError",
     "PasskeyRegistrationError",
+    "PasskeyResolutionDraft",
     "assertion_from_browser",
     "authentication_options",
     "check_assertion",
@@ -50,7 +58,10 @@ __all__ = [
     "new_challenge",
     "passkey_decision",
     "passkey_key_id",
+    "passkey_resolution",
     "registration_options",
+    "resolution_draft",
+    "resolution_options",
     "statement_challenge",
     "user_handle",
     "verify_registration",

@@ -9,13 +9,18 @@ resolution, and that no signed statement was journaled twice (a statement acts o
 Every outcome in a person's name (EXECUTED or FAILED with an actor) must follow that
 person's RESOLVED for the step, and a reported result must be the one their statement
 hashed: nobody's word passes for the worker's observation, and nobody's word is moved.
+A resolution signed with a passkey carries its WebAuthn assertion beside the statement:
+it is re-checked as the saga checked it (DecisionAudit._passkey_signed, the one passkey
+check), and acts once by its statement's SHA-256 (a new ECDSA signature over the same
+statement is the same statement).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sagacity.decision_statement import RESOLUTION_TYPE, result_digest
+from sagacity.canonical import sha256_hex
+from sagacity.decision_statement import RESOLUTION_TYPE, result_digest, statement_bytes
 from sagacity.entry import JournalEntry
 from sagacity.errors import SagacityError
 from sagacity.phases import Phase
@@ -41,6 +46,16 @@ class ResolutionChecks:
         signature: Any,
         result: dict[str, Any],
         what: str,
+    ) -> bool:
+        raise NotImplementedError
+
+    def _passkey_signed(
+        self,
+        entry: JournalEntry,
+        stmt: dict[str, Any],
+        assertion: Any,
+        signature: Any,
+        result: dict[str, Any],
     ) -> bool:
         raise NotImplementedError
 
@@ -76,6 +91,9 @@ class ResolutionChecks:
                 return
         if result.get("action") in ("happened", "did_not_happen"):
             self._vouched[entry.step] = (entry.actor, stmt)
+        if "passkey" in evidence:
+            self._passkey_resolution(entry, stmt, evidence, result)
+            return
         if signature is None:
             self.unsigned += 1
             if self.registry_seen or result.get("registry") is not None:
@@ -88,6 +106,23 @@ class ResolutionChecks:
             return
         self._signatures.add(str(signature))
         if self._signed_by_actor(entry, stmt, signature, result, "resolution"):
+            self.signed += 1
+
+    def _passkey_resolution(
+        self, entry: JournalEntry, stmt: dict[str, Any], evidence: dict[str, Any],
+        result: dict[str, Any],
+    ) -> None:  # fmt: skip
+        try:
+            once = "passkey:" + sha256_hex(statement_bytes(stmt))
+        except SagacityError:
+            self._problem(entry, "the resolution's statement has no canonical form")
+            return
+        if once in self._signatures:
+            self._problem(entry, "a signed statement journaled twice (a statement acts once)")
+            return
+        self._signatures.add(once)
+        if self._passkey_signed(entry, stmt, evidence.get("passkey"), evidence.get("signature"),
+                                result):  # fmt: skip
             self.signed += 1
 
     def vouched_outcome(self, entry: JournalEntry) -> None:

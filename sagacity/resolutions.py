@@ -18,8 +18,10 @@ NEEDS_HUMAN) instead of closing with a flag. The actions:
 Every action names the saga and the person, and is judged here like an approval: against
 what is dirty now, the saga's resolution policy (who may resolve, their groups, never the
 saga's requester) and, where the worker has an approver registry, a signature over the
-action's statement (sagacity.decision_statement.resolution_statement). Pure: no I/O, no
-clock (times are passed in), so the workflow runs it deterministically.
+action's statement (sagacity.decision_statement.resolution_statement): an Ed25519
+signature, or a passkey's WebAuthn assertion whose challenge is the SHA-256 of that
+statement (sagacity.passkey_resolutions), checked by the one passkey check decisions use.
+Pure: no I/O, no clock (times are passed in), so the workflow runs it deterministically.
 """
 
 from __future__ import annotations
@@ -47,10 +49,11 @@ from sagacity.approval_models import (
 )
 from sagacity.approval_policy import MAX_NAMES
 from sagacity.bounds import MAX_ARGS_BYTES, check_value
-from sagacity.canonical import canonical_bytes
-from sagacity.decision_statement import resolution_statement, result_digest
+from sagacity.canonical import canonical_bytes, sha256_hex
+from sagacity.decision_statement import resolution_statement, result_digest, statement_bytes
 from sagacity.errors import SagacityError
 from sagacity.lookalikes import skeleton
+from sagacity.passkey_models import PasskeyAssertion
 from sagacity.registry import KeyLookup
 from sagacity.signed_checks import SignedClaim, check_signed
 
@@ -137,10 +140,20 @@ class Resolution(BaseModel):
     issued_at: IssuedAt | None = None
     key_id: KeyId | None = None
     signature: Signature | None = None
+    passkey: PasskeyAssertion | None = None
+    """A passkey's WebAuthn assertion over the statement, instead of `signature`."""
 
     @property
     def signed(self) -> bool:
-        return self.signature is not None or self.key_id is not None
+        return self.signature is not None or self.key_id is not None or self.passkey is not None
+
+    def acts_once_as(self) -> str | None:
+        """What makes a signed statement act once: its Ed25519 signature, or for a passkey
+        the SHA-256 of the statement it signs (an ECDSA passkey signs one statement with
+        ever new signatures, so the statement, not the signature, is what is spent)."""
+        if self.passkey is not None:
+            return "passkey:" + sha256_hex(statement_bytes(self.statement()))
+        return self.signature
 
     def statement(self) -> dict[str, Any]:
         """The statement this action's signature must cover."""
@@ -157,10 +170,19 @@ class Resolution(BaseModel):
         )
 
 
-def parse_resolution(raw: object) -> Resolution | Refusal:
-    """A raw signal or update body as a resolution, or a MALFORMED refusal naming the field."""
+def parse_resolution(raw: object, *, passkeys: bool = True) -> Resolution | Refusal:
+    """A raw signal or update body as a resolution, or a MALFORMED refusal naming the field.
+    With `passkeys` False (a saga started before passkey resolutions existed), a body
+    carrying a passkey assertion is refused PASSKEYS_NOT_ENABLED, never judged."""
     if not isinstance(raw, Mapping):
         return _malformed(f"the resolution is a {type(raw).__name__}, not a JSON object")
+    if not passkeys and "passkey" in raw:
+        return Refusal(
+            reason=RefusalReason.PASSKEYS_NOT_ENABLED,
+            detail="this saga began waiting before passkey resolutions existed, so it counts "
+            "only Ed25519-signed (or unsigned) resolutions; resolve with `sagacity resolve "
+            "--key`",
+        )
     try:
         check_value(raw.get("result"), "field 'result'", max_bytes=MAX_ARGS_BYTES)
         # What is signed, hashed and journaled must have one canonical form (no NaN, no
@@ -247,6 +269,7 @@ def judge_resolution(view: DeskView, action: Resolution, context: ResolutionCont
             signature=action.signature,
             issued_at=action.issued_at,
             signed=action.signed,
+            passkey=action.passkey,
         ),
         context.lookup,
         now=context.now,

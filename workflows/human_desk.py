@@ -12,7 +12,9 @@ second is judged against what the first left.
 A signed resolution asks the pinned worker about its key (a local activity, recorded,
 so the judgement replays as made); an unsigned one is judged with the registry answer
 the saga took when it began waiting. Its refusal number is taken before the key is
-asked for, in arrival order, as for decisions.
+asked for, in arrival order, as for decisions. Sagas that carry the PASSKEY_RESOLUTIONS
+patch also count a resolution signed with a passkey (its WebAuthn assertion over the
+statement, checked as a decision's is) and journal the assertion with it.
 """
 
 from __future__ import annotations
@@ -48,6 +50,10 @@ RESOLVE = "resolve"
 """Name of the update and of the signal that carry a resolution."""
 HUMAN_WAIT = "needs-human-wait"
 """Patch id: sagas that wait for a person when dirty, instead of closing flagged."""
+PASSKEY_RESOLUTIONS = "passkey-resolutions"
+"""Patch id: sagas that count resolutions signed with a passkey (a WebAuthn assertion in
+`passkey`, instead of an Ed25519 `signature`). Earlier ones refuse such a resolution
+PASSKEYS_NOT_ENABLED, as they then refused it MALFORMED, and never act on it."""
 MAX_ACTIONS = 200
 """Accepted actions a saga takes (retries included); beyond them only an acceptance is
 taken, so the result that lists every action, and the history, stay bounded."""
@@ -75,9 +81,10 @@ class Queued:
 
     def evidence(self) -> dict[str, Any]:
         """What an offline auditor needs beside the statement: the registry version and
-        the key it was checked with (as decisions journal theirs)."""
+        the key it was checked with (as decisions journal theirs); for a passkey, its
+        credential (RP, origins) and what the authenticator said (user verified, counter)."""
         key = self.key if self.action.signed else None
-        return {
+        evidence: dict[str, Any] = {
             "registry": self.registry,
             "key": (
                 {"key_id": key.key_id, "public_key": key.public_key, "approver": key.approver}
@@ -85,6 +92,25 @@ class Queued:
                 else None
             ),
         }
+        passkey = self.action.passkey
+        if passkey is not None:
+            flags = passkey.flags()
+            evidence["passkey"] = {
+                "user_verified": flags.user_verified,
+                "sign_count": flags.sign_count,
+            }
+            if key is not None and key.passkey is not None:
+                evidence["key"]["passkey"] = key.passkey.model_dump(mode="json")
+        return evidence
+
+    def signed_input(self) -> dict[str, Any]:
+        """The RESOLVED entry's input: the statement and its signature, and for a passkey
+        the assertion itself (what verify-file checks again)."""
+        action = self.action
+        signed: dict[str, Any] = {"statement": action.statement(), "signature": action.signature}
+        if action.passkey is not None:
+            signed["passkey"] = action.passkey.model_dump(mode="json")
+        return signed
 
     @property
     def step(self) -> int | None:
@@ -114,6 +140,7 @@ class HumanDesk:
         self.rolled_back = rolled_back
         """The gate's registry high-water check, shared: one mark per saga."""
         self._enabled: bool | None = None
+        self._passkeys = False
         self.waiting_since: datetime | None = None
         self.deadline: datetime | None = None
         self.registry: KeyLookup | None = None
@@ -135,6 +162,7 @@ class HumanDesk:
         Asked in a run's first activation, before any await, like every patch."""
         if self._enabled is None:
             self._enabled = workflow.patched(HUMAN_WAIT)
+            self._passkeys = self._enabled and workflow.patched(PASSKEY_RESOLUTIONS)
         return self._enabled
 
     @property
@@ -213,7 +241,9 @@ class HumanDesk:
     async def _judged(self, raw: Any) -> tuple[Queued | Refusal, Ticket | None]:
         lookup, ticket = self.registry, None
         if isinstance(raw, dict) and (
-            field(raw, "key_id", str) is not None or field(raw, "signature", str) is not None
+            field(raw, "key_id", str) is not None
+            or field(raw, "signature", str) is not None
+            or (self._passkeys and "passkey" in raw)
         ):
             ticket = self._ticket(raw)
             key_id = field(raw, "key_id", str)
@@ -225,7 +255,7 @@ class HumanDesk:
             rolled_back = self.rolled_back(lookup)
             if rolled_back is not None:
                 return rolled_back, ticket
-        parsed = parse_resolution(raw)
+        parsed = parse_resolution(raw, passkeys=self._passkeys)
         if isinstance(parsed, Refusal):
             return parsed, ticket
         context = ResolutionContext(
@@ -247,11 +277,12 @@ class HumanDesk:
                 "(close --accept) or let its deadline close it"
             )
             return Refusal(reason=RefusalReason.TOO_MANY_ACTIONS, detail=limit), ticket
-        if parsed.signature is not None:
-            if parsed.signature in self._signatures:
+        once = parsed.acts_once_as()
+        if once is not None:
+            if once in self._signatures:
                 replayed = "this signed statement was already acted on; sign a new one"
                 return Refusal(reason=RefusalReason.STALE_STATEMENT, detail=replayed), ticket
-            self._signatures.add(parsed.signature)
+            self._signatures.add(once)
         self._count += 1
         actor = verdict.approver or parsed.actor
         registry = lookup.registry_ref if lookup is not None else None

@@ -223,6 +223,7 @@ class HumanWait:
                 actor=queued.actor,
                 statement=action.statement(),
                 signature=action.signature,
+                passkey=queued.signed_input().get("passkey"),
                 result=action.result,
                 reason=action.reason,
                 evidence=queued.evidence(),
@@ -329,7 +330,7 @@ class HumanWait:
                 attempt=self.desk.next_attempt(step),
                 tool=tool,
                 actor=queued.actor,
-                input={"statement": action.statement(), "signature": action.signature},
+                input=queued.signed_input(),
                 result=result,
             )
         )
