@@ -1,0 +1,218 @@
+"""A failed refund resolved with a passkey, end to end on the dev server: the worker has
+an approver registry, the refund provider is down longer than the compensation's
+retries, the saga waits in NEEDS_HUMAN. A passkey of a person outside the resolvers'
+group and another statement's assertion are refused and journaled; olivia's passkey,
+once the provider is back, retries the refund and the saga compensates. The assertion is
+journaled with the RESOLVED entry; the history replays (patch passkey-resolutions);
+`verify-file` re-checks the assertion offline and names an edited one."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.testing import WorkflowEnvironment
+from typer.testing import CliRunner
+
+from sagacity.audit import entry_line
+from sagacity.canonical import canonical_text
+from sagacity.chain import verify_chain
+from sagacity.entry import JournalEntry
+from sagacity.examples.orders import Shop
+from sagacity.passkeys import (
+    enroll_passkey,
+    new_challenge,
+    passkey_resolution,
+    registration_options,
+    resolution_draft,
+    resolution_options,
+    verify_registration,
+)
+from sagacity.phases import Phase, SagaStatus
+from sagacity.registry import ApproverRegistry, EnrolledKey
+from sagacity.signing import SigningKey
+from sagacity.stores import JournalStore
+from sagacity.toolbox import Toolbox
+from sagacity.worker.app import new_worker
+from sagacity.worker.cli import app
+from sagacity.worker.client import saga_result
+from sagacity.worker.saga_client import SagaClient
+from sagacity.workflows.human_desk import PASSKEY_RESOLUTIONS
+from sagacity.workflows.models import ResolutionPolicy, ResolutionResult, SagaInput, SagaView
+
+from ..passkeys.soft_authenticator import SoftAuthenticator
+from ..passkeys.test_passkey_replay import PASSKEY_RESOLUTION_HISTORIES, replay_failure
+from ..workflows.helpers import CHARGE, SHIP_FAILS, entries_of, eventually
+from ..workflows.test_replay import _patches
+from .test_signed_resolutions import _rehash
+
+pytestmark = pytest.mark.timeout(120)
+ORIGIN = "http://localhost:8766"
+
+
+@dataclass
+class Desk:
+    client: Client
+    store: JournalStore
+    shop: Shop
+    queue: str
+    registry_file: Path
+    devices: dict[str, SoftAuthenticator]
+    passkeys: dict[str, EnrolledKey]
+    rita: SigningKey
+
+    def saga_client(self, signer: SigningKey | None = None) -> SagaClient:
+        return SagaClient(self.client, task_queue=self.queue, signer=signer)
+
+    def body(self, who: str, saga_id: str, **fields: Any) -> dict[str, Any]:
+        """`who`'s passkey resolution, as the inbox builds it (draft, options, assertion)."""
+        key, device = self.passkeys[who], self.devices[who]
+        draft = resolution_draft(saga_id=saga_id, key=key, **fields)
+        challenge = resolution_options(draft, key)["challenge"]
+        return passkey_resolution(draft, device.get(challenge, ORIGIN, "localhost"))
+
+
+def _enroll(path: Path, device: SoftAuthenticator, who: str, groups: list[str]) -> EnrolledKey:
+    challenge = new_challenge()
+    options = registration_options(
+        approver=who, rp_id="localhost", rp_name="t", challenge=challenge
+    )
+    key = verify_registration(
+        device.create(options, ORIGIN), approver=who, challenge=challenge, rp_id="localhost",
+        origins=[ORIGIN], valid_from=datetime.now(UTC) - timedelta(hours=1), groups=groups,
+    )  # fmt: skip
+    enroll_passkey(path, key)
+    return key
+
+
+@pytest.fixture
+async def desk(
+    temporal_env: WorkflowEnvironment, journal: JournalStore, tmp_path: Path
+) -> AsyncIterator[Desk]:
+    rita = SigningKey.generate("rita")  # the requester, with an Ed25519 key
+    path = tmp_path / "approvers.json"
+    since = datetime.now(UTC) - timedelta(hours=1)
+    ApproverRegistry().enroll("rita", rita.public_key, valid_from=since, groups=["ops"]).save(path)
+    devices = {"olivia": SoftAuthenticator(), "alice": SoftAuthenticator(algorithm=-8)}
+    passkeys = {
+        "olivia": _enroll(path, devices["olivia"], "olivia", ["ops"]),
+        "alice": _enroll(path, devices["alice"], "alice", ["finance"]),
+    }
+    shop = Shop(tmp_path / "shop.db")
+    queue = f"passkey-dirty-{uuid.uuid4().hex[:8]}"
+    worker = new_worker(
+        temporal_env.client, store=journal, toolbox=Toolbox.build(shop), task_queue=queue,
+        approvers=path,
+    )  # fmt: skip
+    async with worker:
+        yield Desk(temporal_env.client, journal, shop, queue, path, devices, passkeys, rita)
+
+
+async def test_a_failed_refund_is_resolved_with_a_passkey_and_verify_file_checks_it(
+    desk: Desk, tmp_path: Path
+) -> None:
+    desk.shop.set_fault("refund")
+    saga_id = f"passkey-refund-{uuid.uuid4().hex[:8]}"
+    inp = SagaInput(
+        plan=[CHARGE, SHIP_FAILS], compensation_attempts=1,
+        resolution=ResolutionPolicy(groups=["ops"]),
+    )  # fmt: skip
+    handle = await desk.saga_client(desk.rita).start(inp, saga_id=saga_id)
+
+    async def needs_human() -> SagaView | None:
+        view = await desk.saga_client().status(saga_id)
+        return view if view.status is SagaStatus.NEEDS_HUMAN else None
+
+    view = await eventually(needs_human, 60)
+    assert [(d.step, d.kind) for d in view.dirty] == [(1, "COMPENSATION_FAILED")]
+    retry = {"action": "retry_compensation", "step": 1, "reason": "the PSP is back"}
+
+    async def refused(body: dict[str, Any]) -> str:
+        with pytest.raises(WorkflowUpdateFailedError) as caught:
+            await handle.execute_update("resolve", body)
+        cause: Any = caught.value.cause
+        return str(cause.details[0])
+
+    # alice's passkey is good, but resolving needs ops.
+    assert await refused(desk.body("alice", saga_id, **retry)) == "NOT_IN_GROUP"
+    # olivia's assertion over another statement (her reason), moved onto this one.
+    signed = desk.body("olivia", saga_id, **{**retry, "reason": "rita said so"})
+    assert await refused({**signed, "reason": "the PSP is back"}) == "WRONG_CHALLENGE"
+    # ...and over another saga's statement.
+    assert await refused({**desk.body("olivia", "another-saga", **retry),
+                          "saga_id": saga_id}) == "WRONG_CHALLENGE"  # fmt: skip
+    refusals = entries_of(desk.store, saga_id, "RESOLUTION_REFUSED")
+    assert [(e.error or "").split(":")[0] for e in refusals] == [
+        "NOT_IN_GROUP", "WRONG_CHALLENGE", "WRONG_CHALLENGE"
+    ]  # fmt: skip
+    assert "'alice'" in (refusals[0].error or "")
+    assert "passkey" in refusals[0].input  # the refused assertion is kept as evidence
+    assert [c["refunded"] for c in desk.shop.charges()] == [False]
+
+    desk.shop.clear_fault("refund")
+    done = await handle.execute_update(
+        "resolve", desk.body("olivia", saga_id, **retry), result_type=ResolutionResult
+    )
+    assert (done.actor, done.outcome, done.dirty) == ("olivia", "compensated", [])
+    assert (await saga_result(handle)).status is SagaStatus.COMPENSATED
+    assert [c["refunded"] for c in desk.shop.charges()] == [True]
+
+    history = await desk.client.get_workflow_handle(saga_id).fetch_history()
+    assert PASSKEY_RESOLUTIONS in _patches(history.to_json())
+    assert await replay_failure(history) is None
+    if os.environ.get("SAGACITY_RECORD_PASSKEY_HISTORY"):  # re-record the committed history
+        PASSKEY_RESOLUTION_HISTORIES.mkdir(exist_ok=True)
+        for old in PASSKEY_RESOLUTION_HISTORIES.glob("*.json"):
+            old.unlink()
+        (PASSKEY_RESOLUTION_HISTORIES / f"{saga_id}.json").write_text(history.to_json() + "\n")
+
+    entries = list(desk.store.entries(saga_id))
+    at = next(i for i, e in enumerate(entries) if e.phase is Phase.RESOLVED)
+    resolved = entries[at]
+    evidence, outcome = json.loads(resolved.input_json), json.loads(resolved.result_json)
+    olivia = desk.passkeys["olivia"]
+    assert resolved.actor == "olivia" and evidence["signature"] is None
+    assert evidence["statement"]["key_id"] == olivia.key_id
+    assert evidence["passkey"]["credential_id"] == olivia.passkey.credential_id  # type: ignore[union-attr]
+    assert outcome["passkey"] == {"user_verified": True, "sign_count": 0}
+    assert outcome["key"]["passkey"]["origins"] == [ORIGIN]
+
+    runner, export = CliRunner(), tmp_path / "export.jsonl"
+
+    def verify(rows: list[JournalEntry], *, registry: bool = True) -> Any:
+        export.write_text("".join(entry_line(e) + "\n" for e in rows), encoding="utf-8")
+        given = ["--approvers", str(desk.registry_file)] if registry else []
+        return runner.invoke(app, ["verify-file", str(export), *given])
+
+    ok = verify(entries)
+    assert ok.exit_code == 0, ok.output
+    assert "2 verified against the approver registry" in ok.output  # rita's start, olivia
+    journaled = verify(entries, registry=False)  # with the credential journaled
+    assert journaled.exit_code == 0 and "2 verified with the keys journaled" in journaled.output
+
+    # One byte of the journaled assertion's signature changed, every hash after it
+    # recomputed: the chain cannot tell, the passkey check can.
+    sig = evidence["passkey"]["signature"]
+    evidence["passkey"]["signature"] = sig[:6] + ("A" if sig[6] != "A" else "B") + sig[7:]
+    forged = _rehash(entries, at, input_json=canonical_text(evidence))
+    assert verify_chain(saga_id, forged).ok
+    bad = verify(forged)
+    assert bad.exit_code == 1, bad.output
+    assert f"seq {resolved.seq}" in bad.output and "BAD_SIGNATURE" in bad.output
+    assert verify(forged, registry=False).exit_code == 1
+    # The assertion stripped (the entry then reads as unsigned): a registry saga's
+    # resolution must be signed.
+    stripped = {k: v for k, v in json.loads(resolved.input_json).items() if k != "passkey"}
+    bare = verify(_rehash(entries, at, input_json=canonical_text(stripped)))
+    assert bare.exit_code == 1 and "unsigned resolution" in bare.output
+    # The same statement journaled twice acts twice: caught.
+    twice = _rehash([*entries[: at + 1], entries[at], *entries[at + 1 :]], at + 1)
+    assert "journaled twice" in verify(twice).output
