@@ -13,14 +13,7 @@ from typing import Annotated
 
 import typer
 
-from sagacity.worker.cli_common import (
-    KeyFile,
-    global_options,
-    load_signer,
-    run,
-    say,
-    settings_of,
-)
+from sagacity.worker.cli_common import global_options, run, say, settings_of
 
 __all__ = ["inbox"]
 
@@ -57,14 +50,12 @@ def inbox(
             help="approver registry file passkeys are enrolled into \\[env: SAGACITY_APPROVERS]"
         ),
     ] = None,
-    key: KeyFile = None,
 ) -> None:
-    """Serve the approval inbox: pending approvals decided with passkeys, and sagas that
-    need a human, in a browser."""
+    """Serve the approval inbox: pending approvals decided, and dirty sagas resolved, with
+    each person's passkey, in a browser."""
     from sagacity.worker.inbox.server import InboxOptions, serve_inbox
 
     settings = settings_of(ctx)
-    signer, _ = load_signer(key, None, "--key")
     registry = approvers or settings.approvers
     options = InboxOptions(
         host=host,
@@ -72,7 +63,6 @@ def inbox(
         allow_remote=allow_remote,
         origin=origin,
         temporal_ui=temporal_ui or settings.temporal_ui_url,
-        signer=signer,
         registry=Path(registry) if registry else None,
     )
     run(serve_inbox(options, settings, say))

@@ -117,8 +117,8 @@ async def stack(
 ) -> AsyncIterator[InboxStack]:
     """A registry (alice in finance, mallory in ops, bob who starts the sagas: a signed
     requester, since the worker has a registry; all with Ed25519 keys), a worker
-    judging with it, and the inbox over the CLI's SagaClient, its resolutions signed
-    with alice's key (`sagacity inbox --key`)."""
+    judging with it, and the inbox over the CLI's SagaClient (decisions and resolutions
+    are signed there with the passkeys the tests enroll)."""
     workdir = tmp_path_factory.mktemp("inbox")
     keys = {name: SigningKey.generate(name) for name in ("alice", "mallory", "bob")}
     since = datetime.now(UTC) - timedelta(minutes=5)
@@ -146,7 +146,6 @@ async def stack(
                 port=free_port(),
                 temporal_ui="http://127.0.0.1:8233",
                 registry=registry_path,
-                signer=keys["alice"],
             )
             source = SagaSource(client, temporal_ui=options.temporal_ui)
             async with start_inbox(options, source=source) as running:

@@ -2,7 +2,9 @@
 wire, approves it with the passkey, the saga completes, and `verify-file` on the saga's
 export re-checks the passkey's signature offline; a passkey of an approver the step does
 not allow is refused by the saga and journaled; an IBAN holding a Cyrillic letter is
-flagged; a saga that needs a human is resolved from the page.
+flagged; a saga that needs a human is resolved from the page with a passkey (a passkey of
+someone its resolution policy does not allow refused first), and `verify-file` re-checks
+the resolution's assertion.
 
 Everything is real: the session's Temporal dev server, a worker judging with the
 approver registry, the inbox on uvicorn, Chromium with a virtual authenticator. The
@@ -27,7 +29,7 @@ from sagacity.entry import JournalEntry
 from sagacity.phases import Phase, SagaStatus
 from sagacity.registry import ApproverRegistry
 from sagacity.worker.cli import app
-from sagacity.workflows.models import SagaInput, ToolCall
+from sagacity.workflows.models import ResolutionPolicy, SagaInput, ToolCall
 
 from ..workflows.helpers import entries_of, eventually
 from .conftest import Browser, InboxStack, screenshot, screenshot_on_failure
@@ -242,7 +244,7 @@ async def test_an_iban_holding_a_cyrillic_letter_is_flagged(
 
 
 async def test_a_saga_needing_a_human_is_resolved_from_the_page(
-    browser: Browser, stack: InboxStack
+    browser: Browser, stack: InboxStack, tmp_path: Path
 ) -> None:
     from playwright.async_api import expect
 
@@ -252,29 +254,64 @@ async def test_a_saga_needing_a_human_is_resolved_from_the_page(
     charge = ToolCall(tool="charge_card", args={"amount": 2_500, "currency": "EUR"})
     ship = ToolCall(tool="ship_order", args={"address": "Main St 1", "fail": True})
     await stack.starter.start(
-        SagaInput(plan=[charge, ship], compensation_attempts=2), saga_id=saga_id
-    )
+        SagaInput(
+            plan=[charge, ship], compensation_attempts=2,
+            resolution=ResolutionPolicy(groups=["finance"]),
+        ),
+        saga_id=saga_id,
+    )  # fmt: skip
+    alice = await passkey_of(browser, stack, "alice")  # finance
+    mallory = await passkey_of(browser, stack, "mallory")  # ops
 
     async def needs_human() -> bool:
         return saga_id in {i.summary.saga_id for i in await stack.client.needing_human()}
 
     await eventually(needs_human, timeout=60)
-    stack.shop.clear_fault("refund")  # the provider is back: retry the refund
-    async with screenshot_on_failure(page, "dirty"):
+
+    async def retry(key_id: str) -> None:
         await page.goto(stack.url + "/dirty")
         saga = page.locator(f"section[data-saga='{saga_id}']")
         await expect(saga).to_contain_text("COMPENSATION_FAILED")
-        await expect(page.locator("#resolver")).to_have_text("alice")
-        await screenshot(page, "needs-human", docs=True)
+        await page.select_option("#resolve-passkey", key_id)
         step = saga.locator(".dirty-step[data-step='1']")
         await step.locator("input[name=reason]").last.fill("the provider is back")
         await step.get_by_role("button", name="Retry the compensation").click()
+
+    async with screenshot_on_failure(page, "dirty"):
+        await page.goto(stack.url + "/dirty")
+        await expect(page.locator("input[name=actor]")).to_have_count(0)  # no name, no shared key
+        await screenshot(page, "needs-human", docs=True)
+        await retry(mallory)  # a passkey of ops: the saga's policy needs finance
+        await expect(page.locator("#refusal-reason")).to_have_text("NOT_IN_GROUP")
+        await expect(page.locator("#error")).to_contain_text("the saga journaled this refusal")
+    (refused,) = entries_of(stack.store, saga_id, Phase.RESOLUTION_REFUSED.value)
+    assert "NOT_IN_GROUP" in (refused.error or "") and "'mallory'" in (refused.error or "")
+    assert refused.input["key_id"] == mallory and refused.input["passkey"]["signature"]
+    assert [c["refunded"] for c in stack.shop.charges() if c["amount"] == 2_500] == [False]
+
+    stack.shop.clear_fault("refund")  # the provider is back: finance retries the refund
+    async with screenshot_on_failure(page, "resolve"):
+        await retry(alice)
         await expect(page.locator("#result")).to_be_visible()
         await expect(page.locator("#outcome")).to_contain_text("compensated")
         await expect(page.locator("#still-dirty")).to_have_text("nothing")
+        await expect(page.locator("[data-verify=ok]")).to_be_visible()
         await screenshot(page, "resolved", docs=True)
     result = await stack.client.result(saga_id)
     assert result.status is SagaStatus.COMPENSATED
     (resolved,) = entries_of(stack.store, saga_id, Phase.RESOLVED.value)
     assert resolved.actor == "alice"
-    assert stack.client.verify(saga_id).ok
+    signed = json.loads(resolved.input_json)
+    assert signed["statement"]["key_id"] == alice and signed["signature"] is None
+    assert signed["statement"]["reason"] == "the provider is back"
+    assert signed["passkey"]["client_data_json"]
+
+    # Offline: verify-file re-checks the resolution's passkey assertion (and bob's claim).
+    export = tmp_path / "dirty.jsonl"
+    runner = CliRunner()
+    ran = runner.invoke(app, ["export", saga_id, "--out", str(export), "--journal",
+                              stack.store.url])  # fmt: skip
+    assert ran.exit_code == 0, ran.output
+    ran = runner.invoke(app, ["verify-file", str(export), "--approvers", str(stack.registry)])
+    assert ran.exit_code == 0, ran.output
+    assert "signatures: 2 verified against the approver registry; 0 unsigned" in ran.output

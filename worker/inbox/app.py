@@ -32,7 +32,6 @@ from starlette.templating import Jinja2Templates
 from sagacity.approval_models import is_sha256_hex
 from sagacity.errors import SagacityError
 from sagacity.registry import ApproverRegistry, EnrolledKey
-from sagacity.signing import SigningKey
 from sagacity.visible import visible
 from sagacity.worker import client as api
 from sagacity.worker.client_resolutions import ResolutionRefusedError
@@ -69,8 +68,6 @@ class InboxConfig:
     https: bool = False
     enroll_code: str = field(default_factory=lambda: _new_code(), repr=False)
     """Asked by the enrollment page; `sagacity inbox` prints it on its terminal."""
-    signer: SigningKey | None = field(default=None, repr=False)
-    """The key resolutions are signed with (`sagacity inbox --key`), as the CLI's --key."""
 
 
 def _new_code() -> str:
@@ -159,7 +156,17 @@ def _passkeys(config: InboxConfig) -> tuple[list[EnrolledKey], str]:
 
 
 async def dirty_page(request: Request) -> Response:
-    return render(request, "dirty.html", dirty=await source_of(request).dirty())
+    """Sagas needing a human, with their actions: signed with the person's passkey where
+    the inbox has a registry, else sent under the name they give."""
+    config: InboxConfig = request.app.state.config
+    passkeys, problem = _passkeys(config) if config.registry is not None else ([], "")
+    return render(
+        request,
+        "dirty.html",
+        dirty=await source_of(request).dirty(),
+        passkeys=passkeys,
+        passkeys_problem=problem,
+    )
 
 
 async def journal_page(request: Request) -> Response:
@@ -234,7 +241,7 @@ def create_app(
     """The app over `source` (opened and closed by the caller: worker.inbox.server)."""
     from sagacity.worker.inbox.decisions import decision_routes
     from sagacity.worker.inbox.enrollment import enrollment_routes
-    from sagacity.worker.inbox.resolutions import resolution_routes
+    from sagacity.worker.inbox.resolutions import DraftShelf, resolution_routes
 
     routes = [
         Route("/", inbox),
@@ -268,6 +275,7 @@ def create_app(
     )
     app.state.config = config
     app.state.source = source
+    app.state.resolution_drafts = DraftShelf()
     app.state.code_tries = 0
     return app
 

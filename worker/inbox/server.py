@@ -18,7 +18,6 @@ from pathlib import Path
 import uvicorn
 
 from sagacity.errors import SagacityError
-from sagacity.signing import SigningKey
 from sagacity.stores import open_store
 from sagacity.worker.client import connect
 from sagacity.worker.inbox.app import InboxConfig, create_app
@@ -44,7 +43,6 @@ class InboxOptions:
     origin: str | None = None
     """The address people open, for WebAuthn (default http://localhost:PORT)."""
     temporal_ui: str | None = None
-    signer: SigningKey | None = None
     registry: Path | None = None
 
 
@@ -76,7 +74,6 @@ def inbox_config(options: InboxOptions) -> InboxConfig:
         hosts=LOOPBACK_HOSTS | {rp_id},
         registry=options.registry,
         https=scheme == "https",
-        signer=options.signer,
     )
 
 

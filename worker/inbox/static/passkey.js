@@ -1,6 +1,6 @@
 // sagacity inbox: the WebAuthn calls, and nothing else. The server builds what is
-// signed (the decision statement, or the registration options); this file only hands
-// them to the browser's authenticator and posts its answer back.
+// signed (a decision's or a resolution's statement, or the registration options); this
+// file only hands them to the browser's authenticator and posts its answer back.
 "use strict";
 
 function say(text, bad) {
@@ -40,6 +40,26 @@ async function decide(form, approve) {
   window.location.assign(done.next);
 }
 
+async function resolveWithPasskey(form) {
+  const base = "/sagas/" + form.dataset.saga + "/resolve";
+  const csrf = form.dataset.csrf;
+  const value = (name) => (form.elements[name] ? form.elements[name].value : "");
+  say("asking your passkey to sign this action…", false);
+  const draft = await post(base + "/draft", csrf, {
+    key_id: document.getElementById("resolve-passkey").value,
+    action: value("action"),
+    step: value("step"),
+    steps: value("steps"),
+    result: value("result"),
+    reason: value("reason"),
+  });
+  const publicKey = PublicKeyCredential.parseRequestOptionsFromJSON(draft.options);
+  const credential = await navigator.credentials.get({ publicKey: publicKey });
+  say("sending the signed action to the saga…", false);
+  const done = await post(base + "/finish", csrf, { credential: credential.toJSON() });
+  window.location.assign(done.next);
+}
+
 async function enroll(form) {
   const csrf = form.dataset.csrf;
   say("asking your authenticator for a new passkey…", false);
@@ -66,6 +86,9 @@ if (decisionForm) {
     const button = document.getElementById(id);
     button.addEventListener("click", guard(() => decide(decisionForm, button.dataset.approve === "true")));
   }
+}
+for (const form of document.querySelectorAll("form.passkey-action")) {
+  form.addEventListener("submit", guard(() => resolveWithPasskey(form)));
 }
 const enrollForm = document.getElementById("enroll-form");
 if (enrollForm) {
