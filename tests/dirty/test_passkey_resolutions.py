@@ -4,7 +4,8 @@ retries, the saga waits in NEEDS_HUMAN. A passkey of a person outside the resolv
 group and another statement's assertion are refused and journaled; olivia's passkey,
 once the provider is back, retries the refund and the saga compensates. The assertion is
 journaled with the RESOLVED entry; the history replays (patch passkey-resolutions);
-`verify-file` re-checks the assertion offline and names an edited one."""
+`verify-file` re-checks the assertion offline and names an edited one. And an unknown
+outcome vouched for with a passkey (`happened`, recorded by the worker's activity)."""
 
 from __future__ import annotations
 
@@ -50,9 +51,10 @@ from sagacity.workflows.models import ResolutionPolicy, ResolutionResult, SagaIn
 
 from ..passkeys.soft_authenticator import SoftAuthenticator
 from ..passkeys.test_passkey_replay import PASSKEY_RESOLUTION_HISTORIES, replay_failure
-from ..workflows.helpers import CHARGE, SHIP_FAILS, entries_of, eventually
+from ..workflows.helpers import CHARGE, RESERVE, SHIP_FAILS, entries_of, eventually
 from ..workflows.test_replay import _patches
-from .test_signed_resolutions import _rehash
+from .test_signed_resolutions import PAY, _audit, _rehash
+from .toolkit import HangingLedger
 
 pytestmark = pytest.mark.timeout(120)
 ORIGIN = "http://localhost:8766"
@@ -63,6 +65,7 @@ class Desk:
     client: Client
     store: JournalStore
     shop: Shop
+    ledger: HangingLedger
     queue: str
     registry_file: Path
     devices: dict[str, SoftAuthenticator]
@@ -106,14 +109,22 @@ async def desk(
         "olivia": _enroll(path, devices["olivia"], "olivia", ["ops"]),
         "alice": _enroll(path, devices["alice"], "alice", ["finance"]),
     }
-    shop = Shop(tmp_path / "shop.db")
+    shop, ledger = Shop(tmp_path / "shop.db"), HangingLedger(tmp_path / "ledger.db")
     queue = f"passkey-dirty-{uuid.uuid4().hex[:8]}"
     worker = new_worker(
-        temporal_env.client, store=journal, toolbox=Toolbox.build(shop), task_queue=queue,
-        approvers=path,
+        temporal_env.client, store=journal, toolbox=Toolbox.build(shop, ledger),
+        task_queue=queue, approvers=path,
     )  # fmt: skip
     async with worker:
-        yield Desk(temporal_env.client, journal, shop, queue, path, devices, passkeys, rita)
+        yield Desk(temporal_env.client, journal, shop, ledger, queue, path, devices, passkeys, rita)
+
+
+async def needs_human(desk: Desk, saga_id: str) -> SagaView:
+    async def probe() -> SagaView | None:
+        view = await desk.saga_client().status(saga_id)
+        return view if view.status is SagaStatus.NEEDS_HUMAN else None
+
+    return await eventually(probe, 60)
 
 
 async def test_a_failed_refund_is_resolved_with_a_passkey_and_verify_file_checks_it(
@@ -127,11 +138,7 @@ async def test_a_failed_refund_is_resolved_with_a_passkey_and_verify_file_checks
     )  # fmt: skip
     handle = await desk.saga_client(desk.rita).start(inp, saga_id=saga_id)
 
-    async def needs_human() -> SagaView | None:
-        view = await desk.saga_client().status(saga_id)
-        return view if view.status is SagaStatus.NEEDS_HUMAN else None
-
-    view = await eventually(needs_human, 60)
+    view = await needs_human(desk, saga_id)
     assert [(d.step, d.kind) for d in view.dirty] == [(1, "COMPENSATION_FAILED")]
     retry = {"action": "retry_compensation", "step": 1, "reason": "the PSP is back"}
 
@@ -216,3 +223,42 @@ async def test_a_failed_refund_is_resolved_with_a_passkey_and_verify_file_checks
     # The same statement journaled twice acts twice: caught.
     twice = _rehash([*entries[: at + 1], entries[at], *entries[at + 1 :]], at + 1)
     assert "journaled twice" in verify(twice).output
+
+
+async def test_an_unknown_outcome_vouched_for_with_a_passkey_is_recorded_and_undone(
+    desk: Desk,
+) -> None:
+    """`happened`, signed with a passkey: the activity that records it journals RESOLVED
+    with the assertion and EXECUTED in olivia's name with the result her statement
+    hashed; the payment is voided; the audit checks both, and catches the result moved."""
+    saga_id = f"passkey-unknown-{uuid.uuid4().hex[:8]}"
+    inp = SagaInput(
+        plan=[RESERVE, PAY], tool_timeout_seconds=2, tool_heartbeat_timeout_seconds=1,
+        resolution=ResolutionPolicy(groups=["ops"]),
+    )  # fmt: skip
+    handle = await desk.saga_client(desk.rita).start(inp, saga_id=saga_id)
+    view = await needs_human(desk, saga_id)
+    assert [(d.step, d.kind) for d in view.dirty] == [(2, "UNKNOWN_OUTCOME")]
+    said = {"action": "happened", "step": 2, "result": {"psp": "pay_77"}, "reason": "PSP"}
+    done = await handle.execute_update(
+        "resolve", desk.body("olivia", saga_id, **said), result_type=ResolutionResult
+    )
+    assert (done.actor, done.outcome) == ("olivia", "compensated")
+    assert (await saga_result(handle)).status is SagaStatus.COMPENSATED
+    assert desk.ledger.payments()[0]["voided"] is True
+
+    entries = list(desk.store.entries(saga_id))
+    at = next(i for i, e in enumerate(entries) if e.phase is Phase.RESOLVED)
+    resolved, executed = entries[at], entries[at + 1]
+    assert resolved.input["passkey"]["signature"] and resolved.input["signature"] is None
+    assert (executed.phase, executed.actor, executed.result) == (
+        Phase.EXECUTED, "olivia", {"psp": "pay_77"}
+    )  # fmt: skip
+    registry = ApproverRegistry.load(desk.registry_file)
+    audit = _audit(entries, registry)
+    assert audit.ok and audit.signed == 2, audit.problems  # rita's start, olivia's word
+    moved = _rehash(entries, at + 1, result_json=canonical_text({"psp": "pay_78"}))
+    assert verify_chain(saga_id, moved).ok
+    assert [text for _, _, text in _audit(moved, registry).problems] == [
+        "the result is not the one the person's statement hashed"
+    ]

@@ -123,6 +123,25 @@ def test_the_page_offers_passkey_actions_and_no_shared_key_or_name(page: Page) -
     )  # retry, happened, did-not-happen, close
 
 
+def test_without_a_registry_the_page_asks_for_a_name_and_signs_nothing() -> None:
+    source = RefusingSource(dirty_items=DIRTY)
+    with TestClient(create_app(InboxConfig(origin=ORIGIN), source=source),
+                    base_url=ORIGIN) as client:  # fmt: skip
+        html = client.get("/dirty").text
+    assert html.count('name="actor"') == 4 and "passkey.js" not in html
+    assert 'id="resolve-passkey"' not in html
+
+
+def test_a_registry_without_passkeys_for_this_inbox_offers_no_action(tmp_path: Path) -> None:
+    path = tmp_path / "approvers.json"
+    ApproverRegistry().save(path)
+    config = InboxConfig(origin=ORIGIN, registry=path)
+    with TestClient(create_app(config, source=RefusingSource(dirty_items=DIRTY)),
+                    base_url=ORIGIN) as client:  # fmt: skip
+        html = client.get("/dirty").text
+    assert 'id="no-passkeys"' in html and "<form" not in html.split("</nav>")[-1]
+
+
 def test_an_action_signed_with_a_passkey_reaches_the_saga_with_its_assertion(
     page: Page,
 ) -> None:
