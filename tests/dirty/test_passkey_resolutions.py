@@ -262,3 +262,40 @@ async def test_an_unknown_outcome_vouched_for_with_a_passkey_is_recorded_and_und
     assert [text for _, _, text in _audit(moved, registry).problems] == [
         "the result is not the one the person's statement hashed"
     ]
+
+
+async def test_a_passkey_statement_acts_once_whatever_its_signature(desk: Desk) -> None:
+    """The refund stays down: olivia's passkey retry fails again and the step is dirty
+    again. A second assertion over the same statement (an ES256 device signs it anew,
+    with another signature) is refused STALE_STATEMENT; a new statement, once the
+    provider is back, cleans it."""
+    desk.shop.set_fault("refund")
+    saga_id = f"passkey-once-{uuid.uuid4().hex[:8]}"
+    inp = SagaInput(plan=[CHARGE, SHIP_FAILS], compensation_attempts=1)
+    handle = await desk.saga_client(desk.rita).start(inp, saga_id=saga_id)
+    await needs_human(desk, saga_id)
+    olivia, device = desk.passkeys["olivia"], desk.devices["olivia"]
+    draft = resolution_draft(saga_id=saga_id, action="retry_compensation", step=1, key=olivia)
+    challenge = resolution_options(draft, olivia)["challenge"]
+    first = passkey_resolution(draft, device.get(challenge, ORIGIN, "localhost"))
+    again = await handle.execute_update("resolve", first, result_type=ResolutionResult)
+    assert again.dirty == [1] and "failed" in again.outcome
+    second = passkey_resolution(draft, device.get(challenge, ORIGIN, "localhost"))
+    assert second["passkey"]["signature"] != first["passkey"]["signature"]
+    with pytest.raises(WorkflowUpdateFailedError) as replayed:
+        await handle.execute_update("resolve", second)
+    cause: Any = replayed.value.cause
+    assert cause.details[0] == "STALE_STATEMENT" and "already acted on" in cause.message
+    desk.shop.clear_fault("refund")
+    retry = {"action": "retry_compensation", "step": 1}
+    done = await handle.execute_update(
+        "resolve", desk.body("olivia", saga_id, **retry), result_type=ResolutionResult
+    )
+    assert done.outcome == "compensated"
+    assert (await saga_result(handle)).status is SagaStatus.COMPENSATED
+    entries = list(desk.store.entries(saga_id))
+    assert [(e.attempt, e.actor) for e in entries if e.phase is Phase.RESOLVED] == [
+        (1, "olivia"), (2, "olivia")
+    ]  # fmt: skip
+    audit = _audit(entries, ApproverRegistry.load(desk.registry_file))
+    assert audit.ok and audit.signed == 3, audit.problems
