@@ -2,7 +2,9 @@
 
 `keys new` runs on the approver's own machine: the private key file (mode 0600) never
 leaves it; what it prints is the public half, for whoever keeps the registry. `keys
-enroll` and `keys revoke` edit a registry file, each change a new version.
+enroll` and `keys revoke` edit a registry file, each change a new version. `keys
+enroll-code` makes the one-time code a named approver types into the web inbox to
+enroll a passkey (sagacity.enrollment_codes).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
+from sagacity.enrollment_codes import CODE_MINUTES, issue_code
 from sagacity.errors import SagacityError
 from sagacity.registry import ApproverRegistry
 from sagacity.signing import KeyFileError, SigningKey, key_id_of
@@ -111,22 +114,74 @@ def enroll(
 @keys.command("revoke")
 def revoke(
     registry: Registry,
-    key_id: Annotated[str, typer.Argument(help="the key id to revoke")],
+    key_id: Annotated[
+        str | None, typer.Argument(help="the key id to revoke (or give --approver)")
+    ] = None,
+    approver: Annotated[
+        str | None,
+        typer.Option(help="revoke every key of this person still valid, passkeys included"),
+    ] = None,
     at: Annotated[str | None, typer.Option(help="ISO time (default: now)")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Revoke a key from now (or --at) on; its earlier decisions stay verifiable."""
+    """Revoke a key from now (or --at) on; its earlier decisions stay verifiable.
+    Revocation is per key: a person's passkeys are keys of their own, so revoke each, or
+    all of the person's keys at once with --approver."""
+    if (key_id is None) == (approver is None):
+        raise fail("give a key id or --approver NAME (one of them)")
+    moment = _when(at, "--at") or datetime.now(UTC)
     try:
-        updated = ApproverRegistry.load(registry).revoke(
-            key_id, _when(at, "--at") or datetime.now(UTC)
-        )
+        updated = ApproverRegistry.load(registry)
+        if key_id is not None:
+            revoked = [key_id]
+        else:
+            revoked = [
+                k.key_id for k in updated.keys if k.approver == approver and k.revoked_at is None
+            ]
+            if not revoked:
+                raise fail(f"{approver!r} has no key left to revoke in {registry}")
+        for one in revoked:
+            updated = updated.revoke(one, moment)
         updated.save(registry)
     except SagacityError as exc:
         raise fail(str(exc)) from None
     if as_json:
-        print_json(_registry_json(registry, updated) | {"revoked": key_id})
+        print_json(_registry_json(registry, updated) | {"revoked": key_id or revoked})
         return
-    say(f"revoked key {key_id} in {registry} (version {updated.version})")
+    say(f"revoked key {', '.join(revoked)} in {registry} (version {updated.version})")
+
+
+@keys.command("enroll-code")
+def enroll_code(
+    registry: Registry,
+    approver: Annotated[str, typer.Option(help="the person who will enroll a passkey")],
+    minutes: Annotated[
+        int, typer.Option(min=1, max=1440, help="how long the code lasts")
+    ] = CODE_MINUTES,
+    as_json: JsonOpt = False,
+) -> None:
+    """Make a one-time code that enrolls a passkey for APPROVER in the web inbox (and no
+    one else); give it only to them. A new code replaces their earlier one."""
+    try:
+        current = ApproverRegistry.load(registry)
+        now = datetime.now(UTC)
+        if not any(k.approver == approver and k.invalid_at(now) is None for k in current.keys):
+            raise fail(
+                f"{registry} has no valid key for {approver!r}: a passkey is enrolled for a "
+                "person the registry already knows (`sagacity keys enroll` first)"
+            )
+        issued = issue_code(registry, approver, minutes=minutes)
+    except SagacityError as exc:
+        raise fail(str(exc)) from None
+    until = issued.expires.strftime("%Y-%m-%d %H:%M:%S UTC")
+    if as_json:
+        print_json({"approver": approver, "code": issued.code, "expires": until})
+        return
+    say(f"enrollment code for {approver}: {issued.code}")
+    say(
+        f"valid until {until}, for one enrollment by {approver} only; give it only to them "
+        f"(it is kept hashed in {issued.path})"
+    )
 
 
 @keys.command("list")

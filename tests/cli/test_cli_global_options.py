@@ -22,7 +22,13 @@ from .conftest import invoke_sync
 NO_TEMPORAL = "127.0.0.1:1"
 ELSEWHERE = "127.0.0.1:2"
 GLOBAL = ["--address", "--namespace", "--task-queue", "--journal"]
-NO_SETTINGS = {("keys", "new"), ("keys", "enroll"), ("keys", "revoke"), ("keys", "list")}
+NO_SETTINGS = {
+    ("keys", "new"),
+    ("keys", "enroll"),
+    ("keys", "revoke"),
+    ("keys", "list"),
+    ("keys", "enroll-code"),
+}
 """Commands that read no setting: they take no global option."""
 
 
