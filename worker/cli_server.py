@@ -145,6 +145,7 @@ async def _dev_inbox(
     if inbox_port is None:
         yield
         return
+    from sagacity.worker.inbox.enrollment import enrollment_hint
     from sagacity.worker.inbox.server import InboxOptions, start_inbox
     from sagacity.worker.inbox.source import SagaSource
     from sagacity.worker.saga_client import SagaClient
@@ -158,7 +159,7 @@ async def _dev_inbox(
     async with start_inbox(options, source=source) as running:
         say(f"approval inbox: {running.url}")
         if registry is not None:
-            say(f"passkey enrollment code: {running.config.enroll_code}")
+            say(enrollment_hint(registry))
         yield
 
 

@@ -25,6 +25,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from sagacity.approval_policy import ApprovalPolicy
+from sagacity.enrollment_codes import issue_code
 from sagacity.examples.orders import Shop
 from sagacity.registry import ApproverRegistry
 from sagacity.signing import SigningKey
@@ -82,9 +83,9 @@ class InboxStack:
     def url(self) -> str:
         return self.inbox.url
 
-    @property
-    def enroll_code(self) -> str:
-        return self.inbox.config.enroll_code
+    def enroll_code(self, approver: str) -> str:
+        """A one-time code for `approver`, as `sagacity keys enroll-code` makes it."""
+        return issue_code(self.registry, approver).code
 
 
 def free_port() -> int:

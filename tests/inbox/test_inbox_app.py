@@ -1,6 +1,6 @@
 """The inbox's web layer without I/O (Starlette's TestClient over an in-memory source):
 CSRF on every POST, hostile payloads shown as text, the loopback rule, the Host check,
-error pages without tracebacks, the enrollment code."""
+error pages without tracebacks (enrollment and sessions: test_inbox_enrollment)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from typer.testing import CliRunner
 from sagacity.worker.cli import app as cli_app
 from sagacity.worker.client import TemporalUnavailableError
 from sagacity.worker.inbox import InboxConfig, create_app
-from sagacity.worker.inbox.enrollment import MAX_CODE_TRIES
 from sagacity.worker.inbox.security import CSP, RemoteBindError, check_bind
 from sagacity.worker.inbox.server import InboxOptions, inbox_config
 
@@ -33,7 +32,10 @@ def source() -> FakeSource:
 @pytest.fixture
 def client(source: FakeSource) -> Iterator[TestClient]:
     config = InboxConfig(origin=BASE)
-    with TestClient(create_app(config, source=source), base_url=BASE) as test_client:
+    # As a browser on the inbox's page: every POST says its Origin.
+    with TestClient(
+        create_app(config, source=source), base_url=BASE, headers={"Origin": BASE}
+    ) as test_client:
         yield test_client
 
 
@@ -57,9 +59,9 @@ def test_a_post_without_the_sessions_csrf_token_is_refused(
     refused = client.post("/sagas/s1/resolve", data={**RESOLVE, "csrf_token": token + "x"})
     assert refused.status_code == 403
     # Another session's token is not this one's.
-    with TestClient(client.app, base_url=BASE) as other:
+    with TestClient(client.app, base_url=BASE, headers={"Origin": BASE}) as other:
         refused = other.post("/sagas/s1/resolve", data={**RESOLVE, "csrf_token": token})
-    assert refused.status_code == 403
+    assert refused.status_code == 403 and "not this session" in refused.text
     # The right token from another site's page is refused by its Origin.
     refused = client.post(
         "/sagas/s1/resolve",
@@ -67,6 +69,11 @@ def test_a_post_without_the_sessions_csrf_token_is_refused(
         headers={"Origin": "http://evil.example"},
     )
     assert refused.status_code == 403 and "another site" in refused.text
+    # ...and so is the right token without any Origin (no browser sends a POST so).
+    bare = client.build_request("POST", "/sagas/s1/resolve", data={**RESOLVE, "csrf_token": token})
+    del bare.headers["Origin"]
+    refused = client.send(bare)
+    assert refused.status_code == 403 and "without the Origin header" in refused.text
     assert source.sent == []  # nothing reached the saga
     accepted = client.post(
         "/sagas/s1/resolve", data={**RESOLVE, "csrf_token": token}, headers={"Origin": BASE}
@@ -175,28 +182,3 @@ def test_passkeys_over_http_need_localhost() -> None:
     proxied = inbox_config(InboxOptions(origin="https://inbox.example", allow_remote=True))
     assert proxied.rp_id == "inbox.example" and proxied.https
     assert proxied.hosts is not None and "inbox.example" in proxied.hosts
-
-
-def test_enrollment_needs_the_printed_code_and_locks_after_wrong_ones(
-    source: FakeSource, tmp_path: object
-) -> None:
-    from pathlib import Path
-
-    from sagacity.registry import ApproverRegistry
-
-    registry = Path(str(tmp_path)) / "approvers.json"
-    ApproverRegistry().save(registry)
-    config = InboxConfig(origin=BASE, registry=registry)
-    with TestClient(create_app(config, source=source), base_url=BASE) as client:
-        page = client.get("/enroll")
-        token = re.search(r'data-csrf="([^"]+)"', page.text)
-        assert token
-        headers = {"X-CSRF-Token": token.group(1), "Accept": "application/json"}
-        body = {"approver": "alice", "code": config.enroll_code}
-        unknown = client.post("/enroll/options", json=body, headers=headers)
-        assert unknown.status_code == 400 and "no valid key" in unknown.json()["error"]
-        for left in range(MAX_CODE_TRIES - 1, -1, -1):
-            wrong = client.post("/enroll/options", json={**body, "code": "guess"}, headers=headers)
-            assert wrong.status_code == 403 and f"{left} tries left" in wrong.json()["error"]
-        locked = client.post("/enroll/options", json=body, headers=headers)
-        assert locked.status_code == 403 and "locked" in locked.json()["error"]

@@ -65,7 +65,7 @@ async def enroll(browser: Browser, stack: InboxStack, approver: str) -> str:
     page = browser.page
     await page.goto(stack.url + "/enroll")
     await page.fill("#approver", approver)
-    await page.fill("#code", stack.enroll_code)
+    await page.fill("#code", stack.enroll_code(approver))
     await page.click("#enroll")
     await expect(page.locator("#enrolled-approver")).to_have_text(approver)
     return (await page.locator("#enrolled-key").inner_text()).strip()

@@ -4,16 +4,16 @@ Pages: the inbox (every pending approval, every saga needing a human), one appro
 (payload table, warnings, canonical JSON and its SHA-256, what the policy still needs,
 the journal with its verify badge, the Temporal UI link, the passkey decision), the
 sagas needing a human with their actions, and passkey enrollment. Every value shown is
-escaped by Jinja (autoescape) and its hidden characters written as escapes; every POST
-checks the session's CSRF token; an error is a page that says what went wrong, never a
-traceback.
+escaped by Jinja (autoescape) and its hidden characters written as escapes; sessions
+live on the server (the cookie is an opaque id: worker.inbox.sessions); every POST
+checks the session's CSRF token and the inbox's Origin; an error is a page that says
+what went wrong, never a traceback.
 """
 
 from __future__ import annotations
 
 import logging
-import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,6 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.sessions import SessionMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -43,6 +42,7 @@ from sagacity.worker.inbox.security import (
     SecurityHeaders,
     csrf_token,
 )
+from sagacity.worker.inbox.sessions import ServerSessions, SessionStore
 from sagacity.worker.inbox.source import InboxSource, temporal_ui_link
 
 __all__ = ["InboxConfig", "create_app", "render"]
@@ -56,9 +56,6 @@ class InboxConfig:
     """How the app runs. `rp_id` and `origin` are what WebAuthn binds a passkey to: a
     passkey made for http://localhost:8200 answers there only."""
 
-    secret: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
-    """Signs the session cookie; a fresh one per start unless given (sessions then end
-    with the process, which is what a local inbox wants)."""
     rp_id: str = "localhost"
     origin: str = "http://localhost:8200"
     hosts: frozenset[str] | None = LOOPBACK_HOSTS
@@ -66,13 +63,6 @@ class InboxConfig:
     registry: Path | None = None
     """The approver registry file passkeys are enrolled into and looked up in."""
     https: bool = False
-    enroll_code: str = field(default_factory=lambda: _new_code(), repr=False)
-    """Asked by the enrollment page; `sagacity inbox` prints it on its terminal."""
-
-
-def _new_code() -> str:
-    raw = secrets.token_hex(6)
-    return f"{raw[:4]}-{raw[4:8]}-{raw[8:]}"
 
 
 def _when(value: datetime | None) -> str:
@@ -241,7 +231,7 @@ def create_app(
     """The app over `source` (opened and closed by the caller: worker.inbox.server)."""
     from sagacity.worker.inbox.decisions import decision_routes
     from sagacity.worker.inbox.enrollment import enrollment_routes
-    from sagacity.worker.inbox.resolutions import DraftShelf, resolution_routes
+    from sagacity.worker.inbox.resolutions import resolution_routes
 
     routes = [
         Route("/", inbox),
@@ -254,18 +244,12 @@ def create_app(
         *(extra_routes or []),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
+    sessions = SessionStore()
     app = Starlette(
         routes=routes,
         middleware=[
             Middleware(SecurityHeaders, hosts=config.hosts),
-            Middleware(
-                SessionMiddleware,
-                secret_key=config.secret,
-                session_cookie="sagacity_inbox",
-                same_site="strict",
-                https_only=config.https,
-                max_age=8 * 3600,
-            ),
+            Middleware(ServerSessions, store=sessions, https=config.https),
         ],
         exception_handlers={
             SagacityError: sagacity_error,
@@ -275,8 +259,7 @@ def create_app(
     )
     app.state.config = config
     app.state.source = source
-    app.state.resolution_drafts = DraftShelf()
-    app.state.code_tries = 0
+    app.state.sessions = sessions
     return app
 
 

@@ -2,7 +2,8 @@
 
 The server builds the decision (sagacity.passkeys.decision_draft: saga, step, tool,
 the payload SHA-256 the page showed, approve or reject, reason, approver and key id of
-the chosen passkey, issued now) and keeps it in the session; the WebAuthn challenge is
+the chosen passkey, issued now) and keeps it on the server with the session
+(worker.inbox.sessions.Shelf: for this saga, used once, ten minutes); the challenge is
 the SHA-256 of that decision's statement, so the authenticator's signature covers
 exactly this decision. The browser's assertion comes back, joins the draft
 (passkey_decision) and goes to the saga through SagaClient.send_decision, the `decide`
@@ -30,14 +31,13 @@ from sagacity.passkeys import (
 from sagacity.worker import client as api
 from sagacity.worker.inbox.passkey_registry import load_registry, usable_passkeys
 from sagacity.worker.inbox.security import csrf_json
+from sagacity.worker.inbox.sessions import session_of, shelf_of
 
 __all__ = ["decision_routes"]
 
 MAX_REASON = 2_000
 
-
-def _draft_key(saga_id: str) -> str:
-    return f"draft:{saga_id}"
+DRAFT, ANSWER = "decision-draft", "decision-answer"
 
 
 async def draft(request: Request) -> Response:
@@ -77,9 +77,8 @@ async def draft(request: Request) -> Response:
         approve=approve,
         reason=reason.strip(),
     )
-    for stale in [k for k in request.session if k.startswith("draft:")]:
-        del request.session[stale]  # one decision waits at a time: the cookie stays small
-    request.session[_draft_key(saga_id)] = made.to_json()
+    # One decision waits per session (a new draft replaces it), for this saga only.
+    shelf_of(request).put(session_of(request), DRAFT, made.to_json(), saga_id)
     return JSONResponse({"options": draft_options(made, key), "statement": made.statement})
 
 
@@ -89,7 +88,7 @@ async def finish(request: Request) -> Response:
 
     body = await csrf_json(request)
     saga_id = saga_id_of(request)
-    kept = request.session.pop(_draft_key(saga_id), None)
+    kept = shelf_of(request).take(session_of(request), DRAFT, saga_id)  # used once
     if not isinstance(kept, str):
         raise HTTPException(409, "no decision is waiting for a passkey here: start again")
     made = PasskeyDecisionDraft.from_json(kept)
@@ -105,9 +104,7 @@ async def finish(request: Request) -> Response:
             "detail": exc.detail,
             "journaled": exc.journaled,
         }
-    for stale in [k for k in request.session if k.startswith("answer:")]:
-        del request.session[stale]
-    request.session[f"answer:{saga_id}"] = answer
+    shelf_of(request).put(session_of(request), ANSWER, answer, saga_id)
     return JSONResponse({"next": request.url_for("decided", saga_id=saga_id).path})
 
 
@@ -116,7 +113,7 @@ async def decided(request: Request) -> Response:
     from sagacity.worker.inbox.app import render, saga_id_of
 
     saga_id = saga_id_of(request)
-    answer = request.session.pop(f"answer:{saga_id}", None)
+    answer = shelf_of(request).take(session_of(request), ANSWER, saga_id)
     if not isinstance(answer, dict):
         raise HTTPException(404, "no decision was sent for this saga in this session")
     status = 200 if answer.get("accepted") else 409

@@ -8,6 +8,7 @@ through sagacity.passkeys.enroll_passkey (locked, atomic, version + 1).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from starlette.exceptions import HTTPException
 
 from sagacity.registry import ApproverRegistry, EnrolledKey
 
-__all__ = ["approver_groups", "load_registry", "usable_passkeys"]
+__all__ = ["Standing", "approver_standing", "load_registry", "usable_passkeys"]
 
 
 def load_registry(path: Path | None) -> ApproverRegistry:
@@ -40,12 +41,25 @@ def usable_passkeys(registry: ApproverRegistry, rp_id: str) -> list[EnrolledKey]
     ]
 
 
-def approver_groups(registry: ApproverRegistry, approver: str) -> list[str] | None:
-    """The groups of an approver already in the registry (the union over their keys still
-    valid), or None when the registry does not know them: a passkey made from the web
-    gets exactly the groups its owner already has, never more."""
+@dataclass(frozen=True)
+class Standing:
+    """What a passkey enrolled from the web for a person may have: their groups, and an
+    end no later than their own keys' latest one."""
+
+    groups: list[str]
+    valid_until: datetime | None
+
+
+def approver_standing(registry: ApproverRegistry, approver: str) -> Standing | None:
+    """The standing of an approver already in the registry, from their keys still valid:
+    the union of their groups, and their latest valid_until (None only when one of those
+    keys has no end). None when the registry does not know them. A passkey made from the
+    web gets exactly this, never more: it neither widens nor outlives its owner."""
     now = datetime.now(UTC)
     keys = [k for k in registry.keys if k.approver == approver and k.invalid_at(now) is None]
     if not keys:
         return None
-    return sorted({group for key in keys for group in key.groups})
+    groups = sorted({group for key in keys for group in key.groups})
+    ends = [key.valid_until for key in keys]
+    latest = None if any(end is None for end in ends) else max(e for e in ends if e)
+    return Standing(groups, latest)

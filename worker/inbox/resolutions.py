@@ -18,9 +18,6 @@ action unsigned under the name the person gives, as `sagacity resolve` without -
 from __future__ import annotations
 
 import json
-import secrets
-import time
-from collections import OrderedDict
 from typing import Any
 
 from starlette.datastructures import FormData
@@ -30,7 +27,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from sagacity.passkeys import (
-    PasskeyResolutionDraft,
     passkey_resolution,
     resolution_draft,
     resolution_options,
@@ -39,34 +35,15 @@ from sagacity.resolutions import ACTIONS, Action
 from sagacity.worker.client_resolutions import ResolutionRefusedError, resolution_body
 from sagacity.worker.inbox.passkey_registry import load_registry, usable_passkeys
 from sagacity.worker.inbox.security import csrf_form, csrf_json
+from sagacity.worker.inbox.sessions import session_of, shelf_of
 from sagacity.workflows.models import ResolutionResult
 
-__all__ = ["DraftShelf", "resolution_routes"]
+__all__ = ["resolution_routes"]
 
 MAX_RESULT_BYTES = 64 * 1024
 
 
-class DraftShelf:
-    """Resolution drafts waiting for their assertion, kept server-side (a reported result
-    may be 64 KB: too much for the session cookie, which holds only the draft's ticket).
-    Bounded: the oldest go first, and a draft older than `max_age` is gone."""
-
-    def __init__(self, size: int = 64, max_age: float = 600.0) -> None:
-        self._drafts: OrderedDict[str, tuple[float, str, str]] = OrderedDict()
-        self._size, self._max_age = size, max_age
-
-    def put(self, saga_id: str, draft: PasskeyResolutionDraft) -> str:
-        ticket = secrets.token_urlsafe(24)
-        self._drafts[ticket] = (time.monotonic(), saga_id, draft.to_json())
-        while len(self._drafts) > self._size:
-            self._drafts.popitem(last=False)
-        return ticket
-
-    def take(self, ticket: object, saga_id: str) -> PasskeyResolutionDraft | None:
-        kept = self._drafts.pop(ticket, None) if isinstance(ticket, str) else None
-        if kept is None or kept[1] != saga_id or time.monotonic() - kept[0] > self._max_age:
-            return None
-        return PasskeyResolutionDraft.from_json(kept[2])
+DRAFT, ANSWER = "resolution-draft", "resolution-answer"
 
 
 def _text(form: FormData | dict[str, Any], name: str, limit: int = 2_000) -> str:
@@ -155,8 +132,8 @@ async def draft(request: Request) -> Response:
     # What the person saw (the step, or the steps listed dirty) is what they sign: if the
     # saga moved on since, it refuses the resolution and journals the refusal.
     made = resolution_draft(saga_id=saga_id, action=action, key=key, **fields)
-    shelf: DraftShelf = request.app.state.resolution_drafts
-    request.session["resolution"] = shelf.put(saga_id, made)  # one waits per session
+    # One waits per session, on the server (a result may be 64 KB), for this saga only.
+    shelf_of(request).put(session_of(request), DRAFT, made, saga_id)
     return JSONResponse({"options": resolution_options(made, key), "statement": made.statement})
 
 
@@ -166,8 +143,7 @@ async def finish(request: Request) -> Response:
 
     body = await csrf_json(request)
     saga_id = saga_id_of(request)
-    shelf: DraftShelf = request.app.state.resolution_drafts
-    made = shelf.take(request.session.pop("resolution", None), saga_id)
+    made = shelf_of(request).take(session_of(request), DRAFT, saga_id)  # used once
     if made is None:
         raise HTTPException(409, "no resolution is waiting for a passkey here: start again")
     signed = passkey_resolution(made, body.get("credential") or {})
@@ -182,7 +158,7 @@ async def finish(request: Request) -> Response:
             "detail": exc.detail[:1_000],
             "journaled": exc.journaled,
         }
-    request.session["resolution-answer"] = [saga_id, answer]
+    shelf_of(request).put(session_of(request), ANSWER, answer, saga_id)
     return JSONResponse({"next": request.url_for("resolution", saga_id=saga_id).path})
 
 
@@ -191,10 +167,9 @@ async def answered(request: Request) -> Response:
     from sagacity.worker.inbox.app import render, saga_id_of, source_of
 
     saga_id = saga_id_of(request)
-    kept = request.session.pop("resolution-answer", None)
-    if not isinstance(kept, list) or len(kept) != 2 or kept[0] != saga_id:
+    answer = shelf_of(request).take(session_of(request), ANSWER, saga_id)
+    if not isinstance(answer, dict):
         raise HTTPException(404, "no resolution was sent for this saga in this session")
-    answer = kept[1]
     if not answer.get("accepted"):
         return render(
             request, "error.html", 409, title="Refused by the saga",

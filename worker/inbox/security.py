@@ -1,5 +1,6 @@
-"""The inbox's defences: loopback by default, signed sessions, CSRF on every POST, a
-strict Content-Security-Policy, and no traceback ever sent to a browser.
+"""The inbox's defences: loopback by default, server-side sessions (worker.inbox.sessions),
+CSRF token and Origin on every POST, a strict Content-Security-Policy, and no traceback
+ever sent to a browser.
 
 Why loopback: the inbox has no login. What it protects is signed by each person's own
 passkey (a decision the saga checks against the approver registry), but anyone who can
@@ -8,6 +9,14 @@ not signed. Bound to 127.0.0.1 only the machine's own users reach it; serving it
 takes an explicit flag (and belongs behind a reverse proxy with TLS and a login).
 The Host header is checked too, so a web page whose DNS name is rebound to 127.0.0.1
 cannot read the inbox from the person's own browser.
+
+Why every POST must name the inbox's own Origin (a missing one is refused): browsers
+send Origin on every POST, fetch or form, so only a non-browser client can leave it
+out, and the cookie is sent to every port of localhost, so another local app may hold
+it. A browser page on another port is stopped by its Origin; a local program that
+replays a stolen cookie can forge any header, but the cookie is only a session id: the
+session's ceremonies need what the program lacks (an enrollment code made for one
+approver, or the person's passkey over a challenge it never saw).
 """
 
 from __future__ import annotations
@@ -15,7 +24,6 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
-import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -24,6 +32,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sagacity.errors import SagacityError
+from sagacity.worker.inbox.sessions import session_of
 
 __all__ = [
     "CSP",
@@ -80,21 +89,17 @@ def check_bind(host: str, *, allow_remote: bool) -> None:
 
 
 def csrf_token(request: Request) -> str:
-    """The session's CSRF token, made on first use (a session cookie carries it)."""
-    token = request.session.get("csrf")
-    if not isinstance(token, str) or len(token) < 32:
-        token = secrets.token_urlsafe(32)
-        request.session["csrf"] = token
-    return token
+    """The session's CSRF token (kept server-side with the session, never in the cookie)."""
+    return session_of(request).csrf
 
 
 def _same_origin(request: Request) -> bool:
-    """A browser names the page a POST came from in Origin; refuse another site's (and
-    an opaque "null" one). The inbox's own origin is the one configured (behind a proxy)
-    or the one the request was sent to."""
+    """A browser names the page a POST came from in Origin; refuse another site's, an
+    opaque "null" one and a missing one (every browser sends it on a POST). The inbox's
+    own origin is the one configured (behind a proxy) or the one the request was sent to."""
     origin = request.headers.get("origin")
     if origin is None:
-        return True  # not a browser's cross-site POST: the CSRF token still has to match
+        return False
     own = {f"{request.url.scheme}://{request.headers.get('host', '')}"}
     config = getattr(request.app.state, "config", None)
     if config is not None:
@@ -108,9 +113,12 @@ async def csrf_form(request: Request) -> FormData:
     here."""
     form = await request.form()
     sent = request.headers.get(CSRF_HEADER) or form.get(CSRF_FIELD)
-    expected = request.session.get("csrf")
+    expected = csrf_token(request)
     if not _same_origin(request):
-        raise CsrfError("refused: this form was sent from another site")
+        raise CsrfError(
+            "refused: this form was sent from another site (or without the Origin header "
+            "every browser sends)"
+        )
     if (
         not isinstance(sent, str)
         or not isinstance(expected, str)
@@ -129,10 +137,13 @@ MAX_JSON_BYTES = 64 * 1024
 async def csrf_json(request: Request) -> dict[str, Any]:
     """A POSTed JSON object (the passkey pages' fetch calls), once its X-CSRF-Token
     header is the session's and its Origin is this site; else CsrfError."""
-    expected = request.session.get("csrf")
+    expected = csrf_token(request)
     sent = request.headers.get(CSRF_HEADER)
     if not _same_origin(request):
-        raise CsrfError("refused: this request was sent from another site")
+        raise CsrfError(
+            "refused: this request was sent from another site (or without the Origin "
+            "header every browser sends)"
+        )
     if (
         not isinstance(sent, str)
         or not isinstance(expected, str)

@@ -21,6 +21,7 @@ from sagacity.errors import SagacityError
 from sagacity.stores import open_store
 from sagacity.worker.client import connect
 from sagacity.worker.inbox.app import InboxConfig, create_app
+from sagacity.worker.inbox.enrollment import enrollment_hint
 from sagacity.worker.inbox.security import LOOPBACK_HOSTS, check_bind
 from sagacity.worker.inbox.source import InboxSource, SagaSource
 from sagacity.worker.saga_client import SagaClient
@@ -178,9 +179,6 @@ async def serve_inbox(
     async with start_inbox(options, settings=settings) as running:
         announce(f"sagacity inbox: {running.url} (press Ctrl-C to stop)")
         if options.registry is not None:
-            announce(
-                f"passkey enrollment code: {running.config.enroll_code} (give it only to a "
-                f"person enrolling a passkey into {options.registry})"
-            )
+            announce(enrollment_hint(options.registry))
         await stop.wait()
         announce("stopping…")
