@@ -315,3 +315,86 @@ async def test_a_saga_needing_a_human_is_resolved_from_the_page(
     ran = runner.invoke(app, ["verify-file", str(export), "--approvers", str(stack.registry)])
     assert ran.exit_code == 0, ran.output
     assert "signatures: 2 verified against the approver registry; 0 unsigned" in ran.output
+
+
+async def test_the_cookie_another_local_port_receives_is_only_a_session_id(
+    browser: Browser, stack: InboxStack
+) -> None:
+    """Cookies are not port-scoped: after an enrollment whose passkey step did not finish,
+    the browser sends the inbox's cookie to any other local web app. It used to carry
+    the CSRF token and the enrollment challenge, enough to enroll the app's own passkey
+    for the person. Now it is an opaque id, and replaying it enrolls nothing."""
+    import asyncio
+    import base64
+    import http.client
+    import re
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from sagacity.passkey_models import b64url
+
+    from ..passkeys.soft_authenticator import SoftAuthenticator
+    from .conftest import free_port
+
+    seen: list[str] = []
+
+    class LocalApp(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.headers.get("cookie", ""))
+            self.send_response(200)
+            self.send_header("content-type", "text/html")
+            self.end_headers()
+            self.wfile.write(b"<!doctype html><title>another local app</title>")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    other = ThreadingHTTPServer(("127.0.0.1", free_port()), LocalApp)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    page = browser.page
+    try:
+        async with screenshot_on_failure(page, "cookie-leak"):
+            await page.route("**/enroll/finish", lambda route: route.abort())
+            await page.goto(stack.url + "/enroll")
+            await page.fill("#approver", "bob")  # no passkey yet; this browser makes one
+            await page.fill("#code", stack.enroll_code("bob"))
+            await page.click("#enroll")
+            await page.wait_for_selector("#passkey-status.error")
+            await page.unroute("**/enroll/finish")
+            await page.goto(f"http://localhost:{other.server_address[1]}/")
+    finally:
+        other.shutdown()
+        other.server_close()
+    leaked = [c for c in seen if "sagacity_inbox=" in c]
+    assert leaked, seen  # the browser did send it: the attack's precondition holds
+    value = leaked[-1].split("sagacity_inbox=")[1].split(";")[0]
+    assert re.fullmatch(r"[A-Za-z0-9_-]{43}", value), value  # nothing to decode in it
+    # The local app replays the cookie, reads the CSRF token from a page, and tries to
+    # finish bob's enrollment with its own passkey: it never saw the challenge.
+    port = int(stack.url.rsplit(":", 1)[1])
+    headers = {"Host": f"localhost:{port}", "Origin": stack.url,
+               "Cookie": f"sagacity_inbox={value}"}  # fmt: skip
+
+    def call(method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, str]:
+        sent = dict(headers, Accept="application/json", **{"Content-Type": "application/json"})
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            connection.request(method, path, json.dumps(body) if body else None, sent)
+            answer = connection.getresponse()
+            return answer.status, answer.read().decode()
+        finally:
+            connection.close()
+
+    # (off the event loop: the inbox serves in this one)
+    status, form = await asyncio.to_thread(call, "GET", "/enroll")
+    token = re.search(r'data-csrf="([^"]+)"', form)
+    assert status == 200 and token, form[:300]
+    headers["X-CSRF-Token"] = token.group(1)
+    guessed = {"rp": {"id": "localhost"}, "challenge": b64url(base64.b64decode("A" * 44))}
+    credential = {"credential": SoftAuthenticator().create(guessed, stack.url)}
+    status, text = await asyncio.to_thread(call, "POST", "/enroll/finish", credential)
+    assert status == 400 and "does not verify" in text, text
+    # ...and its try spent bob's ceremony; no passkey was enrolled for him.
+    status, text = await asyncio.to_thread(call, "POST", "/enroll/finish", credential)
+    assert status == 409 and "no enrollment is waiting" in text, text
+    assert ApproverRegistry.load(stack.registry).passkeys_of("bob") == []
