@@ -32,7 +32,8 @@ Only the standard library's unicodedata is used: it has no script property, so a
 character's script is the first word of its Unicode name, and the look-alike table below
 covers the Cyrillic and Greek letters that are confused with Latin ones in practice,
 widened for warnings by Unicode's own confusables data. Honest text in its own script
-(Müller, Zürich, a Russian or Greek name, 東京, محمد) raises nothing. It warns; it decides nothing.
+(Müller, Zürich, a Russian or Greek name, 東京, محمد) raises nothing, unless a word is
+made only of letters Unicode lists as Latin look-alikes. It warns; it decides nothing.
 """
 
 from __future__ import annotations

@@ -6,14 +6,14 @@ So nothing is rounded, converted or moved: a number keeps every digit, grouped b
 thousands with a comma (12,345.5); an amount shows the currency of its payload next to
 it; text is shown exactly as stored, spaces where they are. The one regrouping is of an
 IBAN field's value that is a valid IBAN (its mod-97 check digits hold) written without
-spaces: its groups of four are separate segments the page sets apart by spacing, never
-by a space character, so "DE89 3704 …" stored with spaces still reads differently from
-the same IBAN stored without them. Every hidden character (control, format, bidi,
-zero-width, default-ignorable such as a variation selector, a space that is not U+0020,
-a combining mark on an ASCII letter) is shown as its `\\uXXXX` escape (sagacity.visible),
-and every character that a look-alike warning names is marked, so the person sees where
-the Cyrillic letter in an IBAN sits. Pure functions, no HTML: the templates escape what
-they print (Jinja autoescape).
+spaces: its groups of four are separate segments the page draws as shaded boxes set
+apart by spacing, never by a space character, so "DE89 3704 …" stored with spaces still
+reads differently from the same IBAN stored without them. Every hidden character
+(control, format, bidi, zero-width, default-ignorable such as a variation selector, a
+space that is not U+0020, a combining mark on an ASCII letter) is shown as its `\\uXXXX`
+escape (sagacity.visible), and every character that a look-alike warning names is
+marked, so the person sees where the Cyrillic letter in an IBAN sits. Pure functions,
+no HTML: the templates escape what they print (Jinja autoescape).
 """
 
 from __future__ import annotations
