@@ -8,6 +8,8 @@ clientDataJSON holds that challenge, so the assertion signs this decision and no
 (another saga, step, payload, approver, reason or key is another statement, another
 challenge). Every failure is a typed (RefusalReason, sentence) pair, never an exception:
 garbage from a browser or a forger must be refused and journaled, never wedge a saga.
+clientDataJSON is read strictly: a key written twice, or a crossOrigin that is not a JSON
+boolean (the text "true" is neither true nor false), is malformed, not guessed at.
 
 The signature counter is not enforced: synced passkeys report 0, and a decision is
 bound to its statement, which a saga accepts once per step and person, so a replayed
@@ -78,12 +80,14 @@ def check_assertion(
         client_bytes = unb64url(
             assertion.client_data_json, "client_data_json", CLIENT_DATA_MAX_BYTES
         )
-        client = json.loads(client_bytes.decode("utf-8"))
+        client = json.loads(client_bytes.decode("utf-8"), object_pairs_hook=_unique_keys)
         if not isinstance(client, dict):
             raise ValueError("clientDataJSON is not a JSON object")
         kind, challenge, origin = client.get("type"), client.get("challenge"), client.get("origin")
         if not all(isinstance(v, str) for v in (kind, challenge, origin)):
             raise ValueError("clientDataJSON lacks its type, challenge or origin text")
+        if not isinstance(client.get("crossOrigin", False), bool):
+            raise ValueError("clientDataJSON's crossOrigin is not a JSON true or false")
     except (PasskeyMaterialError, ValueError, RecursionError) as exc:
         return PasskeyFailure(
             RefusalReason.PASSKEY_MALFORMED,
@@ -142,6 +146,19 @@ def check_assertion(
             f"statement's assertion ({problem[:200]}); send the assertion unchanged",
         )
     return assertion.flags()
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all distinct: a browser writes each member of
+    clientDataJSON once (WebAuthn's serialization), and with a key written twice two
+    readers may see two different objects (Python's json keeps the last "type", another
+    parser the first), so such bytes are refused, at any depth."""
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"clientDataJSON names {key[:40]!r} twice")
+        seen[key] = value
+    return seen
 
 
 def _extensions_readable(auth_data: bytes) -> bool:

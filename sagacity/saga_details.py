@@ -19,7 +19,7 @@ from typing import Any
 from sagacity.bounds import cut
 from sagacity.canonical import canonical_text
 from sagacity.toolbox import call_summary
-from sagacity.visible import visible_char as _visible
+from sagacity.visible import escape, hidden_in, visible
 
 __all__ = [
     "HEADLINES",
@@ -62,10 +62,9 @@ def md_text(value: object, limit: int = 200) -> str:
     characters shown as escapes, markdown's own characters escaped."""
     text = cut("" if value is None else str(value), limit)
     out: list[str] = []
-    for ch in text:
-        shown = _visible(ch)
-        if shown != ch:
-            out.append("\\" + shown)  # the escape's backslash, shown as itself
+    for ch, concealed in hidden_in(text):
+        if concealed:
+            out.append("\\" + escape(ch))  # the escape's backslash, shown as itself
         elif ch in _MARKDOWN:
             out.append("\\" + ch)
         else:
@@ -78,7 +77,7 @@ def md_code(value: object, limit: int = 200) -> str:
     every markdown renderer), cut, invisible characters escaped, fenced with more
     backticks than it holds."""
     raw = str(value)[: limit * 12 + 1]  # an escape is at most 12 characters long
-    text = cut("".join(_visible(ch) for ch in raw), limit)
+    text = cut(visible(raw), limit)
     run = longest = 0
     for ch in text:
         run = run + 1 if ch == "`" else 0
@@ -102,7 +101,7 @@ def _code_block(text: str) -> list[str]:
     """A fenced block: nothing inside is markdown. Canonical JSON is one line that starts
     with `{`, so no line of it can close the fence; an invisible character in it is shown
     as its `\\uXXXX` escape, which is the same JSON."""
-    shown = "".join(_visible(ch) for ch in cut(text, MAX_CANONICAL))  # JSON escapes too
+    shown = visible(cut(text, MAX_CANONICAL))  # JSON escapes too
     return ["```json", shown, "```"]
 
 

@@ -8,21 +8,32 @@ what they think they read. So before asking, the CLI names every such field and
 character:
 
 - invisible characters: format characters (zero-width, bidi controls, soft hyphen, tag
-  characters), control characters other than tab and newlines, unassigned and
-  private-use code points, and blank letters (Hangul fillers, Braille blank);
+  characters), every default-ignorable code point (variation selectors such as U+FE0F,
+  the combining grapheme joiner, Khmer inherent vowels, Mongolian free variation
+  selectors: sagacity.visible), control characters other than tab and newlines,
+  unassigned and private-use code points, and blank letters (Hangul fillers, Braille
+  blank);
+- a combining mark left on an ASCII character once the text is NFC (a long stroke,
+  U+0336, through the E of "ACME"): drawn inside the letter, it escapes the eye;
 - spaces other than U+0020 (no-break, en, em, ideographic...), which look like one;
 - text that is not in Unicode normalization form NFC;
 - one word mixing scripts (Latin with Cyrillic or Greek, say), Han, Hiragana, Katakana,
   Hangul and Bopomofo counting as one script, as Japanese and Korean mix them;
 - confusables: a non-ASCII character that stands for an ASCII one (fullwidth and
-  mathematical letters, look-alike dashes), a digit that is not 0-9, and a word written
+  mathematical letters, look-alike dashes, a Latin letter such as the script g U+0261 or
+  the alpha U+0251 whose Unicode confusable prototype is an ASCII letter or digit:
+  sagacity.ascii_lookalikes, from UTS #39), a digit that is not 0-9, and a word written
   wholly in look-alike letters of another script (U+0440 U+0430 U+0443, Cyrillic, reads
-  as "pay").
+  as "pay"; Cherokee letters reading as "PAYPAL");
+- a value that is meant to be an IBAN (its field is named so, or it is shaped like one)
+  whose mod-97 check digits fail: a letter O where a digit 0 belongs reads the same.
 
 Only the standard library's unicodedata is used: it has no script property, so a
 character's script is the first word of its Unicode name, and the look-alike table below
-covers the Cyrillic and Greek letters that are confused with Latin ones in practice. It
-warns; it decides nothing.
+covers the Cyrillic and Greek letters that are confused with Latin ones in practice,
+widened for warnings by Unicode's own confusables data. Honest text in its own script
+(Müller, Zürich, a Russian or Greek name, 東京, محمد) raises nothing, unless a word is
+made only of letters Unicode lists as Latin look-alikes. It warns; it decides nothing.
 """
 
 from __future__ import annotations
@@ -32,9 +43,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from sagacity.ascii_lookalikes import UTS39_ASCII
+from sagacity.iban import iban_shaped, iban_valid
 from sagacity.lookalikes import BLANK_LETTERS, LOOKALIKES
+from sagacity.visible import default_ignorable, hidden, hidden_in
 
-__all__ = ["LOOKALIKES", "TextWarning", "char_name", "payload_warnings", "text_warnings"]
+__all__ = [
+    "LOOKALIKES",
+    "TextWarning",
+    "char_name",
+    "iban_warnings",
+    "payload_warnings",
+    "text_warnings",
+]
 
 BIDI_CONTROLS = frozenset(
     "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
@@ -90,7 +111,9 @@ def _invisible(char: str) -> str | None:
     category = unicodedata.category(char)
     if char in BIDI_CONTROLS:
         return "is an invisible bidi control: it reorders how the text around it is shown"
-    if category == "Cf" or char in BLANK_LETTERS:
+    if category == "Mn" and default_ignorable(char):
+        return "is invisible (a variation selector or other default-ignorable mark)"
+    if category == "Cf" or char in BLANK_LETTERS or default_ignorable(char):
         return "is invisible"
     if category == "Cc" and char not in ALLOWED_CONTROLS:
         return "is a control character"
@@ -101,13 +124,23 @@ def _invisible(char: str) -> str | None:
     return None
 
 
+def _ascii_like(char: str) -> str | None:
+    """The ASCII character `char` passes for: the hand table first (it names the
+    letter a reader sees: Greek capital iota reads as "I"), then Unicode's prototypes."""
+    return LOOKALIKES.get(char) or UTS39_ASCII.get(char)
+
+
 def _stands_for_ascii(char: str, category: str) -> bool:
-    """A non-letter look-alike (a dash that passes for "-"), or a compatibility form of
-    an ASCII letter, digit or (fullwidth) sign. Letters of other scripts are judged by
-    word (below): a Russian word is rightly written with Cyrillic a and o."""
-    if category.startswith("L") and char in LOOKALIKES:
+    """A non-letter look-alike (a dash that passes for "-"), a Latin letter that is not
+    ASCII but reads as an ASCII one (the script g U+0261), or a compatibility form of an
+    ASCII letter, digit or (fullwidth) sign. Letters of other scripts are judged by word
+    (below): a Russian word is rightly written with Cyrillic a and o. Digits of other
+    scripts are named as digits."""
+    if category.startswith("L") and _script(char) not in (None, "LATIN"):
         return False
     if char in LOOKALIKES:
+        return True
+    if char in UTS39_ASCII and category != "Nd":
         return True
     if not unicodedata.normalize("NFKC", char).isascii():
         return False
@@ -120,9 +153,10 @@ def _suspect(char: str) -> bool:
         return not (char.isprintable() or char in ALLOWED_CONTROLS)
     return (
         _invisible(char) is not None
-        or char in LOOKALIKES
+        or _ascii_like(char) is not None
         or _stands_for_ascii(char, unicodedata.category(char))
         or unicodedata.combining(char) != 0
+        or unicodedata.category(char) == "Me"
     )
 
 
@@ -158,7 +192,7 @@ def _char_warnings(text: str, add: Any) -> None:
         if why is not None:
             add("invisible", char, f"{why}, in {_quote(text, {char})}")
         elif _stands_for_ascii(char, category):
-            like = LOOKALIKES.get(char) or unicodedata.normalize("NFKC", char)
+            like = _ascii_like(char) or unicodedata.normalize("NFKC", char)
             add("confusable", char, f'looks like "{like}" in {_quote(text, {char})}')
         elif category == "Nd":
             digit = unicodedata.digit(char)
@@ -179,8 +213,8 @@ def _word_warnings(text: str, add: Any) -> None:
             add("mixed scripts", char, f"mixes {names} in one word {_quote(word, {char})}")
         elif scripts and "LATIN" not in scripts:
             letters = [c for c in word if _script(c) is not None]
-            if all(c in LOOKALIKES for c in letters):
-                like = "".join(LOOKALIKES.get(c, c) for c in word)
+            if all(_ascii_like(c) is not None for c in letters):
+                like = "".join(_ascii_like(c) or c for c in word)
                 add(
                     "whole-word confusable",
                     letters[0],
@@ -208,8 +242,50 @@ def text_warnings(field: str, text: str) -> list[TextWarning]:
             f"makes {_quote(text, {char})} not NFC-normalized: text that looks the same can "
             "be encoded another way",
         )
+    _mark_warnings(text, add)
     _word_warnings(text, add)
     return list(found.values())
+
+
+def _mark_warnings(text: str, add: Any) -> None:
+    """A combining mark still on an ASCII character (or on nothing) once the text is NFC:
+    an accent NFC composes (e + U+0301) is the "not NFC" warning's, what is left is drawn
+    inside or over the letter (U+0336 strikes through it) and hides there."""
+    composed = unicodedata.normalize("NFC", text)
+    for char, concealed in hidden_in(composed):
+        if concealed and not hidden(char):
+            add(
+                "mark on ASCII",
+                char,
+                f"is a combining mark drawn on an ASCII character, in {_quote(text, {char})}: "
+                "it hides in the letter it is drawn on",
+            )
+            return
+
+
+def iban_warnings(field: str, text: str) -> list[TextWarning]:
+    """A value meant to be an IBAN (its field's name says "iban", or it is shaped like
+    one) whose check digits fail. The character named is the first letter O, I or L
+    among the account digits (a letter where a digit is read), else the first character
+    an IBAN cannot hold, else the first check digit."""
+    name = field.rsplit(".", 1)[-1].lower()
+    if not (("iban" in name and "(its name)" not in name) or iban_shaped(text)):
+        return []
+    if iban_valid(text):
+        return []
+    compact = text.replace(" ", "")
+    suspects = [c for c in compact[4:] if c in "OILoil"]
+    odd = [c for c in compact if not (c.isascii() and c.isalnum())]
+    char = (suspects or odd or [compact[2:3] or text[:1] or " "])[0]
+    return [
+        TextWarning(
+            field,
+            "IBAN check",
+            char,
+            f"in {_quote(text, {char})}: the value is not a valid IBAN (its mod-97 check "
+            "digits fail): a character is wrong, such as a letter O where a digit 0 belongs",
+        )
+    ]
 
 
 def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
@@ -231,7 +307,9 @@ def payload_warnings(payload: Any, *, root: str = "") -> list[TextWarning]:
     a field path reads `payee`, `items[0].name` or `payee (its name)` for a key."""
     warnings: list[TextWarning] = []
     for path, text in _strings(payload, root):
-        if text.isascii() and all(c.isprintable() or c in ALLOWED_CONTROLS for c in text):
-            continue
-        warnings.extend(text_warnings(path or "(the payload)", text))
+        field = path or "(the payload)"
+        if not (text.isascii() and all(c.isprintable() or c in ALLOWED_CONTROLS for c in text)):
+            warnings.extend(text_warnings(field, text))
+        if not path.endswith("(its name)"):
+            warnings.extend(iban_warnings(field, text))
     return warnings

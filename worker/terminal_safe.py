@@ -12,8 +12,10 @@ so the person sees that it was there and nothing it would have done.
 
 Escaped: control characters (C0, DEL, C1), format characters (bidi controls, zero-width
 characters, tag characters), lone surrogates (which cannot even be encoded for output),
-and the line and paragraph separators. Letters of every script, marks, symbols and
-emoji are printed as they are (look-alike letters are worker.confusables' concern).
+the line and paragraph separators, every default-ignorable code point (a variation
+selector, a Hangul filler) and a combining mark on an ASCII character (sagacity.visible's
+`hidden_in`). Letters of every script, marks on them, symbols and emoji are printed as
+they are (look-alike letters are worker.confusables' concern).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sagacity.visible import hidden, visible_char
+from sagacity.visible import escape, hidden, hidden_in
 
 __all__ = ["json_line", "json_safe", "neutralized", "printable"]
 
@@ -48,7 +50,7 @@ def printable(text: str) -> str:
     one line, however many lines it had, and nothing in it can move the cursor."""
     if text.isascii() and text.isprintable():
         return text  # the common case: nothing to do
-    return "".join(_escape(c) if _unsafe(c) else c for c in text)
+    return "".join(_escape(c) if concealed else c for c, concealed in hidden_in(text))
 
 
 def json_line(value: Any) -> str:
@@ -65,7 +67,7 @@ def json_safe(text: str) -> str:
     acts on a terminal. The layout's own newlines are kept (they are never in a string)."""
     if text.isascii() and text.isprintable():
         return text
-    return "".join(c if c == "\n" or not _unsafe(c) else visible_char(c) for c in text)
+    return "".join(escape(c) if concealed and c != "\n" else c for c, concealed in hidden_in(text))
 
 
 def neutralized(value: Any) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sagacity.worker.inbox.formatting import group_iban, group_thousands, payload_rows, shown_text
+from sagacity.worker.inbox.formatting import group_thousands, iban_groups, payload_rows, shown_text
 
 
 @pytest.mark.parametrize(
@@ -28,16 +28,21 @@ def test_group_thousands_keeps_every_digit(number: float, shown: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("iban", "shown"),
+    ("iban", "groups"),
     [
-        ("DE89370400440532013000", "DE89 3704 0044 0532 0130 00"),
-        ("DE89 3704 0044 0532 0130 00", "DE89 3704 0044 0532 0130 00"),
-        ("GB82WEST12345698765432", "GB82 WEST 1234 5698 7654 32"),
-        ("NO9386011117947", "NO93 8601 1117 947"),
+        ("DE89370400440532013000", ["DE89", "3704", "0044", "0532", "0130", "00"]),
+        ("GB82WEST12345698765432", ["GB82", "WEST", "1234", "5698", "7654", "32"]),
+        ("NO9386011117947", ["NO93", "8601", "1117", "947"]),
+        ("DE89 3704 0044 0532 0130 00", None),  # spaces of its own: shown as stored
+        ("DE89370400440532O13000", None),  # a letter O for a 0: the checksum fails
+        ("DE89370400440532013001", None),  # one digit changed
+        ("Zu12 Hause GmbH", None),
     ],
 )
-def test_group_iban_in_fours(iban: str, shown: str) -> None:
-    assert group_iban(iban) == shown
+def test_only_a_valid_iban_without_spaces_is_grouped_in_fours(
+    iban: str, groups: list[str] | None
+) -> None:
+    assert iban_groups(iban) == groups
 
 
 def test_rows_name_the_currency_of_an_amount_and_mark_a_cyrillic_letter() -> None:
@@ -52,8 +57,9 @@ def test_rows_name_the_currency_of_an_amount_and_mark_a_cyrillic_letter() -> Non
     iban = by_name["iban"]
     assert iban.value.kind == "iban"
     assert [s.text for s in iban.value.segments if s.flagged] == ["\u0430"]
-    assert "".join(s.text for s in iban.value.segments) == "DE89 3704 0044 0532 0130 0\u0430"
-    assert [w.field for w in warnings] == ["iban"] and iban.warnings == warnings
+    assert "".join(s.text for s in iban.value.segments) == "DE8937040044053201300\u0430"
+    assert [w.field for w in warnings] == ["iban", "iban"] and iban.warnings == warnings
+    assert [w.kind for w in warnings] == ["mixed scripts", "IBAN check"]
     assert by_name["note"].warnings == []
 
 

@@ -126,7 +126,15 @@ def test_amounts_and_ibans_are_grouped_on_the_page(client: TestClient, source: F
     payload = {"iban": "GB82WEST12345698765432", "amount": 1234567, "currency": "GBP"}
     source.pendings["w1"] = pending_of("w1", "wire", payload)
     page = client.get("/sagas/w1/approval").text
-    assert '<td class="iban">GB82 WEST 1234 5698 7654 32</td>' in page
+    title = "grouped by four for reading: the IBAN holds no space"
+    parts = ("GB82", "WEST", "1234", "5698", "7654", "32")
+    groups = "".join(f'<span class="grp" title="{title}">{g}</span>' for g in parts)
+    spaced = {"iban": "GB82 WEST 1234 5698 7654 32"}  # spaces of its own: as stored, no boxes
+    source.pendings["w2"] = pending_of("w2", "wire", spaced)
+    assert (
+        '<td class="iban">GB82 WEST 1234 5698 7654 32</td>' in client.get("/sagas/w2/approval").text
+    )
+    assert f'<td class="iban">{groups}</td>' in page  # spaced by CSS, no space character
     assert '<td class="amount">1,234,567 <span class="unit">GBP</span></td>' in page
     assert '"amount":1234567' in page.replace("&#34;", '"')  # the canonical JSON is exact
 

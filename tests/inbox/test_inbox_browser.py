@@ -114,9 +114,14 @@ async def test_enroll_a_passkey_then_approve_a_wire_with_it(
         await expect(page.locator("#sha256")).to_have_text(review.local_sha256)
         args = page.locator("#args")
         await expect(args.locator("tr[data-field=amount] td")).to_have_text("12,500 EUR")
-        await expect(args.locator("tr[data-field=iban] td")).to_have_text(
-            "DE89 3704 0044 0532 0130 00"
+        # a valid IBAN in groups of four set apart by spacing: no space character added
+        iban = args.locator("tr[data-field=iban] td")
+        await expect(iban).to_have_text("DE89370400440532013000")
+        await expect(iban.locator(".grp")).to_have_count(6)
+        gaps = await iban.locator(".grp").evaluate_all(
+            "els => els.map(e => getComputedStyle(e).marginLeft)"
         )
+        assert gaps[0] == "0px" and all(g not in ("", "0px") for g in gaps[1:]), gaps
         await expect(page.locator("#warnings")).to_have_count(0)
         await expect(page.locator("#policy")).to_contain_text("finance")
         await expect(page.locator("[data-verify=ok]")).to_be_visible()

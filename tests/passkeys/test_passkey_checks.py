@@ -23,7 +23,9 @@ from sagacity.passkey_models import b64url
 from sagacity.passkeys import (
     PasskeyAssertionError,
     PasskeyDecisionDraft,
+    PasskeyFailure,
     PasskeyRegistrationError,
+    check_assertion,
     decision_draft,
     draft_options,
     enroll_passkey,
@@ -211,6 +213,41 @@ def _client_data(data: bytes) -> Callable[[SoftAuthenticator, EnrolledKey], dict
     return make
 
 
+def _signed_client_json(
+    write: Callable[[str], str],
+) -> Callable[[SoftAuthenticator, EnrolledKey], dict[str, Any]]:
+    """An assertion the device really signs over the clientDataJSON text `write` makes of
+    the statement's challenge: every check before the one aimed at passes."""
+
+    def make(device: SoftAuthenticator, key: EnrolledKey) -> dict[str, Any]:
+        challenge = draft_options(draft_for(key), key)["challenge"]
+        text = challenge if isinstance(challenge, str) else b64url(challenge)
+        return body(device, key, client_data=write(text).encode())
+
+    return make
+
+
+CROSS_ORIGIN_TEXT = _signed_client_json(
+    lambda c: (
+        f'{{"type":"webauthn.get","challenge":"{c}","origin":"{ORIGIN}","crossOrigin":"true"}}'
+    )
+)
+DUPLICATE_TYPE = _signed_client_json(
+    lambda c: (
+        f'{{"type":"webauthn.create","challenge":"{c}","origin":"{ORIGIN}","type":"webauthn.get"}}'
+    )
+)
+DUPLICATE_NESTED = _signed_client_json(
+    lambda c: (
+        f'{{"type":"webauthn.get","challenge":"{c}","origin":"{ORIGIN}",'
+        f'"tokenBinding":{{"status":"present","status":"absent"}}}}'
+    )
+)
+HONEST_SPELLED = _signed_client_json(
+    lambda c: f'{{"type":"webauthn.get","challenge":"{c}","origin":"{ORIGIN}","crossOrigin":false}}'
+)
+
+
 def _flip_signature(raw: dict[str, Any]) -> None:
     sig = raw["passkey"]["signature"]
     raw["passkey"]["signature"] = ("A" if sig[4] != "A" else "B").join([sig[:4], sig[5:]])
@@ -237,6 +274,9 @@ HOSTILE: list[tuple[str, Any, RefusalReason]] = [
     ("other-statement", _other_challenge, RefusalReason.WRONG_CHALLENGE),
     ("cross-origin-site", {"origin": "https://evil.example"}, RefusalReason.WRONG_ORIGIN),
     ("cross-origin-iframe", {"cross_origin": True}, RefusalReason.WRONG_ORIGIN),
+    ("cross-origin-as-text", CROSS_ORIGIN_TEXT, RefusalReason.PASSKEY_MALFORMED),
+    ("client-data-duplicate-type", DUPLICATE_TYPE, RefusalReason.PASSKEY_MALFORMED),
+    ("client-data-duplicate-nested", DUPLICATE_NESTED, RefusalReason.PASSKEY_MALFORMED),
     ("other-rp", {"rp": "evil.example"}, RefusalReason.WRONG_RP),
     ("user-not-present", {"present": False}, RefusalReason.USER_NOT_PRESENT),
     (
@@ -377,3 +417,29 @@ def test_an_assertion_with_well_formed_extensions_is_accepted() -> None:
     key = enroll(device)
     raw = body(device, key, extra_flags=0x80, tail=cbor2.dumps({"credProtect": 1}))
     assert verdict(raw, key).accepted
+
+
+def test_clientdata_written_by_hand_but_well_formed_is_accepted() -> None:
+    """The strict reading refuses the odd spellings above, not hand-written JSON: the same
+    members, each once, crossOrigin a JSON false, signed by the device, is accepted."""
+    device = SoftAuthenticator()
+    key = enroll(device)
+    assert verdict(HONEST_SPELLED(device, key), key).accepted
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [(CROSS_ORIGIN_TEXT, "crossOrigin"), (DUPLICATE_TYPE, "'type' twice")],
+    ids=["cross-origin-as-text", "duplicate-type"],
+)
+def test_the_offline_check_refuses_the_same_clientdata(make: Any, says: str) -> None:
+    """verify-file re-checks a journaled assertion with check_assertion (sagacity.
+    decision_audit), the function the saga judges with: the same bytes, the same refusal."""
+    device = SoftAuthenticator()
+    key = enroll(device)
+    raw = make(device, key)
+    parsed = parse_decision(raw, approve=None)
+    assert not isinstance(parsed, Refusal) and parsed.passkey is not None
+    got = check_assertion(parsed.passkey, key, parsed.statement())
+    assert isinstance(got, PasskeyFailure), got
+    assert got.reason is RefusalReason.PASSKEY_MALFORMED and says in got.detail

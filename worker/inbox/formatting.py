@@ -2,34 +2,39 @@
 
 The approver decides on the canonical JSON and its SHA-256 (shown in full on the page);
 this table is a reading aid on top of it, and must never make a value look like another.
-So nothing is rounded or converted: a number keeps every digit, grouped by thousands with
-a comma (12,345.5); an IBAN keeps every character, grouped by four (DE89 3704 0044 …); an
-amount shows the currency of its payload next to it. Every hidden character (control,
-format, bidi, zero-width, a space that is not U+0020) is shown as its `\\uXXXX` escape
-(sagacity.visible), and every character that a look-alike warning names is marked, so
-the person sees where the Cyrillic letter in an IBAN sits. Pure functions, no HTML: the
-templates escape what they print (Jinja autoescape).
+So nothing is rounded, converted or moved: a number keeps every digit, grouped by
+thousands with a comma (12,345.5); an amount shows the currency of its payload next to
+it; text is shown exactly as stored, spaces where they are. The one regrouping is of an
+IBAN field's value that is a valid IBAN (its mod-97 check digits hold) written without
+spaces: its groups of four are separate segments the page draws as shaded boxes set
+apart by spacing, never by a space character, so "DE89 3704 …" stored with spaces still
+reads differently from the same IBAN stored without them. Every hidden character
+(control, format, bidi, zero-width, default-ignorable such as a variation selector, a
+space that is not U+0020, a combining mark on an ASCII letter) is shown as its `\\uXXXX`
+escape (sagacity.visible), and every character that a look-alike warning names is
+marked, so the person sees where the Cyrillic letter in an IBAN sits. Pure functions,
+no HTML: the templates escape what they print (Jinja autoescape).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from sagacity.bounds import cut
 from sagacity.canonical import canonical_text
-from sagacity.visible import visible_char
+from sagacity.iban import iban_valid
+from sagacity.visible import escape, hidden_in
 from sagacity.worker.confusables import TextWarning, payload_warnings
 
 __all__ = [
     "Cell",
     "Row",
     "Segment",
-    "group_iban",
     "group_thousands",
+    "iban_groups",
     "payload_rows",
     "shown_text",
 ]
@@ -41,17 +46,18 @@ MAX_CELL = 2_000
 
 _AMOUNT_KEYS = ("amount", "total", "price", "sum", "fee", "value", "balance", "cost")
 _CURRENCY_KEYS = ("currency", "ccy", "currency_code")
-_IBAN_SHAPE = re.compile(r"^[A-Za-z]{2}[0-9]{2}\S{8,34}$")
 
 
 @dataclass(frozen=True)
 class Segment:
     """A run of text as shown; `flagged` marks a character a warning names, `escape` a
-    hidden character written as its `\\uXXXX` escape."""
+    hidden character written as its `\\uXXXX` escape, `group` one group of four of a
+    valid IBAN (set apart from the next by spacing: no character is added)."""
 
     text: str
     flagged: bool = False
     escape: bool = False
+    group: bool = False
 
 
 @dataclass(frozen=True)
@@ -89,11 +95,13 @@ def group_thousands(number: int | float) -> str:
     return sign + ",".join(groups) + dot + fraction
 
 
-def group_iban(text: str) -> str:
-    """An IBAN as printed on paper: groups of four characters, every character kept
-    (spaces already in it are dropped first, since they are not part of an IBAN)."""
-    compact = text.replace(" ", "")
-    return " ".join(compact[i : i + 4] for i in range(0, len(compact), 4))
+def iban_groups(text: str) -> list[str] | None:
+    """A valid IBAN written without spaces, as printed on paper: its groups of four
+    characters; None for anything else (spaces of its own, a failing checksum, a
+    character outside A-Z and 0-9), which is shown exactly as it is."""
+    if not iban_valid(text) or not text.isalnum():
+        return None
+    return [text[i : i + 4] for i in range(0, len(text), 4)]
 
 
 def _is_amount_key(name: str) -> bool:
@@ -102,8 +110,8 @@ def _is_amount_key(name: str) -> bool:
                for k in _AMOUNT_KEYS)  # fmt: skip
 
 
-def _is_iban(name: str, value: str) -> bool:
-    return "iban" in name.lower() or bool(_IBAN_SHAPE.match(value.replace(" ", "")))
+def _is_iban_field(name: str) -> bool:
+    return "iban" in name.lower()
 
 
 def shown_text(text: str, flagged: frozenset[str] = frozenset()) -> list[Segment]:
@@ -118,11 +126,10 @@ def shown_text(text: str, flagged: frozenset[str] = frozenset()) -> list[Segment
             segments.append(Segment("".join(run)))
             run.clear()
 
-    for ch in text:
-        shown = visible_char(ch)
-        if shown != ch:
+    for ch, concealed in hidden_in(text):
+        if concealed:
             flush()
-            segments.append(Segment(shown, flagged=True, escape=True))
+            segments.append(Segment(escape(ch), flagged=True, escape=True))
         elif ch in flagged:
             flush()
             segments.append(Segment(ch, flagged=True))
@@ -152,8 +159,11 @@ def _cell(name: str, value: Any, flagged: frozenset[str], currency: str) -> Cell
         return Cell(grouped, "number")
     if isinstance(value, str):
         text = cut(value, MAX_CELL)
-        if _is_iban(name, text):
-            return Cell(shown_text(group_iban(text), flagged), "iban")
+        if _is_iban_field(name):
+            groups = iban_groups(text)
+            if groups is None:  # not a valid IBAN, or written with spaces: exactly as stored
+                return Cell(shown_text(text, flagged), "iban")
+            return Cell([Segment(group, group=True) for group in groups], "iban")
         return Cell(shown_text(text, flagged), "text")
     try:
         text = canonical_text(value)
