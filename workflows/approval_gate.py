@@ -70,6 +70,7 @@ from sagacity.workflows.approval_votes import (
     Vote,
     Voting,
 )
+from sagacity.workflows.patches import patched
 
 Lookup = Callable[[str | None], Awaitable[KeyLookup]]
 Ticket = tuple[int, int, int]
@@ -208,8 +209,8 @@ class ApprovalGate(Voting):
         run's first activation, before any await (a patch asked after a local activity
         can read otherwise on replay); never from a validator (asking is a command)."""
         if self._bound is None:
-            self._bound = self._lookup is not None and workflow.patched(BOUND_DECISIONS)
-            self._passkeys = self._bound and workflow.patched(PASSKEY_DECISIONS)
+            self._bound = self._lookup is not None and patched(BOUND_DECISIONS)
+            self._passkeys = self._bound and patched(PASSKEY_DECISIONS)
         return self._bound
 
     def requirement(self, declared: ApprovalRequirement | None) -> ApprovalRequirement:

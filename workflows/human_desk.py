@@ -45,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.workflows.models import ResolutionResult
 
 from sagacity.workflows.approval_evidence import bounded, cap_note, field, message
+from sagacity.workflows.patches import patched
 
 RESOLVE = "resolve"
 """Name of the update and of the signal that carry a resolution."""
@@ -161,8 +162,8 @@ class HumanDesk:
         """Ask, once, whether this saga waits for a person when dirty (see HUMAN_WAIT).
         Asked in a run's first activation, before any await, like every patch."""
         if self._enabled is None:
-            self._enabled = workflow.patched(HUMAN_WAIT)
-            self._passkeys = self._enabled and workflow.patched(PASSKEY_RESOLUTIONS)
+            self._enabled = patched(HUMAN_WAIT)
+            self._passkeys = self._enabled and patched(PASSKEY_RESOLUTIONS)
         return self._enabled
 
     @property

@@ -58,6 +58,7 @@ from sagacity.workflows.human_desk import HumanDesk
 from sagacity.workflows.inspection import (
     call_summary,
 )
+from sagacity.workflows.patches import patched
 from sagacity.workflows.pinned import PinnedActivities
 from sagacity.workflows.reporting import fit_result, step_report
 from sagacity.workflows.requester import check_requester
@@ -74,7 +75,7 @@ def cancel_failure() -> str:
     """What a cancel fails the saga with: "saga cancelled", with the reason the request
     gave (`sagacity cancel` sends who and why), so the close entry and the result say it."""
     reason = " ".join((workflow.cancellation_reason() or "").split())
-    if reason and workflow.patched(CANCEL_REASON):
+    if reason and patched(CANCEL_REASON):
         return f"saga cancelled ({cut(reason, MAX_CANCEL_REASON)})"
     return "saga cancelled"
 
@@ -279,7 +280,7 @@ class SagaCore(SagaDisplay):
         # AgentSaga histories recorded before the patch was asked at their start carry it
         # here, under its old id (histories older still have neither).
         if self.gate.abandoned and (
-            self.journal_abandoned_at_start or workflow.patched("journal-abandoned-approval")
+            self.journal_abandoned_at_start or patched("journal-abandoned-approval")
         ):
             for step, actor, error in await self.gate.journal_abandoned():
                 report = self.steps.get(step)
@@ -353,7 +354,7 @@ class SagaCore(SagaDisplay):
         """Whether a failed tool fails its activity (patch `visible-step-failures`; ask it
         before the run's first await, as AgentSaga and Saga.open do)."""
         if self._visible_failures is None:
-            self._visible_failures = workflow.patched(VISIBLE_STEP_FAILURES)
+            self._visible_failures = patched(VISIBLE_STEP_FAILURES)
         return self._visible_failures
 
     def expect_approval(self, tools: Iterable[str]) -> None:

@@ -81,4 +81,9 @@ async def test_parked_sagas_are_all_approved(postgres_url: str, tmp_path: Path) 
     assert [len(runs["plain"]), len(runs["saga"])] == [1, 1]
     assert runs["saga"][0]["errors"] == [] and runs["saga"][0]["not_completed"] == 0
     assert runs["saga"][0]["parked_rss"] > 0
+    assert runs["saga"][0]["decide_all_s"] <= runs["saga"][0]["approve_all_s"]
+    assert {t.name for t in report.targets} >= {
+        "parked memory per workflow, saga/plain",
+        "approving parked sagas, saga/plain rate (decided and completed)",
+    }
     assert data["benchmark"] == "parked"

@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.worker.plugin import PASSTHROUGH
     from sagacity.workflows.agent_saga import FAIL_UNSUCCESSFUL, AgentSagaWorkflow
     from sagacity.workflows.models import SagaResult
+    from sagacity.workflows.patches import FOLDED, SAGA_RULES
     from sagacity.workflows.saga_engine import SagaCore as Saga
     from sagacity.workflows.saga_errors import VISIBLE_STEP_FAILURES
     from tests.workflows.record_histories import FLOWS, HISTORIES
@@ -121,6 +122,50 @@ def _patches(text: str) -> set[str]:
     return ids
 
 
+def _follows(text: str, patch_id: str) -> bool:
+    """The history's run followed `patch_id`: it recorded the patch's own marker, or the
+    one that stands for every folded patch (workflows.patches)."""
+    ids = _patches(text)
+    return patch_id in ids or (patch_id in FOLDED and SAGA_RULES in ids)
+
+
+BEFORE_FOLDED = sorted((HISTORIES / "1722997").glob("*.json"))
+"""Histories recorded by the code at commit 1722997, which asked each patch with its own
+marker (nine at a saga's start, each with an upsert of TemporalChangeVersion) before they
+were folded into SAGA_RULES."""
+PRE_1722997 = sorted((HISTORIES / "pre-1722997").glob("*.json"))
+"""The histories that were current at commit 1722997, each recorded by the code of its
+time (some before own-handover-only, fail-unsuccessful-saga or visible-step-failures)."""
+
+
+@pytest.mark.parametrize("path", BEFORE_FOLDED, ids=[p.stem for p in BEFORE_FOLDED])
+async def test_histories_from_before_the_folded_patches_replay(path: Path) -> None:
+    assert len(BEFORE_FOLDED) == len(FLOWS)  # every flow there is
+    text = path.read_text()
+    ids = _patches(text)
+    assert SAGA_RULES not in ids
+    assert len(ids & FOLDED) >= 9  # each patch under its own marker
+    failure = await _replay_failure(WorkflowHistory.from_json(path.stem, text), AgentSagaWorkflow)
+    assert failure is None, f"{path.stem}: {type(failure).__name__}: {failure}"
+
+
+@pytest.mark.parametrize("path", PRE_1722997, ids=[p.stem for p in PRE_1722997])
+async def test_histories_current_before_the_fold_replay(path: Path) -> None:
+    assert len(PRE_1722997) == len(FLOWS)
+    text = path.read_text()
+    assert SAGA_RULES not in _patches(text)
+    failure = await _replay_failure(WorkflowHistory.from_json(path.stem, text), AgentSagaWorkflow)
+    assert failure is None, f"{path.stem}: {type(failure).__name__}: {failure}"
+
+
+def test_current_histories_carry_one_marker_for_the_folded_patches() -> None:
+    """A saga started now records SAGA_RULES and none of the patches it stands for."""
+    for name in FLOWS:
+        ids = _patches((HISTORIES / f"{name}.json").read_text())
+        assert SAGA_RULES in ids, name
+        assert not ids & FOLDED, (name, ids & FOLDED)
+
+
 @pytest.mark.parametrize("path", BEFORE_SIGNED, ids=[p.stem for p in BEFORE_SIGNED])
 async def test_histories_from_before_signed_decisions_replay(path: Path) -> None:
     assert len(BEFORE_SIGNED) == 10  # the flows there were then
@@ -173,7 +218,7 @@ def test_current_unsuccessful_sagas_fail_their_workflow_with_the_result() -> Non
         ("compensation_failed_unresolved", "UNRESOLVED"),
     ):
         text = (HISTORIES / f"{name}.json").read_text()
-        assert FAIL_UNSUCCESSFUL in _patches(text), name
+        assert _follows(text, FAIL_UNSUCCESSFUL), name
         last = WorkflowHistory.from_json(name, text).events[-1]
         failure = last.workflow_execution_failed_event_attributes.failure
         info = failure.application_failure_info
@@ -188,7 +233,7 @@ def test_a_failed_tool_fails_its_activity_in_current_histories() -> None:
     """The failed step is a failed activity (red in the UI) whose details are the step's
     outcome; the workflow read it from there and compensated."""
     text = (HISTORIES / "failure_compensated.json").read_text()
-    assert VISIBLE_STEP_FAILURES in _patches(text)
+    assert _follows(text, VISIBLE_STEP_FAILURES)
     events = WorkflowHistory.from_json("f", text).events
     failed = [
         e.activity_task_failed_event_attributes.failure
@@ -205,7 +250,8 @@ def test_a_failed_tool_fails_its_activity_in_current_histories() -> None:
 
 def test_current_histories_carry_the_human_wait_patch() -> None:
     for name in ("compensation_failed_resolved", "compensation_failed_unresolved", "happy_path"):
-        assert "needs-human-wait" in _patches((HISTORIES / f"{name}.json").read_text()), name
+        assert _follows((HISTORIES / f"{name}.json").read_text(), "needs-human-wait"), name
+        assert "needs-human-wait" in _patches((HISTORIES / "1722997" / f"{name}.json").read_text())
     events = json.loads((HISTORIES / "compensation_failed_resolved.json").read_text())["events"]
     signals = [
         e["workflowExecutionSignaledEventAttributes"]["signalName"]
@@ -222,7 +268,8 @@ def test_current_histories_carry_the_human_wait_patch() -> None:
 
 def test_current_histories_carry_the_signed_decisions_patch() -> None:
     for name in ("approve_by_signal", "approve_by_update", "reject_by_signal"):
-        assert "signed-decisions" in _patches((HISTORIES / f"{name}.json").read_text()), name
+        assert _follows((HISTORIES / f"{name}.json").read_text(), "signed-decisions"), name
+        assert "signed-decisions" in _patches((HISTORIES / "1722997" / f"{name}.json").read_text())
 
 
 # ---- the replay test can fail ----------------------------------------------------------------
@@ -384,6 +431,10 @@ def test_the_cancel_reason_history_records_its_patch() -> None:
     that says who and why is journaled with it, and sagas cancelled before the patch (the
     other cancel histories) replay without it."""
     text = (HISTORIES / "cancelled_with_reason.json").read_text()
-    assert "cancel-reason" in _patches(text)
+    assert _follows(text, "cancel-reason")
+    assert "cancel-reason" in _patches(
+        (HISTORIES / "1722997" / "cancelled_with_reason.json").read_text()
+    )
     for older in ("cancelled_while_awaiting_approval", "cancelled_while_awaiting_approval_v2"):
-        assert "cancel-reason" not in _patches((HISTORIES / f"{older}.json").read_text())
+        older_text = (HISTORIES / "1722997" / f"{older}.json").read_text()
+        assert "cancel-reason" not in _patches(older_text)
