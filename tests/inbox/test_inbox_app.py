@@ -14,8 +14,8 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
-from sagacity.worker.cli import app as cli_app
 from sagacity.errors import SagacityError
+from sagacity.worker.cli import app as cli_app
 from sagacity.worker.client import SagaNotFoundError, TemporalUnavailableError
 from sagacity.worker.inbox import InboxConfig, create_app
 from sagacity.worker.inbox.security import CSP, RemoteBindError, check_bind
@@ -218,9 +218,7 @@ def test_error_pages_keep_paths_addresses_and_exception_details_in_the_log(
         for secret in (str(tmp_path), "secret-dir", "Expecting property name", "line 1"):
             assert secret not in page.text
         assert str(registry) in caplog.text and "Expecting property name" in caplog.text
-        source.fail_with = SagaNotFoundError(
-            "no saga 'x' in namespace 'default' at 10.1.2.3:7233"
-        )
+        source.fail_with = SagaNotFoundError("no saga 'x' in namespace 'default' at 10.1.2.3:7233")
         gone = client.get("/sagas/x/approval", headers={"accept": "application/json"})
         assert gone.status_code == 404 and "no saga 'x'" in gone.json()["error"]
         assert "10.1.2.3" not in gone.text and "10.1.2.3:7233" in caplog.text
