@@ -44,7 +44,6 @@ from sagacity.worker.client import (
     connect,
     describe_saga,
     list_sagas,
-    pending_approvals,
     saga_handle,
     saga_result,
     saga_steps,
@@ -423,13 +422,18 @@ def pending(
     limit: Annotated[int, typer.Option(min=1, help="at most this many sagas")] = 100,
     as_json: JsonOpt = False,
 ) -> None:
-    """Every saga awaiting approval, with the tool, the exact payload and its hash."""
+    """Every saga awaiting approval, with the tool, the exact payload and its hash: sagas
+    (AgentSaga and the configured --workflow types) on the configured task queue."""
+    from sagacity.worker.pending_list import SagaScope, pending_page
+
     settings = settings_of(ctx)
 
-    async def main() -> list[Any]:
-        return await pending_approvals(await connect(settings), limit=limit)
+    async def main() -> Any:
+        scope = SagaScope.of_settings(settings)
+        return await pending_page(await connect(settings), scope, limit=limit)
 
-    items = run(main())
+    page = run(main())
+    items = page.items
     if as_json:
         print_json(
             [
@@ -441,10 +445,14 @@ def pending(
                 for i in items
             ]
         )
+        if page.more:
+            note(page.more_note())
     elif not items:
         note("no saga is awaiting approval")
     else:
         console.print(pending_list(items))
+        if page.more:
+            note(page.more_note())
         note(
             "decide with `sagacity approve SAGA_ID` or `sagacity reject SAGA_ID --reason ...`",
         )

@@ -146,18 +146,22 @@ async def _dev_inbox(
         yield
         return
     from sagacity.worker.inbox.enrollment import enrollment_hint
-    from sagacity.worker.inbox.server import InboxOptions, start_inbox
+    from sagacity.worker.inbox.server import InboxOptions, listening_line, start_inbox
     from sagacity.worker.inbox.source import SagaSource
+    from sagacity.worker.pending_list import SagaScope
     from sagacity.worker.saga_client import SagaClient
 
     registry = Path(settings.approvers) if settings.approvers else None
     source = SagaSource(
         SagaClient(client, task_queue=settings.task_queue, store=store),
         temporal_ui=f"http://127.0.0.1:{ui_port}",
+        scope=SagaScope.of_settings(settings),
     )
     options = InboxOptions(port=inbox_port, registry=registry)
     async with start_inbox(options, source=source) as running:
-        say(f"approval inbox: {running.url}")
+        say(f"approval inbox: {running.url} ({listening_line(running)})")
+        for note in running.notes:
+            say(f"note: {note}")
         if registry is not None:
             say(enrollment_hint(registry))
         yield
@@ -198,7 +202,10 @@ def dev(
         _check_free(port, "server")
         _check_free(ui_port, "UI")
         if not no_inbox:
-            _check_free(inbox_port, "inbox")
+            # Both loopback addresses, as the inbox binds them (worker.inbox.listening).
+            from sagacity.worker.inbox.listening import check_port
+
+            check_port(inbox_port)
         await run_dev(
             settings,
             port=port,

@@ -39,7 +39,7 @@ PUBLISHED = {
     "postgres": ["127.0.0.1:5432:5432"],
     "temporal": ["127.0.0.1:7233:7233"],
     "temporal-ui": ["127.0.0.1:8080:8080"],
-    "inbox": ["127.0.0.1:8200:8200"],
+    "inbox": ["127.0.0.1:8200:8200", "[::1]:8200:8200"],
 }
 SETTINGS_ENV = {
     f"{Settings.model_config['env_prefix']}{name}".upper() for name in Settings.model_fields

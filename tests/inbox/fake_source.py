@@ -15,6 +15,7 @@ from sagacity.entry import JournalEntry
 from sagacity.worker.client import PendingItem, SagaNotFoundError, SagaSummary
 from sagacity.worker.client_resolutions import DirtyItem
 from sagacity.worker.inbox.source import Approval
+from sagacity.worker.pending_list import PendingPage, SagaScope
 from sagacity.worker.saga_client import Review
 from sagacity.workflows.models import DecisionResult, PendingApproval, ResolutionResult
 
@@ -49,9 +50,10 @@ class FakeSource:
         if self.fail_with is not None:
             raise self.fail_with
 
-    async def pending(self) -> list[PendingItem]:
+    async def pending(self) -> PendingPage:
         self._check()
-        return [PendingItem(summary_of(s), p) for s, p in self.pendings.items()]
+        items = [PendingItem(summary_of(s), p) for s, p in self.pendings.items()]
+        return PendingPage(items, False, 200, SagaScope())
 
     async def approval(self, saga_id: str) -> Approval:
         self._check()

@@ -4,16 +4,19 @@ error pages without tracebacks (enrollment and sessions: test_inbox_enrollment).
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from starlette.routing import Route
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
+from sagacity.errors import SagacityError
 from sagacity.worker.cli import app as cli_app
-from sagacity.worker.client import TemporalUnavailableError
+from sagacity.worker.client import SagaNotFoundError, TemporalUnavailableError
 from sagacity.worker.inbox import InboxConfig, create_app
 from sagacity.worker.inbox.security import CSP, RemoteBindError, check_bind
 from sagacity.worker.inbox.server import InboxOptions, inbox_config
@@ -147,6 +150,7 @@ def test_errors_are_pages_that_say_what_happened_never_a_traceback(
     source.fail_with = TemporalUnavailableError("cannot reach Temporal at 127.0.0.1:7233")
     down = client.get("/")
     assert down.status_code == 503 and "cannot reach Temporal" in down.text
+    assert "127.0.0.1:7233" not in down.text
     source.fail_with = RuntimeError("secret internals /etc/passwd")
     with TestClient(client.app, base_url=BASE, raise_server_exceptions=False) as plain:
         broken = plain.get("/")
@@ -190,3 +194,38 @@ def test_passkeys_over_http_need_localhost() -> None:
     proxied = inbox_config(InboxOptions(origin="https://inbox.example", allow_remote=True))
     assert proxied.rp_id == "inbox.example" and proxied.https
     assert proxied.hosts is not None and "inbox.example" in proxied.hosts
+
+
+def test_error_pages_keep_paths_addresses_and_exception_details_in_the_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """attack_web: a broken registry file showed its path and the JSON parser's message,
+    an unknown saga the Temporal address; the page now says a plain sentence and the log
+    keeps the details."""
+    registry = tmp_path / "secret-dir" / "approvers.json"
+    registry.parent.mkdir()
+    registry.write_text("{not json")
+    source = FakeSource()
+    source.pendings["s1"] = pending_of("s1", "wire_transfer", {"amount": 1})
+    config = InboxConfig(origin=BASE, registry=registry)
+    with (
+        caplog.at_level(logging.WARNING, logger="sagacity.inbox"),
+        TestClient(create_app(config, source=source), base_url=BASE) as client,
+    ):
+        page = client.get("/sagas/s1/approval")
+        assert page.status_code == 400
+        assert "approver registry could not be read" in page.text
+        for secret in (str(tmp_path), "secret-dir", "Expecting property name", "line 1"):
+            assert secret not in page.text
+        assert str(registry) in caplog.text and "Expecting property name" in caplog.text
+        source.fail_with = SagaNotFoundError("no saga 'x' in namespace 'default' at 10.1.2.3:7233")
+        gone = client.get("/sagas/x/approval", headers={"accept": "application/json"})
+        assert gone.status_code == 404 and "no saga 'x'" in gone.json()["error"]
+        assert "10.1.2.3" not in gone.text and "10.1.2.3:7233" in caplog.text
+        source.fail_with = SagacityError(
+            "the key file /home/ops/keys/alice.json at [::1]:7233 is bad"
+        )
+        other = client.get("/")
+        assert other.status_code == 400 and "the key file" in other.text
+        assert "/home/ops" not in other.text and "[::1]:7233" not in other.text
+        assert "/home/ops/keys/alice.json" in caplog.text

@@ -13,6 +13,7 @@ what went wrong, never a traceback.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -29,8 +30,8 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from sagacity.approval_models import is_sha256_hex
-from sagacity.errors import SagacityError
-from sagacity.registry import ApproverRegistry, EnrolledKey
+from sagacity.errors import JournalError, SagacityError
+from sagacity.registry import ApproverRegistry, EnrolledKey, RegistryError
 from sagacity.visible import visible
 from sagacity.worker import client as api
 from sagacity.worker.client_resolutions import ResolutionRefusedError
@@ -106,9 +107,9 @@ def saga_id_of(request: Request) -> str:
 
 async def inbox(request: Request) -> Response:
     source = source_of(request)
-    pending = await source.pending()
+    page = await source.pending()
     dirty = await source.dirty()
-    return render(request, "inbox.html", pending=pending, dirty=dirty)
+    return render(request, "inbox.html", pending=page.items, more=page.more_note(), dirty=dirty)
 
 
 async def approval(request: Request) -> Response:
@@ -176,6 +177,41 @@ _STATUS: list[tuple[type[BaseException], int, str]] = [
     (api.NoWorkerError, 503, "No worker answered"),
 ]
 
+_PLAIN: list[tuple[type[BaseException], str]] = [
+    (api.TemporalUnavailableError, "The inbox cannot reach Temporal; the details are in its log."),
+    (api.NoWorkerError, "No worker answered in time; try again, and see the inbox's log."),
+    (RegistryError, "The approver registry could not be read; the details are in the log."),
+    (JournalError, "The journal could not be read; the details are in the inbox's log."),
+]
+"""Errors whose own text names files, addresses or a library's exception: the page says
+this sentence instead, and the log keeps the text."""
+
+_PATH = re.compile(r"(?<![\w.:/])/(?:[^\s/'\"]+/)+[^\s/'\",;:)]*")
+_ADDRESS = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b|\[[0-9a-fA-F:.]+\](?::\d+)?")
+
+
+def plain_message(exc: BaseException, *, hide: tuple[str, ...] = ()) -> str:
+    """What a page may say of `exc`: a fixed sentence for errors about the machine (files,
+    Temporal, the journal), else its own sentence with file paths, network addresses and
+    the `hide` strings (the Temporal address) cut out. The log has the full text."""
+    for kind, sentence in _PLAIN:
+        if isinstance(exc, kind):
+            return sentence
+    text = str(exc)
+    for secret in hide:
+        if secret:
+            text = text.replace(secret, "(see the inbox's log)")
+    text = _PATH.sub("(a file: see the inbox's log)", text)
+    return _ADDRESS.sub("(an address: see the inbox's log)", text)
+
+
+def _hidden(request: Request) -> tuple[str, ...]:
+    """The strings a page never shows: the Temporal address, the registry's path."""
+    config: InboxConfig = request.app.state.config
+    source = request.app.state.source
+    target = getattr(source, "temporal_address", None)
+    return tuple(str(v) for v in (target, config.registry) if v)
+
 
 def wants_json(request: Request) -> bool:
     """The passkey pages' fetch calls ask for JSON: their errors are JSON too."""
@@ -189,15 +225,20 @@ async def sagacity_error(request: Request, exc: Exception) -> Response:
         if isinstance(exc, kind):
             status, title = code, heading
             break
+    log.warning("inbox: %s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
+    message = plain_message(exc, hide=_hidden(request))
+    if isinstance(exc, api.SagaNotFoundError):
+        saga_id = request.path_params.get("saga_id", "")
+        message = f"no saga {saga_id!r} in this inbox's Temporal namespace"
     if wants_json(request):
-        return JSONResponse({"error": f"{title}: {exc}"}, status_code=status)
+        return JSONResponse({"error": f"{title}: {message}"}, status_code=status)
     refusal = exc if isinstance(exc, api.RefusedError) else None
     return render(
         request,
         "error.html",
         status,
         title=title,
-        message=str(exc),
+        message=message,
         refusal=refusal,
         resolution=isinstance(exc, ResolutionRefusedError),
     )

@@ -1,39 +1,46 @@
-"""Serving the inbox: uvicorn on a loopback address, inside the caller's event loop.
+"""Serving the inbox: uvicorn on loopback addresses, inside the caller's event loop.
 
 `serve_inbox` is what `sagacity inbox` runs, and `start_inbox` what `sagacity dev` (and
 the tests) run beside their own work: the server runs as a task and stops when told, and
-it never takes over the process's signals (the caller owns SIGINT and SIGTERM).
+it never takes over the process's signals (the caller owns SIGINT and SIGTERM). Its
+sockets are bound first (worker.inbox.listening: both loopback addresses of the port when
+the passkey origin is http://localhost:PORT), and only then is the address announced.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import uvicorn
 
-from sagacity.errors import SagacityError
 from sagacity.stores import open_store
 from sagacity.worker.client import connect
 from sagacity.worker.inbox.app import InboxConfig, create_app
 from sagacity.worker.inbox.enrollment import enrollment_hint
+from sagacity.worker.inbox.listening import InboxStartError, bind_listeners
 from sagacity.worker.inbox.security import LOOPBACK_HOSTS, check_bind
 from sagacity.worker.inbox.source import InboxSource, SagaSource
+from sagacity.worker.pending_list import SagaScope
 from sagacity.worker.saga_client import SagaClient
 from sagacity.worker.settings import Settings
 
-__all__ = ["DEFAULT_PORT", "InboxOptions", "RunningInbox", "inbox_config", "start_inbox"]
+__all__ = [
+    "DEFAULT_PORT",
+    "InboxOptions",
+    "InboxStartError",
+    "RunningInbox",
+    "inbox_config",
+    "start_inbox",
+]
 
 DEFAULT_PORT = 8200
-
-
-class InboxStartError(SagacityError):
-    """The inbox could not start (its port taken, a bad option)."""
+log = logging.getLogger("sagacity.inbox")
 
 
 @dataclass(frozen=True)
@@ -95,7 +102,8 @@ def saga_source_opener(
         async def close() -> None:
             store.close()
 
-        return SagaSource(client, temporal_ui=temporal_ui), close
+        scope = SagaScope.of_settings(settings)
+        return SagaSource(client, temporal_ui=temporal_ui, scope=scope), close
 
     return open_source
 
@@ -106,6 +114,10 @@ class RunningInbox:
     config: InboxConfig
     server: uvicorn.Server
     task: asyncio.Task[None]
+    addresses: list[str]
+    """Where it listens (127.0.0.1:PORT and [::1]:PORT by default)."""
+    notes: list[str]
+    """What a person should know about it (no IPv6 loopback on this machine)."""
 
     async def stop(self) -> None:
         self.server.should_exit = True
@@ -123,8 +135,10 @@ async def start_inbox(
     SagaClient and journal `settings` name (opened first, so a Temporal that cannot be
     reached is a clear error before anything listens)."""
     config = inbox_config(options)
-    _check_free(options.host, options.port)
+    localhost_origin = not config.https and config.origin == f"http://localhost:{options.port}"
+    listeners = bind_listeners(options.host, options.port, localhost_origin=localhost_origin)
     async with contextlib.AsyncExitStack() as stack:
+        stack.callback(listeners.close)
         if source is None:
             if settings is None:
                 raise InboxStartError("start_inbox needs settings or a source")
@@ -134,38 +148,31 @@ async def start_inbox(
         server = _EmbeddedServer(
             uvicorn.Config(
                 create_app(config, source=source),
-                host=options.host,
-                port=options.port,
                 log_level="warning",
                 access_log=False,
                 lifespan="off",
                 server_header=False,
             )
         )
-        task = asyncio.create_task(server.serve(), name="sagacity-inbox")
+        task = asyncio.create_task(server.serve(sockets=listeners.sockets), name="sagacity-inbox")
         while not server.started:
             if task.done():
-                raise InboxStartError(
-                    f"the inbox could not listen on {options.host}:{options.port}"
-                )
+                raise InboxStartError(f"the inbox could not listen on {listeners.addresses}")
             await asyncio.sleep(0.02)
-        running = RunningInbox(config.origin, config, server, task)
+        for note in listeners.notes:
+            log.warning("inbox: %s", note)
+        running = RunningInbox(
+            config.origin, config, server, task, list(listeners.addresses), list(listeners.notes)
+        )
         try:
             yield running
         finally:
             await running.stop()
 
 
-def _check_free(host: str, port: int) -> None:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family) as sock:
-        try:
-            sock.bind((host.strip("[]"), port))
-        except OSError as exc:
-            raise InboxStartError(
-                f"the inbox cannot listen on {host}:{port} ({exc.strerror}); pick another "
-                "with --port"
-            ) from None
+def listening_line(running: RunningInbox) -> str:
+    """Where the inbox listens, for its start-up lines."""
+    return "listening on " + " and ".join(running.addresses)
 
 
 async def serve_inbox(
@@ -177,7 +184,9 @@ async def serve_inbox(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with start_inbox(options, settings=settings) as running:
-        announce(f"sagacity inbox: {running.url} (press Ctrl-C to stop)")
+        announce(f"sagacity inbox: {running.url} ({listening_line(running)}; press Ctrl-C to stop)")
+        for note in running.notes:
+            announce(f"note: {note}")
         if options.registry is not None:
             announce(enrollment_hint(options.registry))
         await stop.wait()

@@ -15,12 +15,16 @@ from urllib.parse import quote
 
 from sagacity.chain import VerifyReport
 from sagacity.entry import JournalEntry
-from sagacity.worker.client import PendingItem, SagaSummary
+from sagacity.worker.client import SagaSummary
 from sagacity.worker.client_resolutions import DirtyItem
+from sagacity.worker.pending_list import PendingPage, SagaScope, pending_page
 from sagacity.worker.saga_client import Review, SagaClient
 from sagacity.workflows.models import DecisionResult, ResolutionResult
 
-__all__ = ["Approval", "InboxSource", "SagaSource", "temporal_ui_link"]
+__all__ = ["PENDING_LIMIT", "Approval", "InboxSource", "SagaSource", "temporal_ui_link"]
+
+PENDING_LIMIT = 200
+"""Rows on the inbox's list; the page says when more wait."""
 
 
 @dataclass(frozen=True)
@@ -40,7 +44,7 @@ class InboxSource(Protocol):
     namespace: str
     temporal_ui: str | None
 
-    async def pending(self) -> list[PendingItem]: ...
+    async def pending(self) -> PendingPage: ...
 
     async def approval(self, saga_id: str) -> Approval: ...
 
@@ -65,13 +69,27 @@ def temporal_ui_link(base: str | None, namespace: str, summary: SagaSummary) -> 
 class SagaSource:
     """The real source: the SagaClient the CLI uses (its store set) and its journal."""
 
-    def __init__(self, client: SagaClient, *, temporal_ui: str | None = None) -> None:
+    def __init__(
+        self,
+        client: SagaClient,
+        *,
+        temporal_ui: str | None = None,
+        scope: SagaScope | None = None,
+        limit: int = PENDING_LIMIT,
+    ) -> None:
         self.client = client
         self.namespace = client.temporal.namespace
         self.temporal_ui = temporal_ui
+        self.scope = scope or SagaScope.of(client.task_queue)
+        """The sagas listed as pending: AgentSaga (and the worker's saga-API workflows)
+        on the client's task queue, as `sagacity pending` lists them."""
+        self.limit = limit
+        self.temporal_address = client.temporal.service_client.config.target_host
+        """Never shown on a page (worker.inbox.app.plain_message cuts it out)."""
 
-    async def pending(self) -> list[PendingItem]:
-        return await self.client.pending(limit=200)
+    async def pending(self) -> PendingPage:
+        """The same list as `sagacity pending` (worker.pending_list.pending_page)."""
+        return await pending_page(self.client.temporal, self.scope, limit=self.limit)
 
     async def approval(self, saga_id: str) -> Approval:
         review = await self.client.review(saga_id, verb="decide on")
