@@ -47,8 +47,8 @@ from sagacity.worker.cli import app
 from sagacity.worker.client import saga_result
 from sagacity.worker.saga_client import SagaClient
 from sagacity.workflows.human_desk import PASSKEY_RESOLUTIONS
-from sagacity.workflows.patches import FOLDED, SAGA_RULES
 from sagacity.workflows.models import ResolutionPolicy, ResolutionResult, SagaInput, SagaView
+from sagacity.workflows.patches import FOLDED, SAGA_RULES
 
 from ..passkeys.soft_authenticator import SoftAuthenticator
 from ..passkeys.test_passkey_replay import PASSKEY_RESOLUTION_HISTORIES, replay_failure
