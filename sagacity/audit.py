@@ -11,6 +11,7 @@ docs/hash-chain.md, section 4.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -19,7 +20,14 @@ from sagacity.chain import BreakReason, ChainVerifier, VerifyReport
 from sagacity.entry import JournalEntry, parse_timestamp, render_timestamp
 from sagacity.errors import AuditFileError, InvalidEntryError, UnreadableEntryError
 from sagacity.export_evidence import CheckpointLine, HeadLine, is_evidence, parse_evidence
-from sagacity.export_lines import FORMAT, FORMAT_FIELD, check_line, hashed_record, value_line
+from sagacity.export_lines import (
+    FORMAT,
+    FORMAT_FIELD,
+    RECIPE_FIELD,
+    check_line,
+    hashed_record,
+    value_line,
+)
 from sagacity.export_writer import entry_line, export_jsonl
 from sagacity.phases import Phase
 from sagacity.stores.base import JournalStore
@@ -42,8 +50,10 @@ _INT_FIELDS = ("seq", "step", "attempt")
 _TEXT_FIELDS = ("saga_id", "tool", "phase", "input", "result", "error", "actor", "recorded_at")
 _HASH_FIELDS = ("prev_hash", "hash")
 RECORD_FIELDS = frozenset(_INT_FIELDS + _TEXT_FIELDS + _HASH_FIELDS)
+"""Exactly the fields of an exported line: the thirteen hashed fields, nothing unverified
+(and, for a recipe-v2 entry, RECIPE_FIELD)."""
 _PHASES = frozenset(phase.value for phase in Phase)
-"""Exactly the fields of an exported line: the thirteen hashed fields, nothing unverified."""
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 def verify_store(
@@ -112,7 +122,7 @@ def _entry(number: int, record: dict[str, Any]) -> JournalEntry:
     missing = sorted(RECORD_FIELDS - record.keys())
     if missing:
         raise AuditFileError(f"line {number}: missing field(s) {', '.join(missing)}")
-    extra = sorted(record.keys() - RECORD_FIELDS)
+    extra = sorted(record.keys() - RECORD_FIELDS - {RECIPE_FIELD})
     if extra:
         raise AuditFileError(
             f"line {number}: unexpected field(s) {', '.join(extra)}; an export carries only "
@@ -143,10 +153,29 @@ def _entry(number: int, record: dict[str, Any]) -> JournalEntry:
     if record["phase"] not in _PHASES:
         raise AuditFileError(f"line {number}: unknown phase {record['phase']!r}")
     _check_timestamp(number, record["recorded_at"])
+    if RECIPE_FIELD in record:
+        _check_v2(number, record)
     try:
         return JournalEntry.from_record(record)
     except InvalidEntryError as exc:  # pragma: no cover - the checks above are stricter
         raise AuditFileError(f"line {number}: {exc}") from exc
+
+
+def _check_v2(number: int, record: dict[str, Any]) -> None:
+    """A line of a recipe-v2 entry says `"recipe": 2` (a v1 line says nothing) and its
+    prev_hash is the 64 hex characters whose bytes the v2 material holds."""
+    recipe = record[RECIPE_FIELD]
+    if type(recipe) is not int or recipe != 2:
+        raise AuditFileError(
+            f"line {number}: recipe {recipe!r} is not one this verifier reads (a v1 line has "
+            f'no {RECIPE_FIELD} field; a v2 line has "{RECIPE_FIELD}":2)'
+        )
+    prev = record["prev_hash"]
+    if not isinstance(prev, str) or not _HEX64.fullmatch(prev):
+        raise AuditFileError(
+            f"line {number}: prev_hash of a recipe-2 entry must be 64 lowercase hex "
+            "characters (its 32 bytes are hashed): the line was altered"
+        )
 
 
 def _check_timestamp(number: int, text: str) -> None:

@@ -11,6 +11,12 @@ Integers are decimal ASCII; input/result/error/actor are RFC 8785 canonical JSON
 None and "" differ); recorded_at is fixed-width UTC with microseconds. Length prefixes
 make the encoding unambiguous without escaping, and hashing stored canonical text means
 verification never re-encodes values. The first entry links to GENESIS_HASH.
+
+Recipe v2 (sagacity.recipe_v2) hashes the entry's stored bytes (`JournalEntry.material`)
+instead of rebuilding them: new sagas are sealed with it, a saga keeps the recipe of its
+first entry (v1 sagas written before go on in v1), and a chain that mixes the two is
+broken (`mixed_recipe`). For a v2 entry verify also checks every field against the
+bytes (`tampered`).
 """
 
 from __future__ import annotations
@@ -18,16 +24,25 @@ from __future__ import annotations
 import hashlib
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 
 from sagacity.entry import EntryDraft, JournalEntry, render_timestamp
 from sagacity.phases import Phase
+from sagacity.recipe_v2 import GENESIS_V2, column_mismatch, encode_material
 
 RECIPE_TAG = "sagacity.journal.v1"
 GENESIS_HASH = hashlib.sha256(b"sagacity.journal.v1.genesis").hexdigest()
-"""prev_hash of every saga's first entry."""
+"""prev_hash of every recipe-v1 saga's first entry."""
+CURRENT_RECIPE = 2
+"""The recipe new sagas are sealed with."""
+RECIPES = (1, 2)
+
+
+def genesis(recipe: int) -> str:
+    """prev_hash of the first entry of a saga in `recipe`."""
+    return GENESIS_V2 if recipe == 2 else GENESIS_HASH
 
 
 _LENGTH = struct.Struct(">Q").pack
@@ -96,12 +111,39 @@ def entry_material(entry: JournalEntry) -> bytes:
 
 
 def compute_hash(entry: JournalEntry) -> str:
-    """The hash `entry` should carry, from its other fields."""
+    """The hash `entry` should carry: of its stored bytes (v2), or of its fields (v1)."""
+    if entry.material:
+        return hashlib.sha256(entry.material).hexdigest()
     return hashlib.sha256(entry_material(entry)).hexdigest()
 
 
-def seal(draft: EntryDraft, *, seq: int, prev_hash: str, recorded_at: datetime) -> JournalEntry:
-    """Turn a draft into the entry that follows `prev_hash` at `seq`. Pure."""
+def v2_material(entry: JournalEntry) -> bytes:
+    """The v2 bytes of `entry`'s fields (what sealing it in v2 stores)."""
+    return encode_material(
+        saga_id=entry.saga_id,
+        seq=entry.seq,
+        step=entry.step,
+        attempt=entry.attempt,
+        tool=entry.tool,
+        phase=entry.phase.value,
+        input_json=entry.input_json,
+        result_json=entry.result_json,
+        error_json=entry.error_json,
+        actor_json=entry.actor_json,
+        recorded_at=render_timestamp(entry.recorded_at),
+        prev_hash=entry.prev_hash,
+    )
+
+
+def seal(
+    draft: EntryDraft,
+    *,
+    seq: int,
+    prev_hash: str,
+    recorded_at: datetime,
+    recipe: int = CURRENT_RECIPE,
+) -> JournalEntry:
+    """Turn a draft into the entry that follows `prev_hash` at `seq`, in `recipe`. Pure."""
     unsealed = JournalEntry(
         saga_id=draft.saga_id,
         seq=seq,
@@ -117,13 +159,12 @@ def seal(draft: EntryDraft, *, seq: int, prev_hash: str, recorded_at: datetime) 
         prev_hash=prev_hash,
         hash="",
     )
-    return _with_hash(unsealed, compute_hash(unsealed))
-
-
-def _with_hash(entry: JournalEntry, digest: str) -> JournalEntry:
-    from dataclasses import replace
-
-    return replace(entry, hash=digest)
+    if recipe == 2:
+        material = v2_material(unsealed)
+        return replace(unsealed, hash=hashlib.sha256(material).hexdigest(), material=material)
+    if recipe != 1:
+        raise ValueError(f"journal recipe {recipe!r}: use one of {RECIPES}")
+    return replace(unsealed, hash=compute_hash(unsealed))
 
 
 class BreakReason(StrEnum):
@@ -137,6 +178,11 @@ class BreakReason(StrEnum):
     NOT_CHAINED = "not_chained"
     AFTER_CLOSE = "after_close"
     UNREADABLE = "unreadable"
+    TAMPERED = "tampered"
+    """A v2 entry whose fields (a store's columns, an export line's fields) are not what
+    its stored hashed bytes say: one of the two was edited without the other."""
+    MIXED_RECIPE = "mixed_recipe"
+    """An entry in another recipe than the saga's first entry: a chain never mixes them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +219,8 @@ class ChainVerifier:
         self.count = 0
         self.expected_seq = 1
         self.prev_hash = GENESIS_HASH
+        self.recipe = 0
+        """The saga's recipe, fixed by its first entry (0 before it)."""
         self.closed = False
         self.broken: tuple[int, BreakReason, str] | None = None
 
@@ -192,6 +240,27 @@ class ChainVerifier:
 
     def _check(self, entry: JournalEntry) -> tuple[int, BreakReason, str] | None:
         seq = self.expected_seq
+        recipe = 2 if entry.material else 1
+        if recipe != self.recipe:
+            if self.recipe:
+                return (
+                    seq,
+                    BreakReason.MIXED_RECIPE,
+                    f"entry {entry.seq} is in recipe v{recipe}, the saga's first entry in "
+                    f"v{self.recipe}: a chain never changes recipe, so entries were rewritten",
+                )
+            self.recipe = recipe
+            if recipe == 2:
+                self.prev_hash = GENESIS_V2
+        if recipe == 2:
+            field = column_mismatch(entry)
+            if field is not None:
+                return (
+                    seq,
+                    BreakReason.TAMPERED,
+                    f"its {field} is not what its stored hashed bytes say: one of the two "
+                    "was edited without the other",
+                )
         if entry.saga_id != self.saga_id:
             return (
                 seq,
@@ -210,7 +279,7 @@ class ChainVerifier:
             return (seq, BreakReason.AFTER_CLOSE, "entry follows the SAGA_CLOSED entry")
         try:
             actual = compute_hash(entry)
-        except UnicodeEncodeError:  # a hand-edited row holding a lone surrogate
+        except (UnicodeEncodeError, ValueError):  # a hand-edited row: a lone surrogate
             actual = "<unencodable>"
         if actual != entry.hash:
             return (

@@ -8,7 +8,7 @@ rewrites numbers) and what the chain hashes, so verification never re-encodes va
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -173,10 +173,18 @@ class JournalEntry:
     recorded_at: datetime
     prev_hash: str
     hash: str
+    material: bytes = b""
+    """Recipe v2: the exact bytes that were hashed, as stored (sagacity.recipe_v2).
+    Empty for a recipe-v1 entry, whose hash is recomputed from the fields."""
 
     @property
     def key(self) -> tuple[str, int, str, int]:
         return (self.saga_id, self.step, self.phase.value, self.attempt)
+
+    @property
+    def recipe(self) -> int:
+        """The hash recipe of this entry: 2 when it carries its hashed bytes, else 1."""
+        return 2 if self.material else 1
 
     @property
     def input(self) -> JsonValue:
@@ -224,8 +232,10 @@ class JournalEntry:
 
     def to_record(self) -> dict[str, Any]:
         """The export form: every hashed field, payloads as their canonical text, so an
-        offline verifier sees exactly the bytes that were hashed."""
-        return {
+        offline verifier sees exactly the bytes that were hashed; a recipe-v2 entry also
+        says `"recipe": 2` (the v2 bytes are a function of these fields), a v1 entry says
+        nothing, so its record is what it was before v2."""
+        record = {
             "saga_id": self.saga_id,
             "seq": self.seq,
             "step": self.step,
@@ -240,6 +250,9 @@ class JournalEntry:
             "prev_hash": self.prev_hash,
             "hash": self.hash,
         }
+        if self.material:
+            record["recipe"] = 2
+        return record
 
     def to_values(self) -> dict[str, Any]:
         """The entry for people and tools like jq: payloads as JSON values (objects, null),
@@ -262,9 +275,11 @@ class JournalEntry:
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> JournalEntry:
-        """Inverse of to_record; raises InvalidEntryError on a malformed record."""
+        """Inverse of to_record; raises InvalidEntryError on a malformed record. A v2
+        record's bytes are rebuilt from its fields (sagacity.recipe_v2), so a verifier
+        with only the file hashes what was stored."""
         try:
-            return cls(
+            entry = cls(
                 saga_id=str(record["saga_id"]),
                 seq=int(record["seq"]),
                 step=int(record["step"]),
@@ -279,7 +294,15 @@ class JournalEntry:
                 prev_hash=str(record.get("prev_hash") or ""),
                 hash=str(record.get("hash") or ""),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+            recipe = record.get("recipe", 1)
+            if recipe == 2 and type(recipe) is int:
+                from sagacity.chain import v2_material  # the chain builds on entries
+
+                return replace(entry, material=v2_material(entry))
+            if recipe != 1 or type(recipe) is not int:
+                raise ValueError(f"recipe {recipe!r} is not 1 or 2")
+            return entry
+        except (KeyError, TypeError, ValueError, UnicodeEncodeError) as exc:
             raise InvalidEntryError(
                 f"malformed journal record: {type(exc).__name__}: {exc}"
             ) from exc

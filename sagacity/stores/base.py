@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
-from sagacity.chain import GENESIS_HASH, seal
+from sagacity.chain import CURRENT_RECIPE, RECIPES, genesis, seal
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import JournalConflictError, SagaClosedError
 from sagacity.phases import Phase
@@ -35,8 +35,13 @@ def next_entry(
     existing: JournalEntry | None,
     head: JournalEntry | None,
     now: datetime,
+    recipe: int = CURRENT_RECIPE,
 ) -> JournalEntry | None:
     """Decide an append under the saga's lock.
+
+    A new saga is sealed in `recipe` (the store's); a saga that has entries goes on in
+    the recipe of its head, so a chain never mixes recipes (v1 sagas written before v2
+    stay v1).
 
     Returns None when `existing` already records this logical entry (an at-least-once
     retry: the caller returns `existing`), the sealed entry to insert otherwise. Raises
@@ -56,12 +61,9 @@ def next_entry(
             f"saga {draft.saga_id!r} is closed (seq {head.seq}); refusing {draft.phase} for "
             f"step {draft.step}"
         )
-    return seal(
-        draft,
-        seq=1 if head is None else head.seq + 1,
-        prev_hash=GENESIS_HASH if head is None else head.hash,
-        recorded_at=now,
-    )
+    if head is None:
+        return seal(draft, seq=1, prev_hash=genesis(recipe), recorded_at=now, recipe=recipe)
+    return seal(draft, seq=head.seq + 1, prev_hash=head.hash, recorded_at=now, recipe=head.recipe)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +85,7 @@ def decide_step(
     head: JournalEntry | None,
     fenced: bool,
     now: datetime,
+    recipe: int = CURRENT_RECIPE,
 ) -> tuple[StepClaim, JournalEntry | None]:
     """Decide a step's start under the saga's lock; returns the claim and the INTENT entry
     to insert (None when nothing is to be written).
@@ -100,13 +103,13 @@ def decide_step(
     mine = next((e for e in intents if e.attempt == draft.attempt), None)
     if mine is not None:  # this attempt's own INTENT: a retried begin_step after commit
         if not draft.same_content(mine):
-            next_entry(draft, existing=mine, head=head, now=now)  # raises the conflict
+            next_entry(draft, existing=mine, head=head, now=now, recipe=recipe)  # the conflict
         return StepClaim(True, mine, None, fenced), None
     if intents:
         return StepClaim(False, intents[0], None, fenced), None
     if fenced:
         return StepClaim(False, None, None, True), None
-    entry = next_entry(draft, existing=None, head=head, now=now)
+    entry = next_entry(draft, existing=None, head=head, now=now, recipe=recipe)
     assert entry is not None
     return StepClaim(True, entry, None, False), entry
 
@@ -120,9 +123,15 @@ class JournalStore(ABC):
     """
 
     url: str
+    recipe: int = CURRENT_RECIPE
+    """The hash recipe new sagas are sealed with (sagacity.chain); a saga keeps the
+    recipe of its first entry."""
 
-    def __init__(self, clock: Clock | None = None) -> None:
+    def __init__(self, clock: Clock | None = None, *, recipe: int = CURRENT_RECIPE) -> None:
+        if recipe not in RECIPES:
+            raise ValueError(f"journal recipe {recipe!r}: use one of {RECIPES}")
         self.clock: Clock = clock or utc_now
+        self.recipe = recipe
 
     @abstractmethod
     def append(self, draft: EntryDraft) -> JournalEntry:

@@ -41,6 +41,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool
 
+from sagacity.chain import CURRENT_RECIPE
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import (
     InvalidEntryError,
@@ -98,9 +99,15 @@ class PostgresJournalStore(JournalStore):
     head_cache_size = 10_000
 
     def __init__(
-        self, pool: ConnectionPool[Conn], *, schema: str, url: str, clock: Clock | None = None
+        self,
+        pool: ConnectionPool[Conn],
+        *,
+        schema: str,
+        url: str,
+        clock: Clock | None = None,
+        recipe: int = CURRENT_RECIPE,
     ) -> None:
-        super().__init__(clock)
+        super().__init__(clock, recipe=recipe)
         self.url = url
         self.schema = schema
         self._pool = pool
@@ -118,6 +125,7 @@ class PostgresJournalStore(JournalStore):
         max_size: int = 10,
         open_timeout: float = 5.0,
         lock_timeout: str = "5s",
+        recipe: int = CURRENT_RECIPE,
     ) -> PostgresJournalStore:
         """Open (and migrate) the journal at `url`; raises StoreUnavailableError promptly
         when the database cannot be reached, authenticated to or migrated.
@@ -172,7 +180,7 @@ class PostgresJournalStore(JournalStore):
                 f"cannot open a connection pool to the sagacity journal at {shown} "
                 f"({_one_line(exc)}); check that PostgreSQL accepts more connections"
             ) from exc
-        return cls(pool, schema=schema, url=shown, clock=clock)
+        return cls(pool, schema=schema, url=shown, clock=clock, recipe=recipe)
 
     def append(self, draft: EntryDraft) -> JournalEntry:
         for value, what in ((draft.step, "step"), (draft.attempt, "attempt")):
@@ -199,7 +207,9 @@ class PostgresJournalStore(JournalStore):
         lock; the cache knows nothing of `existing`, so refusals are left to the locked
         path, which reads the facts."""
         try:
-            entry = next_entry(draft, existing=None, head=head, now=self.clock())
+            entry = next_entry(
+                draft, existing=None, head=head, now=self.clock(), recipe=self.recipe
+            )
         except (JournalConflictError, SagaClosedError):
             return None
         if entry is None:
@@ -223,7 +233,9 @@ class PostgresJournalStore(JournalStore):
             for row in conn.execute(self._q.lookup, lookup, prepare=True).fetchall():
                 found[row[0]] = row_to_entry(row[1:])
             existing, head = found
-            entry = next_entry(draft, existing=existing, head=head, now=self.clock())
+            entry = next_entry(
+                draft, existing=existing, head=head, now=self.clock(), recipe=self.recipe
+            )
             if entry is not None:
                 params = (key, *_entry_params(entry))
                 inserted = conn.execute(self._q.append, params, prepare=True)
@@ -295,6 +307,7 @@ class PostgresJournalStore(JournalStore):
                 head=head,
                 fenced=bool(fenced and fenced[0][0]),
                 now=self.clock(),
+                recipe=self.recipe,
             )
             if entry is not None:
                 params = (key, *_entry_params(entry))

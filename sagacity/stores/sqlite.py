@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import unquote, urlparse
 
+from sagacity.chain import CURRENT_RECIPE
 from sagacity.entry import EntryDraft, JournalEntry, parse_timestamp, render_timestamp
 from sagacity.errors import (
     JournalError,
@@ -27,6 +28,7 @@ from sagacity.errors import (
     UnreadableEntryError,
 )
 from sagacity.phases import Phase
+from sagacity.recipe_v2 import stored_entry
 from sagacity.stores.base import Clock, JournalStore, StepClaim, decide_step, next_entry
 from sagacity.stores.checkpoint_tables import SQLITE_LOG_SCHEMA, sqlite_log
 
@@ -65,13 +67,20 @@ BEGIN SELECT RAISE(ABORT, 'sagacity journal is append-only: DELETE refused'); EN
 
 _COLUMNS = (
     "saga_id, seq, step, attempt, tool, phase, input_json, result_json, error_json, "
-    "actor_json, recorded_at, prev_hash, hash"
+    "actor_json, recorded_at, prev_hash, hash, material"
 )
+_V2_COLUMN = "ALTER TABLE journal ADD COLUMN material BLOB"
+"""Recipe v2 (sagacity.recipe_v2): an entry's hashed bytes, NULL for a v1 row. Added in
+place to a journal made before it; the guard triggers stay as they are."""
 _BATCH = 500
 T = TypeVar("T")
 
 
 def _params(entry: JournalEntry) -> tuple[object, ...]:
+    """An entry as INSERT parameters. A v2 entry's payloads are in its material only
+    (their columns hold ""), so they are stored once."""
+    material = entry.material or None
+    payloads = ("", "", "") if material else (entry.input_json, entry.result_json, entry.error_json)
     return (
         entry.saga_id,
         entry.seq,
@@ -79,13 +88,12 @@ def _params(entry: JournalEntry) -> tuple[object, ...]:
         entry.attempt,
         entry.tool,
         entry.phase.value,
-        entry.input_json,
-        entry.result_json,
-        entry.error_json,
+        *payloads,
         entry.actor_json,
         render_timestamp(entry.recorded_at),
         entry.prev_hash,
         entry.hash,
+        material,
     )
 
 
@@ -103,21 +111,41 @@ def _row_to_entry(row: tuple[object, ...]) -> JournalEntry:
 
 
 def _parse_row(row: tuple[object, ...]) -> JournalEntry:
-    return JournalEntry(
-        saga_id=str(row[0]),
-        seq=int(row[1]),  # type: ignore[call-overload]
-        step=int(row[2]),  # type: ignore[call-overload]
-        attempt=int(row[3]),  # type: ignore[call-overload]
-        tool=str(row[4]),
-        phase=Phase(str(row[5])),
-        input_json=str(row[6]),
-        result_json=str(row[7]),
-        error_json=str(row[8]),
-        actor_json=str(row[9]),
-        recorded_at=parse_timestamp(str(row[10])),
-        prev_hash=str(row[11]),
-        hash=str(row[12]),
-    )
+    fields = {
+        "saga_id": str(row[0]),
+        "seq": int(row[1]),  # type: ignore[call-overload]
+        "step": int(row[2]),  # type: ignore[call-overload]
+        "attempt": int(row[3]),  # type: ignore[call-overload]
+        "tool": str(row[4]),
+        "phase": Phase(str(row[5])),
+        "input_json": str(row[6]),
+        "result_json": str(row[7]),
+        "error_json": str(row[8]),
+        "actor_json": str(row[9]),
+        "recorded_at": parse_timestamp(str(row[10])),
+        "prev_hash": str(row[11]),
+        "hash": str(row[12]),
+    }
+    return stored_entry(fields, row[13])
+
+
+def _add_material_column(conn: sqlite3.Connection) -> None:
+    """Upgrade a journal made before recipe v2 in place (ADD COLUMN only), under the
+    write lock so two processes opening it together do not both add the column."""
+
+    def has_it() -> bool:
+        return any(row[1] == "material" for row in conn.execute("PRAGMA table_info(journal)"))
+
+    if has_it():
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if not has_it():
+            conn.execute(_V2_COLUMN)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 def sqlite_path(url: str) -> Path:
@@ -142,8 +170,15 @@ class _Slot:
 class SqliteJournalStore(JournalStore):
     """One connection per thread; appends serialized by SQLite's write lock."""
 
-    def __init__(self, path: Path, clock: Clock | None = None, *, busy_timeout_s: float = 30.0):
-        super().__init__(clock)
+    def __init__(
+        self,
+        path: Path,
+        clock: Clock | None = None,
+        *,
+        busy_timeout_s: float = 30.0,
+        recipe: int = CURRENT_RECIPE,
+    ):
+        super().__init__(clock, recipe=recipe)
         self.path = path
         self.url = f"sqlite:///{path}"
         self._busy_timeout_s = busy_timeout_s
@@ -155,6 +190,7 @@ class SqliteJournalStore(JournalStore):
             path.parent.mkdir(parents=True, exist_ok=True)
             with self._using() as conn:
                 conn.executescript(_SCHEMA + SQLITE_LOG_SCHEMA)
+                _add_material_column(conn)
         except (OSError, sqlite3.Error) as exc:
             self.close()
             raise StoreUnavailableError(
@@ -162,8 +198,10 @@ class SqliteJournalStore(JournalStore):
             ) from exc
 
     @classmethod
-    def from_url(cls, url: str, *, clock: Clock | None = None) -> SqliteJournalStore:
-        return cls(sqlite_path(url), clock)
+    def from_url(
+        cls, url: str, *, clock: Clock | None = None, recipe: int = CURRENT_RECIPE
+    ) -> SqliteJournalStore:
+        return cls(sqlite_path(url), clock, recipe=recipe)
 
     @contextmanager
     def _using(self) -> Iterator[sqlite3.Connection]:
@@ -203,7 +241,11 @@ class SqliteJournalStore(JournalStore):
                 (draft.saga_id, draft.step, draft.phase.value, draft.attempt),
             )
             entry = next_entry(
-                draft, existing=existing, head=self._head(conn, draft.saga_id), now=self.clock()
+                draft,
+                existing=existing,
+                head=self._head(conn, draft.saga_id),
+                now=self.clock(),
+                recipe=self.recipe,
             )
             if entry is None:
                 assert existing is not None
@@ -227,6 +269,7 @@ class SqliteJournalStore(JournalStore):
                 head=self._head(conn, draft.saga_id),
                 fenced=fenced is not None,
                 now=self.clock(),
+                recipe=self.recipe,
             )
 
         return self._write(draft, decide)
@@ -260,7 +303,7 @@ class SqliteJournalStore(JournalStore):
                 result, entry = decide(conn)
                 if entry is not None:
                     conn.execute(
-                        f"INSERT INTO journal ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        f"INSERT INTO journal ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                         _params(entry),
                     )
                 conn.execute("COMMIT")
