@@ -50,13 +50,14 @@ ENTRIES_PER_SAGA = 100
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def build_chain(saga_id: str, n: int, *, result_bytes: int = 0) -> Iterator[Any]:
-    """A realistic chain: SAGA_OPENED, INTENT/EXECUTED pairs, SAGA_CLOSED, sealed."""
-    from sagacity.chain import GENESIS_HASH, seal
+def build_chain(saga_id: str, n: int, *, result_bytes: int = 0, recipe: int = 2) -> Iterator[Any]:
+    """A realistic chain: SAGA_OPENED, INTENT/EXECUTED pairs, SAGA_CLOSED, sealed in
+    `recipe`."""
+    from sagacity.chain import genesis, seal
     from sagacity.entry import EntryDraft
     from sagacity.phases import Phase
 
-    prev = GENESIS_HASH
+    prev = genesis(recipe)
     filler = "x" * result_bytes
     for seq in range(1, n + 1):
         if seq == 1:
@@ -79,9 +80,8 @@ def build_chain(saga_id: str, n: int, *, result_bytes: int = 0) -> Iterator[Any]
                     input=args,
                     result={"reservation": f"res-{seq:06d}", "qty": args["qty"], "rows": filler},
                 )
-        entry = seal(
-            draft, seq=seq, prev_hash=prev, recorded_at=EPOCH + timedelta(microseconds=seq)
-        )
+        at = EPOCH + timedelta(microseconds=seq)
+        entry = seal(draft, seq=seq, prev_hash=prev, recorded_at=at, recipe=recipe)
         prev = entry.hash
         yield entry
 

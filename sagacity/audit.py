@@ -18,7 +18,12 @@ from typing import Any
 
 from sagacity.chain import BreakReason, ChainVerifier, VerifyReport
 from sagacity.entry import JournalEntry, parse_timestamp, render_timestamp
-from sagacity.errors import AuditFileError, InvalidEntryError, UnreadableEntryError
+from sagacity.errors import (
+    AuditFileError,
+    InvalidEntryError,
+    TamperedEntryError,
+    UnreadableEntryError,
+)
 from sagacity.export_evidence import CheckpointLine, HeadLine, is_evidence, parse_evidence
 from sagacity.export_lines import (
     FORMAT,
@@ -62,13 +67,15 @@ def verify_store(
     """Walk one saga's chain as stored. An unknown saga verifies with 0 entries; a row
     that cannot be read as an entry is reported as an UNREADABLE break, not raised.
     `observe` sees every entry read (the decision audit checks signatures with it)."""
-    verifier = ChainVerifier(saga_id)
+    verifier = ChainVerifier(saga_id, columns_checked=store.checks_columns)
     try:
         for entry in store.entries(saga_id):
             if observe is not None:
                 observe(entry)
             if not verifier.feed(entry):
                 break
+    except TamperedEntryError as exc:
+        verifier.unreadable(exc.seq, str(exc), BreakReason.TAMPERED)
     except UnreadableEntryError as exc:
         verifier.unreadable(exc.seq, str(exc))
     return verifier.report()
@@ -240,7 +247,8 @@ class _Block:
     """The contiguous lines of one saga being verified, and where its first break was."""
 
     def __init__(self, saga_id: str) -> None:
-        self.verifier = ChainVerifier(saga_id)
+        # A v2 entry of a file is rebuilt from the line's fields: they are its bytes.
+        self.verifier = ChainVerifier(saga_id, columns_checked=True)
         self.broken_line: int | None = None
 
     def feed(self, number: int, entry: JournalEntry) -> None:

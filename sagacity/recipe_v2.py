@@ -29,13 +29,14 @@ Layout (docs/hash-chain.md, "Recipe v2", is the normative text):
 from __future__ import annotations
 
 import hashlib
+import re
 import struct
 from datetime import datetime
 from typing import Any
 
 from sagacity.canonical import DEFAULT_MAX_PAYLOAD_BYTES
 from sagacity.entry import MAX_NAME_CHARS, JournalEntry, parse_timestamp, render_timestamp
-from sagacity.errors import UnreadableEntryError
+from sagacity.errors import TamperedEntryError, UnreadableEntryError
 from sagacity.phases import Phase
 
 __all__ = [
@@ -48,7 +49,6 @@ __all__ = [
     "decode_material",
     "encode_material",
     "entry_from_material",
-    "payload_texts",
     "stored_entry",
 ]
 
@@ -72,6 +72,7 @@ MAX_MATERIAL_BYTES = HEADER_SIZE + 3 * _NAME_BYTES + _ACTOR_BYTES + 3 * DEFAULT_
 outside sagacity and is refused before anything is decoded."""
 _LIMITS = (_NAME_BYTES, _NAME_BYTES, _NAME_BYTES, _ACTOR_BYTES) + (DEFAULT_MAX_PAYLOAD_BYTES,) * 3
 _PHASES = {phase.value: phase for phase in Phase}
+_PHASE_BYTES = {phase: phase.value.encode("ascii") for phase in Phase}
 
 
 def encode_material(
@@ -184,7 +185,35 @@ def column_mismatch(entry: JournalEntry) -> str | None:
     phase, actor, recorded_at and prev_hash as columns for lookups, and an entry read
     back carries them; a column edited without the bytes (or the bytes without the
     column) shows here. Cheap by design: one unpack for the fixed fields and lengths,
-    then slices compared as bytes."""
+    the seven texts compared as one slice, the timestamp parsed (not rendered); the
+    field is named only on a mismatch."""
+    material = entry.material
+    try:
+        header = _HEADER.unpack_from(material)
+        saga = entry.saga_id.encode()
+        tool = entry.tool.encode()
+        actor = entry.actor_json.encode()
+        given = entry.input_json.encode()
+        result = entry.result_json.encode()
+        error = entry.error_json.encode()
+        fixed = (_TAG_FIELD, bytes.fromhex(entry.prev_hash), entry.seq, entry.step, entry.attempt)
+    except (struct.error, UnicodeEncodeError, ValueError):
+        return _named_mismatch(entry)
+    phase = _PHASE_BYTES[entry.phase]
+    texts = (saga, tool, phase, actor, given, result, error)
+    if (
+        header[:5] == fixed
+        and header[6:] == tuple(map(len, texts))
+        and material[HEADER_SIZE:] == b"".join(texts)
+        and _STAMP.fullmatch(header[5]) is not None
+        and _from_iso(header[5].decode("ascii")) == entry.recorded_at
+    ):  # fmt: skip
+        return None
+    return _named_mismatch(entry) or "material"
+
+
+def _named_mismatch(entry: JournalEntry) -> str | None:
+    """The slow path of column_mismatch: which field disagrees."""
     material = entry.material
     try:
         tag, prev, seq, step, attempt, stamp, *lengths = _HEADER.unpack_from(material)
@@ -192,21 +221,16 @@ def column_mismatch(entry: JournalEntry) -> str | None:
         return "material"
     if tag != _TAG_FIELD or HEADER_SIZE + sum(lengths) != len(material):
         return "material"
-    if seq != entry.seq:
-        return "seq"
-    if step != entry.step:
-        return "step"
-    if attempt != entry.attempt:
-        return "attempt"
+    for name, stored in (("seq", seq), ("step", step), ("attempt", attempt)):
+        if stored != getattr(entry, name):
+            return name
     if prev.hex() != entry.prev_hash:
         return "prev_hash"
     if stamp != _stamp(entry.recorded_at):
         return "recorded_at"
     at = HEADER_SIZE
     for name, length in zip(_TEXT_FIELDS, lengths, strict=True):
-        value: str = getattr(entry, name)
-        if name == "phase":
-            value = entry.phase.value
+        value: str = entry.phase.value if name == "phase" else getattr(entry, name)
         if material[at : at + length] != value.encode("utf-8", "surrogatepass"):
             return name
         at += length
@@ -220,6 +244,12 @@ def _stamp(moment: datetime) -> bytes:
     return render_timestamp(moment).encode("ascii")
 
 
+_STAMP = re.compile(rb"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
+"""The one spelling of recorded_at in the bytes (render_timestamp's). Checked, then
+parsed and compared as an instant: cheaper than rendering the entry's datetime."""
+_from_iso = datetime.fromisoformat
+
+
 def genesis_raw() -> bytes:
     """GENESIS_V2 as the 32 bytes the first material carries."""
     return _GENESIS_V2_RAW
@@ -230,38 +260,19 @@ PAYLOAD_COLUMNS = ("input_json", "result_json", "error_json")
 no v1 row holds: a v1 payload column is always JSON text)."""
 
 
-def payload_texts(material: bytes) -> tuple[str, str, str]:
-    """input, result and error of a stored v2 material, decoded (nothing re-encoded).
-    ValueError for bytes no sagacity version writes."""
-    size = len(material)
-    if size < HEADER_SIZE or size > MAX_MATERIAL_BYTES:
-        raise ValueError(f"{size:,} bytes is not the size of a v2 entry")
-    tag, *_, saga, tool, phase, actor, n_in, n_res, n_err = _HEADER.unpack_from(material)
-    if tag != _TAG_FIELD:
-        raise ValueError("it does not start with the v2 tag")
-    lengths = (saga, tool, phase, actor, n_in, n_res, n_err)
-    if HEADER_SIZE + sum(lengths) != size:
-        raise ValueError("its field lengths do not add up to its size")
-    for length, limit in zip(lengths, _LIMITS, strict=True):
-        if length > limit:
-            raise ValueError(f"a field of {length:,} bytes is over its limit of {limit:,}")
-    at = size - n_in - n_res - n_err
-    return (
-        material[at : at + n_in].decode("utf-8"),
-        material[at + n_in : at + n_in + n_res].decode("utf-8"),
-        material[size - n_err :].decode("utf-8"),
-    )
+def stored_entry(fields: dict[str, Any], material: object, stamp: str) -> JournalEntry:
+    """A stored row as an entry, its columns checked against its bytes.
 
+    `fields` are the row's columns by JournalEntry name (phase and recorded_at already
+    parsed; `stamp` is the recorded_at column's text as stored), `material` its material
+    column (None for a v1 row, which is returned as its columns say).
 
-def stored_entry(fields: dict[str, Any], material: object) -> JournalEntry:
-    """A stored row as an entry: `fields` are its columns by JournalEntry name (phase and
-    recorded_at already parsed), `material` its material column (None for a v1 row).
-
-    For a v2 row the payloads come from the bytes, decoded; every other field is the
-    column as stored, so verify's column check compares the columns with the bytes. A
-    payload column that is not empty on a v2 row was written outside sagacity: it is
-    kept, so the column check names it. Raises UnreadableEntryError for a material that
-    is not bytes or not a v2 entry."""
+    For a v2 row the payloads come from the bytes, decoded (nothing is re-encoded), and
+    every other column is compared with the bytes here, where the two meet: a column
+    edited without the bytes, or the bytes without the column, raises TamperedEntryError
+    naming the field; bytes no sagacity version writes raise UnreadableEntryError. The
+    entry returned is therefore its bytes, and verify_chain checks only the bytes
+    (ChainVerifier(columns_checked=True))."""
     if material is None:
         return JournalEntry(**fields)
     seq = int(fields["seq"])
@@ -272,14 +283,57 @@ def stored_entry(fields: dict[str, Any], material: object) -> JournalEntry:
             seq,
         )
     material = bytes(material)
+    size = len(material)
     try:
-        texts = payload_texts(material)
+        if size < HEADER_SIZE or size > MAX_MATERIAL_BYTES:
+            raise ValueError(f"{size:,} bytes is not the size of a v2 entry")
+        tag, prev, m_seq, m_step, m_attempt, m_stamp, *lengths = _HEADER.unpack_from(material)
+        if tag != _TAG_FIELD:
+            raise ValueError("they do not start with the v2 tag")
+        if HEADER_SIZE + sum(lengths) != size:
+            raise ValueError("their field lengths do not add up to their size")
+        for length, limit in zip(lengths, _LIMITS, strict=True):
+            if length > limit:
+                raise ValueError(f"a field of {length:,} bytes is over its limit of {limit:,}")
+        names = sum(lengths[:4])
+        at = HEADER_SIZE + names
+        n_in, n_res, _ = lengths[4:]
+        texts = (
+            material[at : at + n_in].decode("utf-8"),
+            material[at + n_in : at + n_in + n_res].decode("utf-8"),
+            material[at + n_in + n_res :].decode("utf-8"),
+        )
     except (ValueError, UnicodeDecodeError) as exc:
         raise UnreadableEntryError(
             f"its stored v2 bytes are not a sagacity entry ({exc}): written outside sagacity",
             seq,
         ) from None
-    for name, text in zip(PAYLOAD_COLUMNS, texts, strict=True):
-        if fields[name] == "":
-            fields[name] = text
+    saga, tool, phase, actor = (
+        fields["saga_id"].encode("utf-8", "surrogatepass"),
+        fields["tool"].encode("utf-8", "surrogatepass"),
+        fields["phase"].value.encode("ascii"),
+        fields["actor_json"].encode("utf-8", "surrogatepass"),
+    )
+    checks = (
+        ("seq", m_seq == seq),
+        ("step", m_step == fields["step"]),
+        ("attempt", m_attempt == fields["attempt"]),
+        ("prev_hash", prev.hex() == fields["prev_hash"]),
+        ("recorded_at", m_stamp == stamp.encode("utf-8", "surrogatepass")),
+        ("saga_id", lengths[0] == len(saga)),
+        ("tool", lengths[1] == len(tool)),
+        ("phase", lengths[2] == len(phase)),
+        ("actor_json", lengths[3] == len(actor)),
+        ("saga_id, tool, phase or actor_json",
+         material[HEADER_SIZE : HEADER_SIZE + names] == saga + tool + phase + actor),
+        *((name, fields[name] == "") for name in PAYLOAD_COLUMNS),
+    )  # fmt: skip
+    for name, same in checks:
+        if not same:
+            raise TamperedEntryError(
+                f"its {name} column is not what its stored hashed bytes say: one of the two "
+                "was edited without the other",
+                seq,
+            )
+    fields["input_json"], fields["result_json"], fields["error_json"] = texts
     return JournalEntry(**fields, material=material)

@@ -126,6 +126,10 @@ class JournalStore(ABC):
     recipe: int = CURRENT_RECIPE
     """The hash recipe new sagas are sealed with (sagacity.chain); a saga keeps the
     recipe of its first entry."""
+    checks_columns: bool = False
+    """True when every entry this store reads back has had its columns compared with its
+    v2 bytes (sagacity.recipe_v2.stored_entry), so verification checks only the bytes.
+    The memory store keeps entry objects, whose fields verification compares itself."""
 
     def __init__(self, clock: Clock | None = None, *, recipe: int = CURRENT_RECIPE) -> None:
         if recipe not in RECIPES:

@@ -389,5 +389,7 @@ class PostgresJournalStore(JournalStore):
 
         return postgres_log(self, signer, self.clock)
 
+    checks_columns = True
+
     def close(self) -> None:
         self._pool.close()

@@ -108,9 +108,9 @@ def row_to_entry(row: Sequence[Any]) -> JournalEntry:
     material = fields_.pop("material")
     fields_ |= {"phase": phase, "recorded_at": recorded_at}
     try:
-        return stored_entry(fields_, material)
+        return stored_entry(fields_, material, row[10])
     except UnreadableEntryError as exc:
-        raise UnreadableEntryError(f"saga {row[0]!r} seq {row[1]}: {exc}", exc.seq) from None
+        raise type(exc)(f"saga {row[0]!r} seq {row[1]}: {exc}", exc.seq) from None
 
 
 def _entry_params(e: JournalEntry) -> tuple[Any, ...]:

@@ -102,6 +102,8 @@ def _row_to_entry(row: tuple[object, ...]) -> JournalEntry:
     UnreadableEntryError (verification reports it as a break)."""
     try:
         return _parse_row(row)
+    except UnreadableEntryError as exc:
+        raise type(exc)(f"saga {row[0]!r} seq {row[1]}: {exc}", exc.seq) from None
     except (ValueError, TypeError) as exc:
         raise UnreadableEntryError(
             f"saga {row[0]!r} seq {row[1]}: stored row is not a sagacity entry ({exc}); "
@@ -126,7 +128,7 @@ def _parse_row(row: tuple[object, ...]) -> JournalEntry:
         "prev_hash": str(row[11]),
         "hash": str(row[12]),
     }
-    return stored_entry(fields, row[13])
+    return stored_entry(fields, row[13], str(row[10]))
 
 
 def _add_material_column(conn: sqlite3.Connection) -> None:
@@ -377,6 +379,8 @@ class SqliteJournalStore(JournalStore):
 
     def checkpoint_log(self, signer: NoteSigner | None = None) -> CheckpointLog:
         return sqlite_log(self, signer, self.clock)
+
+    checks_columns = True
 
     def close(self) -> None:
         with self._all_lock:
