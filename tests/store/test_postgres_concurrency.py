@@ -19,9 +19,9 @@ import pytest
 from psycopg import sql
 
 from sagacity.chain import verify_chain
-from sagacity.recipe_v2 import GENESIS_V2
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.phases import Phase
+from sagacity.recipe_v2 import GENESIS_V2
 from sagacity.stores.postgres import PostgresJournalStore
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(240)]

@@ -17,7 +17,6 @@ import pytest
 from psycopg import sql
 
 from sagacity.chain import verify_chain
-from sagacity.recipe_v2 import GENESIS_V2
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import (
     InvalidEntryError,
@@ -28,6 +27,7 @@ from sagacity.errors import (
     StoreUnavailableError,
 )
 from sagacity.phases import Phase
+from sagacity.recipe_v2 import GENESIS_V2
 from sagacity.stores import open_store
 from sagacity.stores.postgres import PostgresJournalStore, lock_key, redact_url, split_schema
 

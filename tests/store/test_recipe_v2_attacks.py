@@ -10,6 +10,7 @@ recomputed (the chain alone verifies; its signed checkpoint says `rewritten`), a
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import struct
 import uuid
@@ -39,7 +40,11 @@ COLUMNS = (
     "saga_id, seq, step, attempt, tool, phase, input_json, result_json, error_json, "
     "actor_json, recorded_at, prev_hash, hash, material"
 )
-PG_TRIGGERS = ("sagacity_journal_no_update", "sagacity_journal_no_delete")
+PG_TRIGGERS = (
+    "sagacity_journal_no_update",
+    "sagacity_journal_no_delete",
+    "sagacity_journal_no_truncate",
+)
 
 
 @dataclass
@@ -95,7 +100,7 @@ def _pg_editor(postgres_url: str, schema: str) -> Any:
             try:
                 conn.execute(statement.encode(), params)
             finally:
-                for trigger in PG_TRIGGERS + ("sagacity_journal_no_truncate",):
+                for trigger in PG_TRIGGERS:
                     conn.execute(f'ALTER TABLE {table} ENABLE ALWAYS TRIGGER "{trigger}"')
         return None
 
@@ -152,12 +157,14 @@ COLUMN_EDITS = [
     ("attempt", "attempt", "2"),
     ("recorded_at", "recorded_at", "'2020-01-01T00:00:00.000000Z'"),
     ("prev_hash", "prev_hash", "'" + "0" * 64 + "'"),
-    ("input", "input_json", "'{\"goal\":\"steal\"}'"),
+    ("input", "input_json", '\'{"goal":"steal"}\''),
     ("result", "result_json", "'{\"paid\":1}'"),
 ]
 
 
-@pytest.mark.parametrize(("label", "column", "value"), COLUMN_EDITS, ids=[c[0] for c in COLUMN_EDITS])
+@pytest.mark.parametrize(
+    ("label", "column", "value"), COLUMN_EDITS, ids=[c[0] for c in COLUMN_EDITS]
+)
 def test_a_column_edited_without_the_bytes_is_tampered(
     rig: Rig, label: str, column: str, value: str
 ) -> None:
@@ -324,6 +331,6 @@ def test_bytes_that_are_not_a_v2_entry_are_unreadable(rig: Rig) -> None:
 def test_the_link_is_read_at_its_fixed_offset(rig: Rig) -> None:
     saga = f"link-{uuid.uuid4().hex[:8]}"
     chain = _chain(rig.store, saga)
-    for before, entry in zip(chain, chain[1:], strict=False):
+    for before, entry in itertools.pairwise(chain):
         assert entry.material[PREV_OFFSET : PREV_OFFSET + 32] == bytes.fromhex(before.hash)
     assert verify_chain(saga, rig.store.entries(saga), columns_checked=True).ok
