@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import re
 import struct
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -260,80 +261,125 @@ PAYLOAD_COLUMNS = ("input_json", "result_json", "error_json")
 no v1 row holds: a v1 payload column is always JSON text)."""
 
 
-def stored_entry(fields: dict[str, Any], material: object, stamp: str) -> JournalEntry:
+def stored_entry(row: Sequence[Any], phase: Phase, recorded_at: datetime) -> JournalEntry:
     """A stored row as an entry, its columns checked against its bytes.
 
-    `fields` are the row's columns by JournalEntry name (phase and recorded_at already
-    parsed; `stamp` is the recorded_at column's text as stored), `material` its material
-    column (None for a v1 row, which is returned as its columns say).
+    `row` is the row as stored, in COLUMNS order (saga_id, seq, step, attempt, tool,
+    phase, input_json, result_json, error_json, actor_json, recorded_at, prev_hash, hash,
+    material; phase and recorded_at as their stored text), `phase` and `recorded_at`
+    those two parsed. A v1 row (material NULL) is returned as its columns say.
 
     For a v2 row the payloads come from the bytes, decoded (nothing is re-encoded), and
-    every other column is compared with the bytes here, where the two meet: a column
-    edited without the bytes, or the bytes without the column, raises TamperedEntryError
-    naming the field; bytes no sagacity version writes raise UnreadableEntryError. The
-    entry returned is therefore its bytes, and verify_chain checks only the bytes
-    (ChainVerifier(columns_checked=True))."""
+    every other column is compared with the bytes here, where the two meet (row_payloads):
+    a column edited without the bytes, or the bytes without the column, raises
+    TamperedEntryError naming it; bytes no sagacity version writes raise
+    UnreadableEntryError. The entry returned is therefore its bytes, and verify_chain
+    checks only the bytes (ChainVerifier(columns_checked=True))."""
+    material = row[13]
     if material is None:
-        return JournalEntry(**fields)
-    seq = int(fields["seq"])
-    if not isinstance(material, bytes | bytearray | memoryview):
-        raise UnreadableEntryError(
-            f"its material column holds {type(material).__name__}, not bytes: written "
-            "outside sagacity",
-            seq,
-        )
-    material = bytes(material)
+        given, result, error = row[6], row[7], row[8]
+    else:
+        given, result, error = row_payloads(row)
+        material = bytes(material)
+    return JournalEntry(
+        row[0], row[1], row[2], row[3], row[4], phase, given, result, error, row[9],
+        recorded_at, row[11], row[12], material or b"",
+    )  # fmt: skip
+
+
+_FIXED = struct.Struct(">27s32sQQQ27s4Q")
+"""The header up to the payloads' lengths: everything a row's columns say."""
+_PAYLOAD_LENGTHS = struct.Struct(">3Q")
+
+
+def row_payloads(row: Sequence[Any]) -> tuple[str, str, str]:
+    """The payload texts of a stored v2 row (COLUMNS order: saga_id, seq, step, attempt,
+    tool, phase, input_json, result_json, error_json, actor_json, recorded_at, prev_hash,
+    hash, material; phase and recorded_at as the stored text), after comparing every
+    column with the bytes: one pack and two slice comparisons when they agree.
+
+    Raises TamperedEntryError naming the column that disagrees, UnreadableEntryError for
+    bytes that are not a v2 entry."""
+    material = row[13]
+    seq = row[1]
+    if type(material) is not bytes:
+        if not isinstance(material, bytearray | memoryview):
+            raise UnreadableEntryError(
+                f"its material column holds {type(material).__name__}, not bytes: written "
+                "outside sagacity",
+                seq,
+            )
+        material = bytes(material)
     size = len(material)
     try:
-        if size < HEADER_SIZE or size > MAX_MATERIAL_BYTES:
-            raise ValueError(f"{size:,} bytes is not the size of a v2 entry")
-        tag, prev, m_seq, m_step, m_attempt, m_stamp, *lengths = _HEADER.unpack_from(material)
-        if tag != _TAG_FIELD:
-            raise ValueError("they do not start with the v2 tag")
-        if HEADER_SIZE + sum(lengths) != size:
-            raise ValueError("their field lengths do not add up to their size")
-        for length, limit in zip(lengths, _LIMITS, strict=True):
-            if length > limit:
-                raise ValueError(f"a field of {length:,} bytes is over its limit of {limit:,}")
-        names = sum(lengths[:4])
-        at = HEADER_SIZE + names
-        n_in, n_res, _ = lengths[4:]
-        texts = (
-            material[at : at + n_in].decode("utf-8"),
-            material[at + n_in : at + n_in + n_res].decode("utf-8"),
-            material[at + n_in + n_res :].decode("utf-8"),
-        )
+        saga = row[0].encode()
+        tool = row[4].encode()
+        phase = row[5].encode()
+        actor = row[9].encode()
+        fixed = _FIXED.pack(
+            _TAG_FIELD, bytes.fromhex(row[11]), seq, row[2], row[3], row[10].encode(),
+            len(saga), len(tool), len(phase), len(actor),
+        )  # fmt: skip
+        names = saga + tool + phase + actor
+    except (ValueError, UnicodeEncodeError, struct.error, TypeError):
+        fixed = names = b""  # a column no sagacity version writes: named below
+    end = HEADER_SIZE + len(names)
+    if (
+        fixed
+        and material[: HEADER_SIZE - 24] == fixed
+        and material[HEADER_SIZE:end] == names
+        and row[6] == row[7] == row[8] == ""
+        and size <= MAX_MATERIAL_BYTES
+    ):
+        n_in, n_res, n_err = _PAYLOAD_LENGTHS.unpack_from(material, HEADER_SIZE - 24)
+        if end + n_in + n_res + n_err == size and max(n_in, n_res, n_err) <= _PAYLOAD_BYTES:
+            try:
+                return (
+                    material[end : end + n_in].decode(),
+                    material[end + n_in : end + n_in + n_res].decode(),
+                    material[end + n_in + n_res :].decode(),
+                )
+            except UnicodeDecodeError:
+                pass
+    _refuse(row, material)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+_PAYLOAD_BYTES = DEFAULT_MAX_PAYLOAD_BYTES
+
+
+def _refuse(row: Sequence[Any], material: bytes) -> None:
+    """Why a stored v2 row is not an entry: unreadable bytes, or the first column that
+    is not what they say (TamperedEntryError)."""
+    seq = row[1]
+    try:
+        decoded = decode_material(material)
     except (ValueError, UnicodeDecodeError) as exc:
         raise UnreadableEntryError(
             f"its stored v2 bytes are not a sagacity entry ({exc}): written outside sagacity",
             seq,
         ) from None
-    saga, tool, phase, actor = (
-        fields["saga_id"].encode("utf-8", "surrogatepass"),
-        fields["tool"].encode("utf-8", "surrogatepass"),
-        fields["phase"].value.encode("ascii"),
-        fields["actor_json"].encode("utf-8", "surrogatepass"),
+    said = {
+        "saga_id": row[0], "seq": row[1], "step": row[2], "attempt": row[3], "tool": row[4],
+        "phase": row[5], "actor_json": row[9], "recorded_at": row[10], "prev_hash": row[11],
+    }  # fmt: skip
+    decoded["phase"] = decoded["phase"].value
+    decoded["recorded_at"] = render_timestamp(decoded["recorded_at"])
+    for name in ("seq", "step", "attempt", "prev_hash", "recorded_at", "saga_id", "tool",
+                 "phase", "actor_json"):  # fmt: skip
+        if said[name] != decoded[name]:
+            _tampered(name, seq)
+    for name, column in zip(PAYLOAD_COLUMNS, row[6:9], strict=True):
+        if column != "":
+            _tampered(name, seq)
+    raise UnreadableEntryError(  # pragma: no cover - every way to differ is named above
+        "its stored v2 bytes do not match its columns: written outside sagacity", seq
     )
-    checks = (
-        ("seq", m_seq == seq),
-        ("step", m_step == fields["step"]),
-        ("attempt", m_attempt == fields["attempt"]),
-        ("prev_hash", prev.hex() == fields["prev_hash"]),
-        ("recorded_at", m_stamp == stamp.encode("utf-8", "surrogatepass")),
-        ("saga_id", lengths[0] == len(saga)),
-        ("tool", lengths[1] == len(tool)),
-        ("phase", lengths[2] == len(phase)),
-        ("actor_json", lengths[3] == len(actor)),
-        ("saga_id, tool, phase or actor_json",
-         material[HEADER_SIZE : HEADER_SIZE + names] == saga + tool + phase + actor),
-        *((name, fields[name] == "") for name in PAYLOAD_COLUMNS),
-    )  # fmt: skip
-    for name, same in checks:
-        if not same:
-            raise TamperedEntryError(
-                f"its {name} column is not what its stored hashed bytes say: one of the two "
-                "was edited without the other",
-                seq,
-            )
-    fields["input_json"], fields["result_json"], fields["error_json"] = texts
-    return JournalEntry(**fields, material=material)
+
+
+def _tampered(column: str, seq: int) -> None:
+    raise TamperedEntryError(
+        f"its {column} column is not what its stored hashed bytes say: one of the two was "
+        "edited without the other",
+        seq,
+    )

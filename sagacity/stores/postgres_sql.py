@@ -94,23 +94,24 @@ def _one_line(exc: BaseException) -> str:
 
 def row_to_entry(row: Sequence[Any]) -> JournalEntry:
     """A stored row (COLUMNS order) as an entry. A phase or timestamp no sagacity version
-    writes can only come from an edit outside sagacity, and is reported as such."""
+    writes can only come from an edit outside sagacity, and is reported as such; so is a
+    v2 row whose columns are not what its bytes say (TamperedEntryError)."""
     try:
-        phase = Phase(row[5])
+        phase = _PHASES[row[5]]
         recorded_at = parse_timestamp(row[10])
-    except (ValueError, TypeError) as exc:
+    except (KeyError, ValueError, TypeError) as exc:
         raise UnreadableEntryError(
             f"saga {row[0]!r} seq {row[1]}: stored row is not a sagacity entry ({exc}); "
             "it was altered outside sagacity",
             int(row[1]),
         ) from exc
-    fields_ = dict(zip(COLUMNS, row, strict=True))
-    material = fields_.pop("material")
-    fields_ |= {"phase": phase, "recorded_at": recorded_at}
     try:
-        return stored_entry(fields_, material, row[10])
+        return stored_entry(row, phase, recorded_at)
     except UnreadableEntryError as exc:
         raise type(exc)(f"saga {row[0]!r} seq {row[1]}: {exc}", exc.seq) from None
+
+
+_PHASES = {phase.value: phase for phase in Phase}
 
 
 def _entry_params(e: JournalEntry) -> tuple[Any, ...]:

@@ -113,22 +113,23 @@ def _row_to_entry(row: tuple[object, ...]) -> JournalEntry:
 
 
 def _parse_row(row: tuple[object, ...]) -> JournalEntry:
-    fields = {
-        "saga_id": str(row[0]),
-        "seq": int(row[1]),  # type: ignore[call-overload]
-        "step": int(row[2]),  # type: ignore[call-overload]
-        "attempt": int(row[3]),  # type: ignore[call-overload]
-        "tool": str(row[4]),
-        "phase": Phase(str(row[5])),
-        "input_json": str(row[6]),
-        "result_json": str(row[7]),
-        "error_json": str(row[8]),
-        "actor_json": str(row[9]),
-        "recorded_at": parse_timestamp(str(row[10])),
-        "prev_hash": str(row[11]),
-        "hash": str(row[12]),
-    }
-    return stored_entry(fields, row[13], str(row[10]))
+    if row[13] is not None:  # v2: every column is compared with the bytes
+        return stored_entry(row, Phase(str(row[5])), parse_timestamp(str(row[10])))
+    return JournalEntry(
+        saga_id=str(row[0]),
+        seq=int(row[1]),  # type: ignore[call-overload]
+        step=int(row[2]),  # type: ignore[call-overload]
+        attempt=int(row[3]),  # type: ignore[call-overload]
+        tool=str(row[4]),
+        phase=Phase(str(row[5])),
+        input_json=str(row[6]),
+        result_json=str(row[7]),
+        error_json=str(row[8]),
+        actor_json=str(row[9]),
+        recorded_at=parse_timestamp(str(row[10])),
+        prev_hash=str(row[11]),
+        hash=str(row[12]),
+    )
 
 
 def _add_material_column(conn: sqlite3.Connection) -> None:
