@@ -8,7 +8,7 @@ rewrites numbers) and what the chain hashes, so verification never re-encodes va
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -279,29 +279,34 @@ class JournalEntry:
         record's bytes are rebuilt from its fields (sagacity.recipe_v2), so a verifier
         with only the file hashes what was stored."""
         try:
-            entry = cls(
-                saga_id=str(record["saga_id"]),
-                seq=int(record["seq"]),
-                step=int(record["step"]),
-                attempt=int(record["attempt"]),
-                tool=str(record["tool"]),
-                phase=Phase(record["phase"]),
-                input_json=str(record["input"]),
-                result_json=str(record["result"]),
-                error_json=str(record["error"]),
-                actor_json=str(record["actor"]),
-                recorded_at=parse_timestamp(str(record["recorded_at"])),
-                prev_hash=str(record.get("prev_hash") or ""),
-                hash=str(record.get("hash") or ""),
-            )
+            fields: dict[str, Any] = {
+                "saga_id": str(record["saga_id"]),
+                "seq": int(record["seq"]),
+                "step": int(record["step"]),
+                "attempt": int(record["attempt"]),
+                "tool": str(record["tool"]),
+                "phase": Phase(record["phase"]),
+                "input_json": str(record["input"]),
+                "result_json": str(record["result"]),
+                "error_json": str(record["error"]),
+                "actor_json": str(record["actor"]),
+                "recorded_at": parse_timestamp(str(record["recorded_at"])),
+                "prev_hash": str(record.get("prev_hash") or ""),
+                "hash": str(record.get("hash") or ""),
+            }
             recipe = record.get("recipe", 1)
-            if recipe == 2 and type(recipe) is int:
-                from sagacity.chain import v2_material  # the chain builds on entries
-
-                return replace(entry, material=v2_material(entry))
-            if recipe != 1 or type(recipe) is not int:
+            if type(recipe) is not int or recipe not in (1, 2):
                 raise ValueError(f"recipe {recipe!r} is not 1 or 2")
-            return entry
+            if recipe == 1:
+                return cls(**fields)
+            from sagacity.recipe_v2 import encode_material  # v2 builds on entries
+
+            material = encode_material(
+                **{k: v for k, v in fields.items() if k not in ("phase", "recorded_at", "hash")},
+                phase=fields["phase"].value,
+                recorded_at=str(record["recorded_at"]),  # the text, exact (checked above)
+            )
+            return cls(**fields, material=material)
         except (KeyError, TypeError, ValueError, UnicodeEncodeError) as exc:
             raise InvalidEntryError(
                 f"malformed journal record: {type(exc).__name__}: {exc}"
