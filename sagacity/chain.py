@@ -146,7 +146,33 @@ def seal(
     recipe: int = CURRENT_RECIPE,
 ) -> JournalEntry:
     """Turn a draft into the entry that follows `prev_hash` at `seq`, in `recipe`. Pure."""
-    unsealed = JournalEntry(
+    if seq == 1 and prev_hash != genesis(recipe):
+        raise ValueError(
+            f"the first entry of a recipe-v{recipe} chain links to {genesis(recipe)[:16]}…, "
+            f"not {prev_hash[:16]}…: pass prev_hash=genesis({recipe})"
+        )
+    moment = draft.recorded_at or recorded_at
+    if recipe == 2:  # the bytes first, then the entry, built once
+        material = encode_material(
+            saga_id=draft.saga_id,
+            seq=seq,
+            step=draft.step,
+            attempt=draft.attempt,
+            tool=draft.tool,
+            phase=draft.phase.value,
+            input_json=draft.input_json,
+            result_json=draft.result_json,
+            error_json=draft.error_json,
+            actor_json=draft.actor_json,
+            recorded_at=render_timestamp(moment),
+            prev_hash=prev_hash,
+        )
+        digest = _sha256(material).hexdigest()
+    elif recipe == 1:
+        material, digest = b"", ""
+    else:
+        raise ValueError(f"journal recipe {recipe!r}: use one of {RECIPES}")
+    entry = JournalEntry(
         saga_id=draft.saga_id,
         seq=seq,
         step=draft.step,
@@ -157,21 +183,12 @@ def seal(
         result_json=draft.result_json,
         error_json=draft.error_json,
         actor_json=draft.actor_json,
-        recorded_at=draft.recorded_at or recorded_at,
+        recorded_at=moment,
         prev_hash=prev_hash,
-        hash="",
+        hash=digest,
+        material=material,
     )
-    if seq == 1 and prev_hash != genesis(recipe):
-        raise ValueError(
-            f"the first entry of a recipe-v{recipe} chain links to {genesis(recipe)[:16]}…, "
-            f"not {prev_hash[:16]}…: pass prev_hash=genesis({recipe})"
-        )
-    if recipe == 2:
-        material = v2_material(unsealed)
-        return replace(unsealed, hash=hashlib.sha256(material).hexdigest(), material=material)
-    if recipe != 1:
-        raise ValueError(f"journal recipe {recipe!r}: use one of {RECIPES}")
-    return replace(unsealed, hash=compute_hash(unsealed))
+    return entry if recipe == 2 else replace(entry, hash=compute_hash(entry))
 
 
 class BreakReason(StrEnum):
