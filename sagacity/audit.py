@@ -36,6 +36,7 @@ from sagacity.export_lines import (
 from sagacity.export_writer import entry_line, export_jsonl
 from sagacity.phases import Phase
 from sagacity.stores.base import JournalStore
+from sagacity.verify_rows import verify_rows
 
 __all__ = [
     "RECORD_FIELDS",
@@ -68,12 +69,16 @@ def verify_store(
     that cannot be read as an entry is reported as an UNREADABLE break, not raised.
     `observe` sees every entry read (the decision audit checks signatures with it)."""
     verifier = ChainVerifier(saga_id, columns_checked=store.checks_columns)
+    rows = store.stored_rows(saga_id) if observe is None else None
     try:
-        for entry in store.entries(saga_id):
-            if observe is not None:
-                observe(entry)
-            if not verifier.feed(entry):
-                break
+        if rows is not None:  # v2 rows are checked in place, not made entries
+            verify_rows(saga_id, rows, store.entry_of, verifier)
+        else:
+            for entry in store.entries(saga_id):
+                if observe is not None:
+                    observe(entry)
+                if not verifier.feed(entry):
+                    break
     except TamperedEntryError as exc:
         verifier.unreadable(exc.seq, str(exc), BreakReason.TAMPERED)
     except UnreadableEntryError as exc:

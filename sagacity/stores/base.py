@@ -7,11 +7,11 @@ lock, a Postgres advisory lock); what to append is decided here, once, by `next_
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from sagacity.chain import CURRENT_RECIPE, RECIPES, genesis, seal
 from sagacity.entry import EntryDraft, JournalEntry
@@ -172,6 +172,16 @@ class JournalStore(ABC):
     @abstractmethod
     def is_fenced(self, saga_id: str, step: int) -> bool:
         """True once `fence` was called for this step."""
+
+    def stored_rows(self, saga_id: str, *, after_seq: int = 0) -> Iterator[Sequence[Any]] | None:
+        """The saga's rows as stored (COLUMNS order), streamed, for a verifier that checks
+        rows without making entries of them (sagacity.recipe_v2.verify_rows); None when
+        the store keeps entry objects, not rows. `entry_of` makes one row an entry."""
+        return None
+
+    def entry_of(self, row: Sequence[Any]) -> JournalEntry:
+        """One of `stored_rows` as an entry (raising what `entries` would raise)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no rows")
 
     def checkpoint_log(self, signer: NoteSigner | None = None) -> CheckpointLog:
         """The checkpoint log kept beside this journal (sagacity.checkpoint_log), on the

@@ -345,14 +345,19 @@ class PostgresJournalStore(JournalStore):
             ) from exc
 
     def entries(self, saga_id: str, *, after_seq: int = 0) -> Iterator[JournalEntry]:
+        return map(row_to_entry, self.stored_rows(saga_id, after_seq=after_seq))
+
+    def stored_rows(self, saga_id: str, *, after_seq: int = 0) -> Iterator[Sequence[Any]]:
         last = after_seq
         while True:
             rows = self._fetch(self._q.entries, (saga_id, last, self.batch_size))
-            for row in rows:
-                yield row_to_entry(row)
+            yield from rows
             if len(rows) < self.batch_size:
                 return
             last = rows[-1][1]
+
+    def entry_of(self, row: Sequence[Any]) -> JournalEntry:
+        return row_to_entry(row)
 
     def head(self, saga_id: str) -> JournalEntry | None:
         rows = self._fetch(self._q.head, (saga_id,))

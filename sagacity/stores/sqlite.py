@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 from sagacity.chain import CURRENT_RECIPE
@@ -329,6 +329,12 @@ class SqliteJournalStore(JournalStore):
             return conn.execute(sql, params).fetchall()
 
     def entries(self, saga_id: str, *, after_seq: int = 0) -> Iterator[JournalEntry]:
+        return map(self.entry_of, self.stored_rows(saga_id, after_seq=after_seq))
+
+    def entry_of(self, row: Sequence[Any]) -> JournalEntry:
+        return _row_to_entry(tuple(row))
+
+    def stored_rows(self, saga_id: str, *, after_seq: int = 0) -> Iterator[Sequence[Any]]:
         """Keyset pagination in batches: constant memory, no long-lived read transaction."""
         last = after_seq
         while True:
@@ -336,8 +342,7 @@ class SqliteJournalStore(JournalStore):
                 f"SELECT {_COLUMNS} FROM journal WHERE saga_id=? AND seq>? ORDER BY seq LIMIT ?",
                 (saga_id, last, _BATCH),
             )
-            for row in rows:
-                yield _row_to_entry(row)
+            yield from rows
             if len(rows) < _BATCH:
                 return
             last = int(rows[-1][1])  # type: ignore[call-overload]
