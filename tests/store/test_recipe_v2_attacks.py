@@ -142,7 +142,9 @@ def _chain(store: JournalStore, saga_id: str, *, close: bool = False) -> list[Jo
 
 
 def _broken(store: JournalStore, saga_id: str, seq: int, reason: BreakReason) -> str:
-    report = verify_store(store, saga_id)
+    report = verify_store(store, saga_id)  # the rows checked in place (verify_rows)
+    # ...and as entries (an observer makes verify_store read entries): the same report.
+    assert verify_store(store, saga_id, lambda entry: None) == report
     assert not report.ok
     assert (report.first_broken_seq, report.reason) == (seq, reason), report.describe()
     return report.detail
