@@ -37,7 +37,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench import export_formats
+from bench import export_formats, recipe_append
 from bench.common import (
     DEFAULT_POSTGRES_URL,
     Report,
@@ -550,91 +550,6 @@ def _plain_child(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-# ---- 4. append: recipe v1 against v2 ------------------------------------------------------------
-
-
-def _append_drafts(saga_id: str, n: int) -> list[Any]:
-    from sagacity.entry import EntryDraft
-    from sagacity.phases import Phase
-
-    drafts = [EntryDraft.new(saga_id, Phase.SAGA_OPENED, input={"plan": ["reserve"] * 3})]
-    for seq in range(2, n + 1):
-        args = {"sku": "widget", "qty": seq % 7 + 1, "order": f"ord-{seq:06d}"}
-        phase = Phase.INTENT if seq % 2 == 0 else Phase.EXECUTED
-        result = {"reservation": f"res-{seq:06d}"} if phase is Phase.EXECUTED else None
-        drafts.append(
-            EntryDraft.new(
-                saga_id, phase, step=seq // 2, tool="reserve_inventory", input=args, result=result
-            )
-        )
-    return drafts
-
-
-def _append_recipes(report: Report, sizes: Sizes, postgres_url: str, workdir: Path) -> None:
-    """One writer appending tool-call entries (sagas of 20) through each store opened
-    for recipe 1 and for recipe 2, both in rotated rounds: what sealing and storing the
-    v2 bytes costs an append, next to the v1 recipe the release before wrote."""
-    import psycopg
-
-    from sagacity.stores import open_store
-
-    per_side = max(200, sizes.verify_entries // 50)
-    sep = "&" if "?" in postgres_url else "?"
-    tag = f"b{run_id()}_append"
-    urls = {
-        "memory": "memory://",
-        "SQLite": f"sqlite:///{workdir / 'append-{recipe}.db'}",
-        "PostgreSQL": f"{postgres_url}{sep}schema={tag}_v{{recipe}}",
-    }
-    stores = {
-        (backend, recipe): open_store(url.replace("{recipe}", str(recipe)), recipe=recipe)
-        for backend, url in urls.items()
-        for recipe in (1, 2)
-    }
-    counter = iter(range(10**9))
-
-    def appending(store: Any) -> Callable[[], None]:
-        def run() -> None:
-            done = 0
-            while done < per_side:
-                saga = f"append-{next(counter):08d}"
-                for draft in _append_drafts(saga, 20):
-                    store.append(draft)
-                done += 20
-
-        return run
-
-    try:
-        sides = {f"{b} v{r}": appending(store) for (b, r), store in stores.items()}
-        times = _rotate(sizes.verify_rounds, {k: _timed(f) for k, f in sides.items()})
-        for (backend, recipe), store in stores.items():
-            sagas = list(store.sagas())
-            ok = all(e.recipe == recipe for s in sagas[:3] for e in store.entries(s))
-            report.check(ok, f"append {backend} v{recipe}: entries sealed in v{recipe}",
-                         f"append {backend} v{recipe}: an entry in another recipe")  # fmt: skip
-    finally:
-        for store in stores.values():
-            store.close()
-        with psycopg.connect(postgres_url, autocommit=True) as admin:
-            for recipe in (1, 2):
-                admin.execute(f'DROP SCHEMA IF EXISTS "{tag}_v{recipe}" CASCADE')
-    rates = {k: [per_side / t for t in v] for k, v in times.items()}
-    rows = []
-    for backend in urls:
-        ratios = pair_ratios(rates[f"{backend} v1"], rates[f"{backend} v2"])
-        report.extra.setdefault("append", {})[backend] = {"rates": rates, "ratios": ratios}
-        rows.append(
-            [backend, fmt_rate(median(rates[f"{backend} v1"])),
-             fmt_rate(median(rates[f"{backend} v2"])), _ratio(ratios)]
-        )  # fmt: skip
-    report.table(
-        f"Append, one writer, recipe v1 against v2 — {per_side:,} entries per side per "
-        f"round, {sizes.verify_rounds} rotated rounds; ratio = v2 entries/s over v1's",
-        ["store", "v1 entries/s", "v2 entries/s", "v2 / v1 (spread)"],
-        rows,
-    )
-
-
 # ---- the benchmark ------------------------------------------------------------------------------
 
 
@@ -673,7 +588,7 @@ def run(
     with tempfile.TemporaryDirectory(prefix="sagacity-bench-", dir=workdir) as tmp:
         _export_verify(report, sizes, postgres_url, tag, Path(tmp))
     with tempfile.TemporaryDirectory(prefix="sagacity-bench-", dir=workdir) as tmp:
-        _append_recipes(report, sizes, postgres_url, Path(tmp))
+        recipe_append.measure(report, sizes, postgres_url, Path(tmp))
     return report
 
 
