@@ -50,6 +50,7 @@ __all__ = [
     "decode_material",
     "encode_material",
     "entry_from_material",
+    "row_payloads",
     "stored_entry",
 ]
 
@@ -57,7 +58,6 @@ RECIPE_V2_TAG = "sagacity.journal.v2"
 _TAG_FIELD = struct.pack(">Q", len(RECIPE_V2_TAG)) + RECIPE_V2_TAG.encode("ascii")
 GENESIS_V2 = hashlib.sha256(b"sagacity.journal.v2.genesis").hexdigest()
 """prev_hash of the first entry of every v2 saga (its raw 32 bytes are in the material)."""
-_GENESIS_V2_RAW = bytes.fromhex(GENESIS_V2)
 
 _HEADER = struct.Struct(">27s32sQQQ27s7Q")
 HEADER_SIZE = _HEADER.size
@@ -197,13 +197,14 @@ def column_mismatch(entry: JournalEntry) -> str | None:
         given = entry.input_json.encode()
         result = entry.result_json.encode()
         error = entry.error_json.encode()
-        fixed = (_TAG_FIELD, bytes.fromhex(entry.prev_hash), entry.seq, entry.step, entry.attempt)
+        fixed = (_TAG_FIELD, header[1], entry.seq, entry.step, entry.attempt)
     except (struct.error, UnicodeEncodeError, ValueError):
         return _named_mismatch(entry)
     phase = _PHASE_BYTES[entry.phase]
     texts = (saga, tool, phase, actor, given, result, error)
     if (
         header[:5] == fixed
+        and header[1].hex() == entry.prev_hash
         and header[6:] == tuple(map(len, texts))
         and material[HEADER_SIZE:] == b"".join(texts)
         and _STAMP.fullmatch(header[5]) is not None
@@ -249,11 +250,6 @@ _STAMP = re.compile(rb"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0
 """The one spelling of recorded_at in the bytes (render_timestamp's). Checked, then
 parsed and compared as an instant: cheaper than rendering the entry's datetime."""
 _from_iso = datetime.fromisoformat
-
-
-def genesis_raw() -> bytes:
-    """GENESIS_V2 as the 32 bytes the first material carries."""
-    return _GENESIS_V2_RAW
 
 
 PAYLOAD_COLUMNS = ("input_json", "result_json", "error_json")
@@ -316,10 +312,13 @@ def row_payloads(row: Sequence[Any]) -> tuple[str, str, str]:
         tool = row[4].encode()
         phase = row[5].encode()
         actor = row[9].encode()
+        prev = material[PREV_OFFSET : PREV_OFFSET + 32]
         fixed = _FIXED.pack(
-            _TAG_FIELD, bytes.fromhex(row[11]), seq, row[2], row[3], row[10].encode(),
+            _TAG_FIELD, prev, seq, row[2], row[3], row[10].encode(),
             len(saga), len(tool), len(phase), len(actor),
         )  # fmt: skip
+        if prev.hex() != row[11]:  # exactly: fromhex would also take upper case
+            fixed = b""
         names = saga + tool + phase + actor
     except (ValueError, UnicodeEncodeError, struct.error, TypeError):
         fixed = names = b""  # a column no sagacity version writes: named below

@@ -334,3 +334,14 @@ def test_the_link_is_read_at_its_fixed_offset(rig: Rig) -> None:
     for before, entry in itertools.pairwise(chain):
         assert entry.material[PREV_OFFSET : PREV_OFFSET + 32] == bytes.fromhex(before.hash)
     assert verify_chain(saga, rig.store.entries(saga), columns_checked=True).ok
+
+
+def test_a_link_column_respelled_in_upper_case_is_tampered(rig: Rig) -> None:
+    """The same 32 bytes in another spelling: fromhex reads both alike, the column check
+    does not (an auditor comparing hashes as text would see two values)."""
+    saga = f"upper-{uuid.uuid4().hex[:8]}"
+    chain = _chain(rig.store, saga)
+    upper = chain[K - 2].hash.upper()
+    rig.run("UPDATE {journal} SET prev_hash=? WHERE saga_id=? AND seq=?", (upper, saga, K))
+    assert rig.row(saga, K)[11] == upper != chain[K - 1].prev_hash
+    assert "its prev_hash column" in _broken(rig.store, saga, K, BreakReason.TAMPERED)
