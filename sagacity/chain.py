@@ -119,6 +119,15 @@ def compute_hash(entry: JournalEntry) -> str:
     return hashlib.sha256(entry_material(entry)).hexdigest()
 
 
+def reseal(entry: JournalEntry) -> JournalEntry:
+    """`entry` with its hash (and, in v2, its stored bytes) recomputed from its fields:
+    what anyone who can write the journal can do after editing an entry. For tamper
+    tests and tools; a chain alone cannot show it (docs/hash-chain.md section 5)."""
+    if entry.material:
+        entry = replace(entry, material=v2_material(entry))
+    return replace(entry, hash=compute_hash(entry))
+
+
 def v2_material(entry: JournalEntry) -> bytes:
     """The v2 bytes of `entry`'s fields (what sealing it in v2 stores)."""
     return encode_material(
