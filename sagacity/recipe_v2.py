@@ -198,8 +198,8 @@ def column_mismatch(entry: JournalEntry) -> str | None:
         result = entry.result_json.encode()
         error = entry.error_json.encode()
         fixed = (_TAG_FIELD, header[1], entry.seq, entry.step, entry.attempt)
-    except (struct.error, UnicodeEncodeError, ValueError):
-        return _named_mismatch(entry)
+    except (struct.error, UnicodeEncodeError, ValueError):  # no sagacity entry has these
+        return _named_mismatch(entry) or "material"
     phase = _PHASE_BYTES[entry.phase]
     texts = (saga, tool, phase, actor, given, result, error)
     if (
