@@ -87,9 +87,12 @@ def verify_store(
 
 
 def verify_all(store: JournalStore) -> Iterator[VerifyReport]:
-    """One report per saga of the store, in `store.sagas()` order, computed lazily."""
-    for saga_id in store.sagas():
-        yield verify_store(store, saga_id)
+    """One report per saga of the store, in `store.sagas()` order, computed lazily, over
+    one connection of the store's (`store.reading()`), held until the last report is
+    read or the iterator is closed."""
+    with store.reading():
+        for saga_id in store.sagas():
+            yield verify_store(store, saga_id)
 
 
 def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

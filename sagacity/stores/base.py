@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
@@ -172,6 +173,10 @@ class JournalStore(ABC):
     @abstractmethod
     def is_fenced(self, saga_id: str, step: int) -> bool:
         """True once `fence` was called for this step."""
+
+    def reading(self) -> AbstractContextManager[None]:
+        """A walk over many sagas: a store may keep one connection for it (PostgreSQL)."""
+        return nullcontext()
 
     def stored_rows(self, saga_id: str, *, after_seq: int = 0) -> Iterator[Sequence[Any]] | None:
         """The saga's rows as stored (COLUMNS order), streamed, for a verifier that checks
