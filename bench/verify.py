@@ -1,19 +1,25 @@
-"""Benchmark 2: verification against raw hashlib and against plain reads.
+"""Benchmark 2: verification against raw hashlib and against plain reads, for journal
+recipe v1 and recipe v2 (docs/hash-chain.md section 7) side by side.
 
-1. In memory: `verify_chain` over prebuilt entries against `hashlib.sha256(...).hexdigest()`
-   over the same bytes (`entry_material(entry)`, precomputed), for two entry sizes; a third
-   side, "recipe floor" (`entry_material` + sha256, no checks), shows how much of the cost
-   is the recipe's encoding rather than the verifier's logic.
+1. In memory (CPU time): `verify_chain` over prebuilt entries against
+   `hashlib.sha256(...).hexdigest()` over the same recipe's hashed bytes (v1:
+   `entry_material(entry)`, precomputed; v2: the stored `material`), for two entry sizes.
+   v2 twice: as verify runs on entries read from a store, whose columns the reader
+   compared with the bytes (`columns_checked=True`: one SHA-256 and a 32-byte link per
+   entry), and on entry objects made in memory (every field compared with the bytes).
 2. Streamed from Postgres: `verify_all(store)` against the same reads done with plain
-   psycopg (same queries, same batches) hashing each row's text with raw hashlib.
+   psycopg (same queries, same batches), hashing one buffer per row with raw hashlib, on
+   a v1 journal and a v2 journal of the same entries.
 3. Export then verify, in a fresh subprocess each (so its peak RSS is its own):
    `export_jsonl` + `verify_jsonl` against a plain dump (server-side cursor, json.dumps
-   per row) read back with json.loads + sha256 per line. Peak RSS from VmHWM.
+   per row) read back with json.loads + sha256 per line, v1 and v2. Peak RSS from VmHWM.
 4. Export format 1 against format 2 (bench.export_formats): export and verify-file rates
-   side by side, on the journal of section 2.
+   side by side, on the v2 journal of section 2.
+5. Append, one writer, each store opened for recipe 1 and for recipe 2.
 
 The Postgres data (sagas of 100 entries) is sealed in Python with `seal` and bulk-loaded
-with COPY, which is the fixture, not the thing measured.
+with COPY, which is the fixture, not the thing measured. Every side of a section runs in
+the same rotated rounds.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench import export_formats
+from bench import export_formats, recipe_append
 from bench.common import (
     DEFAULT_POSTGRES_URL,
     Report,
@@ -50,13 +56,14 @@ ENTRIES_PER_SAGA = 100
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def build_chain(saga_id: str, n: int, *, result_bytes: int = 0) -> Iterator[Any]:
-    """A realistic chain: SAGA_OPENED, INTENT/EXECUTED pairs, SAGA_CLOSED, sealed."""
-    from sagacity.chain import GENESIS_HASH, seal
+def build_chain(saga_id: str, n: int, *, result_bytes: int = 0, recipe: int = 2) -> Iterator[Any]:
+    """A realistic chain: SAGA_OPENED, INTENT/EXECUTED pairs, SAGA_CLOSED, sealed in
+    `recipe`."""
+    from sagacity.chain import genesis, seal
     from sagacity.entry import EntryDraft
     from sagacity.phases import Phase
 
-    prev = GENESIS_HASH
+    prev = genesis(recipe)
     filler = "x" * result_bytes
     for seq in range(1, n + 1):
         if seq == 1:
@@ -79,18 +86,21 @@ def build_chain(saga_id: str, n: int, *, result_bytes: int = 0) -> Iterator[Any]
                     input=args,
                     result={"reservation": f"res-{seq:06d}", "qty": args["qty"], "rows": filler},
                 )
-        entry = seal(
-            draft, seq=seq, prev_hash=prev, recorded_at=EPOCH + timedelta(microseconds=seq)
-        )
+        at = EPOCH + timedelta(microseconds=seq)
+        entry = seal(draft, seq=seq, prev_hash=prev, recorded_at=at, recipe=recipe)
         prev = entry.hash
         yield entry
 
 
 def stored_row(entry: Any, columns: tuple[str, ...]) -> tuple[Any, ...]:
-    """An entry as the journal table stores it (recorded_at as its hashed text)."""
+    """An entry as the journal table stores it (recorded_at as its hashed text; a v2
+    entry's payloads in its material only, their columns empty)."""
     record = {name: getattr(entry, name) for name in columns if name != "recorded_at"}
     record["phase"] = entry.phase.value
     record["recorded_at"] = entry.recorded_at_text
+    record["material"] = entry.material or None
+    if entry.material:
+        record |= {"input_json": "", "result_json": "", "error_json": ""}
     return tuple(record[name] for name in columns)
 
 
@@ -123,6 +133,10 @@ def _timed(fn: Callable[[], object]) -> Callable[[], float]:
 
 
 def _in_memory(report: Report, sizes: Sizes) -> None:
+    """Each recipe against raw hashlib over its own hashed bytes, v1 and v2 of the same
+    entries in the same rotated rounds. Timed by CPU time (time.process_time): the work
+    is single-threaded and CPU-bound, and on a shared machine wall time also counts the
+    other sessions' turns."""
     from sagacity.chain import entry_material, verify_chain
 
     rows = []
@@ -131,79 +145,95 @@ def _in_memory(report: Report, sizes: Sizes) -> None:
         ("entries with 4 KB results", 4_096, False),
     ):
         saga = f"verify-mem-{result_bytes}"
-        entries = list(build_chain(saga, sizes.verify_entries, result_bytes=result_bytes))
-        materials = [entry_material(e) for e in entries]
-        mean_bytes = sum(map(len, materials)) / len(materials)
-        sha256 = hashlib.sha256
+        v1 = list(build_chain(saga, sizes.verify_entries, result_bytes=result_bytes, recipe=1))
+        v2 = list(build_chain(saga, sizes.verify_entries, result_bytes=result_bytes, recipe=2))
+        bytes_v1 = [entry_material(e) for e in v1]
+        bytes_v2 = [e.material for e in v2]
         outcome: dict[str, Any] = {}
 
-        def verify(
-            entries: list[Any] = entries, saga: str = saga, out: dict[str, Any] = outcome
-        ) -> None:
-            out["report"] = verify_chain(saga, entries)
+        def hashing(materials: list[bytes]) -> Callable[[], None]:
+            def run(sha256: Any = hashlib.sha256) -> None:
+                for m in materials:
+                    sha256(m).hexdigest()
 
-        def raw(materials: list[bytes] = materials, sha256: Any = sha256) -> None:
-            for m in materials:
-                sha256(m).hexdigest()
+            return run
 
-        def floor(entries: list[Any] = entries, sha256: Any = sha256) -> None:
-            for e in entries:
-                sha256(entry_material(e)).hexdigest()
+        def verifying(
+            entries: list[Any],
+            key: str,
+            out: dict[str, Any] = outcome,
+            saga: str = saga,
+            **kw: bool,
+        ) -> Callable[[], None]:
+            def run() -> None:
+                out[key] = verify_chain(saga, entries, **kw)
 
-        times = _rotate(
-            sizes.verify_rounds,
-            {"raw": _timed(raw), "verify": _timed(verify), "floor": _timed(floor)},
-        )
-        n = len(entries)
+            return run
+
+        sides = {
+            "raw v2": hashing(bytes_v2),
+            "v2 verify_chain, columns checked at read": verifying(v2, "v2", columns_checked=True),
+            "v2 verify_chain, every field compared": verifying(v2, "v2 full"),
+            "raw v1": hashing(bytes_v1),
+            "v1 verify_chain": verifying(v1, "v1"),
+        }
+        times = _rotate(sizes.verify_rounds, {k: _cpu_timed(f) for k, f in sides.items()})
+        n = len(v2)
         rates = {k: [n / t for t in v] for k, v in times.items()}
-        ratios = pair_ratios(rates["raw"], rates["verify"])
-        floor_ratios = pair_ratios(rates["raw"], rates["floor"])
-        verified = outcome["report"]
-        report.check(
-            verified.ok and verified.entries == n,
-            f"in-memory chain of {n:,} {label} verifies",
-            f"in-memory chain of {label} did not verify: {verified.describe()}",
-        )
-        rows.append(
-            [
-                label,
-                f"{mean_bytes:,.0f} B",
-                "raw hashlib sha256",
-                fmt_rate(median(rates["raw"])),
-                "1.00",
-            ]
-        )
-        rows.append(
-            [label, "", "recipe floor (entry_material + sha256)", fmt_rate(median(rates["floor"])),
-             f"{median(floor_ratios):.2f} ({spread(floor_ratios)})"]
-        )  # fmt: skip
-        rows.append(
-            [label, "", "verify_chain", fmt_rate(median(rates["verify"])),
-             f"{median(ratios):.2f} ({spread(ratios)})"]
-        )  # fmt: skip
+        for key in ("v2", "v2 full", "v1"):
+            verified = outcome[key]
+            report.check(
+                verified.ok and verified.entries == n,
+                f"in-memory {key} chain of {n:,} {label} verifies",
+                f"in-memory {key} chain of {label} did not verify: {verified.describe()}",
+            )
+        ratios: dict[str, list[float]] = {}
+        for side in sides:
+            base = "raw v1" if side.startswith(("raw v1", "v1")) else "raw v2"
+            ratios[side] = pair_ratios(rates[base], rates[side])
+            hashed = bytes_v1 if base == "raw v1" else bytes_v2
+            rows.append(
+                [label, side, f"{sum(map(len, hashed)) / n:,.0f} B",
+                 fmt_rate(median(rates[side])), _ratio(ratios[side])]
+            )  # fmt: skip
         report.extra.setdefault("memory", {})[label] = {
             "entries": n,
-            "mean_material_bytes": mean_bytes,
             "rates": rates,
             "ratios": ratios,
-            "floor_ratios": floor_ratios,
         }
         if is_target:
-            report.target("verify vs raw hashlib (tool-call entries)", median(ratios), 0.5, ">=")
+            report.target(
+                "verify vs raw hashlib (tool-call entries, v2, columns checked at read)",
+                median(ratios["v2 verify_chain, columns checked at read"]),
+                0.5,
+                ">=",
+            )
     report.table(
         f"Verify in memory — {sizes.verify_entries:,} entries, {sizes.verify_rounds} rotated "
-        "rounds; ratio = entries/s over raw hashlib's (median, min-max)",
-        ["entries", "hashed bytes", "side", "entries/s", "ratio (spread)"],
+        "rounds, CPU time; ratio = entries/s over raw hashlib's over the same recipe's "
+        "hashed bytes (median, min-max)",
+        ["entries", "side", "hashed bytes", "entries/s", "ratio (spread)"],
         rows,
     )
+
+
+def _cpu_timed(fn: Callable[[], object]) -> Callable[[], float]:
+    def run() -> float:
+        start = time.process_time()
+        fn()
+        return time.process_time() - start
+
+    return run
 
 
 # ---- Postgres fixture -------------------------------------------------------------------------
 
 
-def load_postgres(store_url: str, admin_url: str, schema: str, total: int) -> list[str]:
-    """Open (migrate) the store at `store_url` and COPY `total` sealed entries into it, in
-    sagas of ENTRIES_PER_SAGA. Returns the saga ids."""
+def load_postgres(
+    store_url: str, admin_url: str, schema: str, total: int, recipe: int = 2
+) -> list[str]:
+    """Open (migrate) the store at `store_url` and COPY `total` entries sealed in `recipe`
+    into it, in sagas of ENTRIES_PER_SAGA. Returns the saga ids."""
     import psycopg
 
     from sagacity.stores import open_store
@@ -216,7 +246,7 @@ def load_postgres(store_url: str, admin_url: str, schema: str, total: int) -> li
     with psycopg.connect(admin_url) as conn, conn.cursor() as cur:
         with cur.copy(f'COPY "{schema}".sagacity_journal ({columns}) FROM STDIN') as copy:
             for saga in sagas:
-                for entry in build_chain(saga, per_saga):
+                for entry in build_chain(saga, per_saga, recipe=recipe):
                     copy.write_row(stored_row(entry, COLUMNS))
         conn.commit()
         conn.execute(f'ANALYZE "{schema}".sagacity_journal')
@@ -228,79 +258,114 @@ def load_postgres(store_url: str, admin_url: str, schema: str, total: int) -> li
 
 
 def _streamed(
-    report: Report, sizes: Sizes, store_url: str, admin_url: str, schema: str, n: int
+    report: Report, sizes: Sizes, journals: dict[int, tuple[str, str]], admin_url: str, n: int
 ) -> None:
+    """verify_all(store) against plain psycopg reads of the same rows in the same keyset
+    batches, hashing one buffer per row (a v2 row's material; a v1 row's columns joined),
+    for a v1 journal and a v2 journal of the same entries, all in rotated rounds."""
     import psycopg
 
     from sagacity.audit import verify_all
     from sagacity.stores import open_store
     from sagacity.stores.postgres import COLUMNS
 
-    store = open_store(store_url)
     columns = ", ".join(COLUMNS)
-    table = f'"{schema}".sagacity_journal'
-    batch = getattr(store, "batch_size", 1000)
+    conn = psycopg.connect(admin_url, autocommit=True)
+    stores = {recipe: open_store(url) for recipe, (url, _) in journals.items()}
     outcome: dict[str, Any] = {}
 
-    def verify() -> None:
-        reports = list(verify_all(store))
-        outcome["reports"] = reports
+    def verify(recipe: int) -> Callable[[], None]:
+        def run() -> None:
+            outcome[f"v{recipe}"] = list(verify_all(stores[recipe]))
 
-    conn = psycopg.connect(admin_url, autocommit=True)
+        return run
 
-    def plain() -> None:
-        sha256 = hashlib.sha256
-        count = 0
-        sagas = [
-            r[0]
-            for r in conn.execute(
-                f"SELECT DISTINCT saga_id FROM {table} ORDER BY saga_id LIMIT %s", (1_000_000,)
-            ).fetchall()
-        ]
-        for saga in sagas:
-            last = 0
-            while True:
-                rows = conn.execute(
-                    f"SELECT {columns} FROM {table} WHERE saga_id = %s AND seq > %s "
-                    "ORDER BY seq LIMIT %s",
-                    (saga, last, batch),
-                    prepare=True,
+    def plain(recipe: int) -> Callable[[], None]:
+        table = f'"{journals[recipe][1]}".sagacity_journal'
+        batch = getattr(stores[recipe], "batch_size", 1000)
+
+        def run() -> None:
+            sha256 = hashlib.sha256
+            count = 0
+            sagas = [
+                r[0]
+                for r in conn.execute(
+                    f"SELECT DISTINCT saga_id FROM {table} ORDER BY saga_id LIMIT %s",
+                    (1_000_000,),
                 ).fetchall()
-                for row in rows:
-                    sha256("".join(map(str, row)).encode()).hexdigest()
-                count += len(rows)
-                if len(rows) < batch:
-                    break
-                last = rows[-1][1]
-        outcome["plain_count"] = count
+            ]
+            for saga in sagas:
+                last = 0
+                while True:
+                    rows = conn.execute(
+                        f"SELECT {columns} FROM {table} WHERE saga_id = %s AND seq > %s "
+                        "ORDER BY seq LIMIT %s",
+                        (saga, last, batch),
+                        prepare=True,
+                    ).fetchall()
+                    for row in rows:
+                        material = row[-1]
+                        if material is None:
+                            material = "".join(map(str, row[:-1])).encode()
+                        sha256(material).hexdigest()
+                    count += len(rows)
+                    if len(rows) < batch:
+                        break
+                    last = rows[-1][1]
+            outcome[f"plain v{recipe}"] = count
 
+        return run
+
+    sides: dict[str, Callable[[], None]] = {}
+    for recipe in sorted(journals):
+        sides[f"plain v{recipe}"] = plain(recipe)
+        sides[f"verify v{recipe}"] = verify(recipe)
     try:
-        verify()  # warm-up: prepared statements, caches
-        plain()
-        times = _rotate(sizes.export_rounds + 1, {"plain": _timed(plain), "verify": _timed(verify)})
+        for run in sides.values():
+            run()  # warm-up: prepared statements, caches
+        times = _rotate(sizes.export_rounds + 1, {k: _timed(f) for k, f in sides.items()})
+        cpu = _rotate(sizes.export_rounds + 1, {k: _cpu_timed(f) for k, f in sides.items()})
     finally:
         conn.close()
-        store.close()
+        for store in stores.values():
+            store.close()
     rates = {k: [n / t for t in v] for k, v in times.items()}
-    ratios = pair_ratios(rates["plain"], rates["verify"])
-    reports = outcome["reports"]
-    verified = sum(r.entries for r in reports)
-    report.check(
-        all(r.ok and r.closed for r in reports) and verified == n == outcome["plain_count"],
-        f"streamed from Postgres: {len(reports):,} closed chains, {verified:,} entries, all verify",
-        f"streamed verify from Postgres: {verified:,} entries of {n:,}; "
-        f"{sum(not r.ok for r in reports)} chains broken",
-    )
+    rows = []
+    extra: dict[str, Any] = {"entries": n, "rates": rates}
+    for recipe in sorted(journals):
+        reports = outcome[f"v{recipe}"]
+        verified = sum(r.entries for r in reports)
+        report.check(
+            all(r.ok and r.closed for r in reports)
+            and verified == n == outcome[f"plain v{recipe}"],
+            f"streamed from Postgres (v{recipe}): {len(reports):,} closed chains, "
+            f"{verified:,} entries, all verify",
+            f"streamed verify from Postgres (v{recipe}): {verified:,} entries of {n:,}; "
+            f"{sum(not r.ok for r in reports)} chains broken",
+        )
+        ratios = pair_ratios(rates[f"plain v{recipe}"], rates[f"verify v{recipe}"])
+        cpu_ratios = pair_ratios(cpu[f"verify v{recipe}"], cpu[f"plain v{recipe}"])
+        extra[f"ratios v{recipe}"], extra[f"cpu ratios v{recipe}"] = ratios, cpu_ratios
+        rows.append(
+            [f"v{recipe}", "plain psycopg reads + sha256 per row",
+             fmt_rate(median(rates[f"plain v{recipe}"])), "1.00", "1.00"]
+        )  # fmt: skip
+        rows.append(
+            [f"v{recipe}", "verify_all(store)", fmt_rate(median(rates[f"verify v{recipe}"])),
+             _ratio(ratios), _ratio(cpu_ratios)]
+        )  # fmt: skip
+        if recipe == 2:
+            report.target(
+                "streamed verify vs plain reads + hashing (Postgres, v2)", median(ratios), 0.8, ">="
+            )
     report.table(
-        f"Streamed verify from PostgreSQL — {n:,} entries in {len(reports):,} sagas; "
-        "ratio = entries/s over plain reads + raw hashlib (median, min-max)",
-        ["side", "entries/s", "ratio (spread)"],
-        [
-            ["plain psycopg reads + sha256 per row", fmt_rate(median(rates["plain"])), "1.00"],
-            ["verify_all(store)", fmt_rate(median(rates["verify"])), _ratio(ratios)],
-        ],
-    )  # fmt: skip
-    report.extra["streamed"] = {"entries": n, "rates": rates, "ratios": ratios}
+        f"Streamed verify from PostgreSQL — {n:,} entries per journal, sagas of "
+        f"{ENTRIES_PER_SAGA}; ratio = entries/s over plain reads + raw hashlib of the same "
+        "recipe's rows (median, min-max), by wall time and by this process's CPU time",
+        ["recipe", "side", "entries/s", "wall ratio (spread)", "CPU ratio (spread)"],
+        rows,
+    )
+    report.extra["streamed"] = extra
 
 
 # ---- 3. export then verify, in a subprocess ------------------------------------------------------
@@ -324,81 +389,86 @@ def _child_run(kind: str, store_url: str, admin_url: str, schema: str, out: Path
 def _export_verify(
     report: Report, sizes: Sizes, postgres_url: str, tag: str, workdir: Path
 ) -> None:
+    """export_jsonl + verify_jsonl against a plain dump and reload, each in a fresh
+    subprocess, for a v1 and a v2 journal of the same entries, all four in rotated
+    rounds."""
     import psycopg
 
     rows = []
     admin = psycopg.connect(postgres_url, autocommit=True)
+    sep = "&" if "?" in postgres_url else "?"
     try:
         for n in sizes.export_entries:
-            schema = f"bench_{tag}_export_{n}"
-            store_url = f"{postgres_url}{'&' if '?' in postgres_url else '?'}schema={schema}"
+            journals = {r: f"bench_{tag}_export_{n}_v{r}" for r in (1, 2)}
             try:
-                load_postgres(store_url, postgres_url, schema, n)
+                for recipe, schema in journals.items():
+                    load_postgres(
+                        f"{postgres_url}{sep}schema={schema}", postgres_url, schema, n, recipe
+                    )
                 out = workdir / f"export-{n}.jsonl"
-                runs: dict[str, list[dict[str, Any]]] = {"plain": [], "sagacity": []}
+                sides = [(kind, r) for r in (1, 2) for kind in ("plain", "sagacity")]
+                runs: dict[tuple[str, int], list[dict[str, Any]]] = {side: [] for side in sides}
                 for r in range(sizes.export_rounds):
-                    order = ["plain", "sagacity"] if r % 2 == 0 else ["sagacity", "plain"]
-                    for kind in order:
-                        runs[kind].append(_child_run(kind, store_url, postgres_url, schema, out))
+                    for kind, recipe in sides[r % 4 :] + sides[: r % 4]:
+                        schema = journals[recipe]
+                        url = f"{postgres_url}{sep}schema={schema}"
+                        runs[kind, recipe].append(_child_run(kind, url, postgres_url, schema, out))
                         out.unlink(missing_ok=True)
-                sag = runs["sagacity"]
-                ok = all(x["entries"] == n and x["verified"] == n and x["broken"] == 0 for x in sag)
-                report.check(
-                    ok,
-                    f"export of {n:,} entries: every line written, read back and verified",
-                    f"export of {n:,}: {[(x['entries'], x['verified'], x['broken']) for x in sag]}",
-                )
-                rates = {k: [n / x["seconds"] for x in v] for k, v in runs.items()}
-                ratios = pair_ratios(rates["plain"], rates["sagacity"])
-                for kind, label in (
-                    ("plain", "plain dump + json.loads + sha256"),
-                    ("sagacity", "export_jsonl + verify_jsonl"),
-                ):
-                    xs = runs[kind]
-                    rows.append(
-                        [
-                            f"{n:,}", label,
-                            fmt_rate(median(rates[kind])),
-                            f"{median([x['export_s'] for x in xs]):.2f} / "
-                            f"{median([x['verify_s'] for x in xs]):.2f}",
-                            fmt_bytes(median([x['start_rss'] for x in xs])),
-                            fmt_bytes(median([x['peak_rss'] for x in xs])),
-                            fmt_bytes(median([x['peak_rss'] - x['start_rss'] for x in xs])),
-                            "1.00" if kind == "plain" else _ratio(ratios),
-                        ]
-                    )  # fmt: skip
-                report.extra.setdefault("export", {})[str(n)] = {
-                    "runs": runs,
-                    "ratios": ratios,
-                }
+                for recipe in (1, 2):
+                    rows += _export_rows(report, n, recipe, runs)
             finally:
-                with contextlib.suppress(psycopg.Error):
-                    admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+                for schema in journals.values():
+                    with contextlib.suppress(psycopg.Error):
+                        admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     finally:
         admin.close()
     report.table(
         "Export then verify (fresh subprocess per run; peak RSS = VmHWM; growth = peak - "
-        "RSS after imports and connect); ratio = entries/s over the plain dump's",
-        ["entries", "side", "entries/s", "export s / verify s", "RSS at start", "peak RSS",
-         "growth", "ratio (spread)"],
+        "RSS after imports and connect); ratio = entries/s over the plain dump's of the "
+        "same recipe's journal",
+        ["entries", "recipe", "side", "entries/s", "export s / verify s", "RSS at start",
+         "peak RSS", "growth", "ratio (spread)"],
         rows,
     )  # fmt: skip
-    sizes_run = [str(n) for n in sizes.export_entries]
-    if len(sizes_run) > 1:
-        growth = {
-            n: median(
-                [
-                    x["peak_rss"] - x["start_rss"]
-                    for x in report.extra["export"][n]["runs"]["sagacity"]
-                ]
-            )
-            for n in sizes_run
-        }
-        report.notes.append(
-            "export+verify peak RSS growth by size: "
-            + ", ".join(f"{int(n):,} entries {fmt_bytes(g)}" for n, g in growth.items())
-            + " — constant memory means these stay flat as the journal grows"
-        )
+
+
+def _export_rows(
+    report: Report, n: int, recipe: int, runs: dict[tuple[str, int], list[dict[str, Any]]]
+) -> list[list[str]]:
+    sag = runs["sagacity", recipe]
+    ok = all(x["entries"] == n and x["verified"] == n and x["broken"] == 0 for x in sag)
+    report.check(
+        ok,
+        f"export of {n:,} v{recipe} entries: every line written, read back and verified",
+        f"export of {n:,} v{recipe}: {[(x['entries'], x['verified'], x['broken']) for x in sag]}",
+    )
+    rates = {k: [n / x["seconds"] for x in runs[k, recipe]] for k in ("plain", "sagacity")}
+    ratios = pair_ratios(rates["plain"], rates["sagacity"])
+    report.extra.setdefault("export", {})[f"{n} v{recipe}"] = {
+        "runs": {k: runs[k, recipe] for k in ("plain", "sagacity")},
+        "ratios": ratios,
+    }
+    if recipe == 2:
+        report.target(f"export then verify vs plain dump ({n:,}, v2)", median(ratios), 0.7, ">=")
+    rows = []
+    for kind, label in (
+        ("plain", "plain dump + json.loads + sha256"),
+        ("sagacity", "export_jsonl + verify_jsonl"),
+    ):
+        xs = runs[kind, recipe]
+        rows.append(
+            [
+                f"{n:,}", f"v{recipe}", label,
+                fmt_rate(median(rates[kind])),
+                f"{median([x['export_s'] for x in xs]):.2f} / "
+                f"{median([x['verify_s'] for x in xs]):.2f}",
+                fmt_bytes(median([x['start_rss'] for x in xs])),
+                fmt_bytes(median([x['peak_rss'] for x in xs])),
+                fmt_bytes(median([x['peak_rss'] - x['start_rss'] for x in xs])),
+                "1.00" if kind == "plain" else _ratio(ratios),
+            ]
+        )  # fmt: skip
+    return rows
 
 
 def _sagacity_child(args: argparse.Namespace) -> dict[str, Any]:
@@ -449,7 +519,10 @@ def _plain_child(args: argparse.Namespace) -> dict[str, Any]:
             "ORDER BY saga_id, seq"
         )
         for row in cur:
-            fh.write(json.dumps(dict(zip(COLUMNS, row, strict=True)), ensure_ascii=False))
+            record = dict(zip(COLUMNS, row, strict=True))
+            if record["material"] is not None:  # a v2 row: its hashed bytes, as hex
+                record["material"] = record["material"].hex()
+            fh.write(json.dumps(record, ensure_ascii=False))
             fh.write("\n")
             entries += 1
     conn.commit()
@@ -494,21 +567,28 @@ def run(
     _in_memory(report, sizes)
 
     n = max(sizes.export_entries)
-    schema = f"bench_{tag}_verify"
-    store_url = f"{postgres_url}{'&' if '?' in postgres_url else '?'}schema={schema}"
+    sep = "&" if "?" in postgres_url else "?"
+    journals = {
+        r: (f"{postgres_url}{sep}schema=bench_{tag}_verify_v{r}", f"bench_{tag}_verify_v{r}")
+        for r in (1, 2)
+    }
     admin = psycopg.connect(postgres_url, autocommit=True)
     try:
-        load_postgres(store_url, postgres_url, schema, n)
-        _streamed(report, sizes, store_url, postgres_url, schema, n)
+        for recipe, (store_url, schema) in journals.items():
+            load_postgres(store_url, postgres_url, schema, n, recipe)
+        _streamed(report, sizes, journals, postgres_url, n)
         with tempfile.TemporaryDirectory(prefix="sagacity-bench-", dir=workdir) as tmp:
-            export_formats.measure(report, sizes, store_url, n, Path(tmp))
+            export_formats.measure(report, sizes, journals[2][0], n, Path(tmp))
     finally:
-        with contextlib.suppress(psycopg.Error):
-            admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        for _, schema in journals.values():
+            with contextlib.suppress(psycopg.Error):
+                admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
         admin.close()
 
     with tempfile.TemporaryDirectory(prefix="sagacity-bench-", dir=workdir) as tmp:
         _export_verify(report, sizes, postgres_url, tag, Path(tmp))
+    with tempfile.TemporaryDirectory(prefix="sagacity-bench-", dir=workdir) as tmp:
+        recipe_append.measure(report, sizes, postgres_url, Path(tmp))
     return report
 
 

@@ -11,18 +11,32 @@ docs/hash-chain.md, section 4.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
 from sagacity.chain import BreakReason, ChainVerifier, VerifyReport
 from sagacity.entry import JournalEntry, parse_timestamp, render_timestamp
-from sagacity.errors import AuditFileError, InvalidEntryError, UnreadableEntryError
+from sagacity.errors import (
+    AuditFileError,
+    InvalidEntryError,
+    TamperedEntryError,
+    UnreadableEntryError,
+)
 from sagacity.export_evidence import CheckpointLine, HeadLine, is_evidence, parse_evidence
-from sagacity.export_lines import FORMAT, FORMAT_FIELD, check_line, hashed_record, value_line
+from sagacity.export_lines import (
+    FORMAT,
+    FORMAT_FIELD,
+    RECIPE_FIELD,
+    check_line,
+    hashed_record,
+    value_line,
+)
 from sagacity.export_writer import entry_line, export_jsonl
 from sagacity.phases import Phase
 from sagacity.stores.base import JournalStore
+from sagacity.verify_rows import verify_rows
 
 __all__ = [
     "RECORD_FIELDS",
@@ -42,8 +56,10 @@ _INT_FIELDS = ("seq", "step", "attempt")
 _TEXT_FIELDS = ("saga_id", "tool", "phase", "input", "result", "error", "actor", "recorded_at")
 _HASH_FIELDS = ("prev_hash", "hash")
 RECORD_FIELDS = frozenset(_INT_FIELDS + _TEXT_FIELDS + _HASH_FIELDS)
+"""Exactly the fields of an exported line: the thirteen hashed fields, nothing unverified
+(and, for a recipe-v2 entry, RECIPE_FIELD)."""
 _PHASES = frozenset(phase.value for phase in Phase)
-"""Exactly the fields of an exported line: the thirteen hashed fields, nothing unverified."""
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 def verify_store(
@@ -52,22 +68,31 @@ def verify_store(
     """Walk one saga's chain as stored. An unknown saga verifies with 0 entries; a row
     that cannot be read as an entry is reported as an UNREADABLE break, not raised.
     `observe` sees every entry read (the decision audit checks signatures with it)."""
-    verifier = ChainVerifier(saga_id)
+    verifier = ChainVerifier(saga_id, columns_checked=store.checks_columns)
+    rows = store.stored_rows(saga_id) if observe is None else None
     try:
-        for entry in store.entries(saga_id):
-            if observe is not None:
-                observe(entry)
-            if not verifier.feed(entry):
-                break
+        if rows is not None:  # v2 rows are checked in place, not made entries
+            verify_rows(saga_id, rows, store.entry_of, verifier)
+        else:
+            for entry in store.entries(saga_id):
+                if observe is not None:
+                    observe(entry)
+                if not verifier.feed(entry):
+                    break
+    except TamperedEntryError as exc:
+        verifier.unreadable(exc.seq, str(exc), BreakReason.TAMPERED)
     except UnreadableEntryError as exc:
         verifier.unreadable(exc.seq, str(exc))
     return verifier.report()
 
 
 def verify_all(store: JournalStore) -> Iterator[VerifyReport]:
-    """One report per saga of the store, in `store.sagas()` order, computed lazily."""
-    for saga_id in store.sagas():
-        yield verify_store(store, saga_id)
+    """One report per saga of the store, in `store.sagas()` order, computed lazily, over
+    one connection of the store's (`store.reading()`), held until the last report is
+    read or the iterator is closed."""
+    with store.reading():
+        for saga_id in store.sagas():
+            yield verify_store(store, saga_id)
 
 
 def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -112,7 +137,7 @@ def _entry(number: int, record: dict[str, Any]) -> JournalEntry:
     missing = sorted(RECORD_FIELDS - record.keys())
     if missing:
         raise AuditFileError(f"line {number}: missing field(s) {', '.join(missing)}")
-    extra = sorted(record.keys() - RECORD_FIELDS)
+    extra = sorted(record.keys() - RECORD_FIELDS - {RECIPE_FIELD})
     if extra:
         raise AuditFileError(
             f"line {number}: unexpected field(s) {', '.join(extra)}; an export carries only "
@@ -143,10 +168,29 @@ def _entry(number: int, record: dict[str, Any]) -> JournalEntry:
     if record["phase"] not in _PHASES:
         raise AuditFileError(f"line {number}: unknown phase {record['phase']!r}")
     _check_timestamp(number, record["recorded_at"])
+    if RECIPE_FIELD in record:
+        _check_v2(number, record)
     try:
         return JournalEntry.from_record(record)
     except InvalidEntryError as exc:  # pragma: no cover - the checks above are stricter
         raise AuditFileError(f"line {number}: {exc}") from exc
+
+
+def _check_v2(number: int, record: dict[str, Any]) -> None:
+    """A line of a recipe-v2 entry says `"recipe": 2` (a v1 line says nothing) and its
+    prev_hash is the 64 hex characters whose bytes the v2 material holds."""
+    recipe = record[RECIPE_FIELD]
+    if type(recipe) is not int or recipe != 2:
+        raise AuditFileError(
+            f"line {number}: recipe {recipe!r} is not one this verifier reads (a v1 line has "
+            f'no {RECIPE_FIELD} field; a v2 line has "{RECIPE_FIELD}":2)'
+        )
+    prev = record["prev_hash"]
+    if not isinstance(prev, str) or not _HEX64.fullmatch(prev):
+        raise AuditFileError(
+            f"line {number}: prev_hash of a recipe-2 entry must be 64 lowercase hex "
+            "characters (its 32 bytes are hashed): the line was altered"
+        )
 
 
 def _check_timestamp(number: int, text: str) -> None:
@@ -211,7 +255,8 @@ class _Block:
     """The contiguous lines of one saga being verified, and where its first break was."""
 
     def __init__(self, saga_id: str) -> None:
-        self.verifier = ChainVerifier(saga_id)
+        # A v2 entry of a file is rebuilt from the line's fields: they are its bytes.
+        self.verifier = ChainVerifier(saga_id, columns_checked=True)
         self.broken_line: int | None = None
 
     def feed(self, number: int, entry: JournalEntry) -> None:

@@ -11,6 +11,12 @@ Integers are decimal ASCII; input/result/error/actor are RFC 8785 canonical JSON
 None and "" differ); recorded_at is fixed-width UTC with microseconds. Length prefixes
 make the encoding unambiguous without escaping, and hashing stored canonical text means
 verification never re-encodes values. The first entry links to GENESIS_HASH.
+
+Recipe v2 (sagacity.recipe_v2) hashes the entry's stored bytes (`JournalEntry.material`)
+instead of rebuilding them: new sagas are sealed with it, a saga keeps the recipe of its
+first entry (v1 sagas written before go on in v1), and a chain that mixes the two is
+broken (`mixed_recipe`). For a v2 entry verify also checks every field against the
+bytes (`tampered`).
 """
 
 from __future__ import annotations
@@ -18,16 +24,27 @@ from __future__ import annotations
 import hashlib
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 
 from sagacity.entry import EntryDraft, JournalEntry, render_timestamp
 from sagacity.phases import Phase
+from sagacity.recipe_v2 import GENESIS_V2, PREV_OFFSET, column_mismatch, encode_material
 
 RECIPE_TAG = "sagacity.journal.v1"
 GENESIS_HASH = hashlib.sha256(b"sagacity.journal.v1.genesis").hexdigest()
-"""prev_hash of every saga's first entry."""
+"""prev_hash of every recipe-v1 saga's first entry."""
+_sha256 = hashlib.sha256
+_PREV_AT, _PREV_END = PREV_OFFSET, PREV_OFFSET + 32
+CURRENT_RECIPE = 2
+"""The recipe new sagas are sealed with."""
+RECIPES = (1, 2)
+
+
+def genesis(recipe: int) -> str:
+    """prev_hash of the first entry of a saga in `recipe`."""
+    return GENESIS_V2 if recipe == 2 else GENESIS_HASH
 
 
 _LENGTH = struct.Struct(">Q").pack
@@ -96,13 +113,75 @@ def entry_material(entry: JournalEntry) -> bytes:
 
 
 def compute_hash(entry: JournalEntry) -> str:
-    """The hash `entry` should carry, from its other fields."""
+    """The hash `entry` should carry: of its stored bytes (v2), or of its fields (v1)."""
+    if entry.material:
+        return hashlib.sha256(entry.material).hexdigest()
     return hashlib.sha256(entry_material(entry)).hexdigest()
 
 
-def seal(draft: EntryDraft, *, seq: int, prev_hash: str, recorded_at: datetime) -> JournalEntry:
-    """Turn a draft into the entry that follows `prev_hash` at `seq`. Pure."""
-    unsealed = JournalEntry(
+def reseal(entry: JournalEntry) -> JournalEntry:
+    """`entry` with its hash (and, in v2, its stored bytes) recomputed from its fields:
+    what anyone who can write the journal can do after editing an entry. For tamper
+    tests and tools; a chain alone cannot show it (docs/hash-chain.md section 5)."""
+    if entry.material:
+        entry = replace(entry, material=v2_material(entry))
+    return replace(entry, hash=compute_hash(entry))
+
+
+def v2_material(entry: JournalEntry) -> bytes:
+    """The v2 bytes of `entry`'s fields (what sealing it in v2 stores)."""
+    return encode_material(
+        saga_id=entry.saga_id,
+        seq=entry.seq,
+        step=entry.step,
+        attempt=entry.attempt,
+        tool=entry.tool,
+        phase=entry.phase.value,
+        input_json=entry.input_json,
+        result_json=entry.result_json,
+        error_json=entry.error_json,
+        actor_json=entry.actor_json,
+        recorded_at=render_timestamp(entry.recorded_at),
+        prev_hash=entry.prev_hash,
+    )
+
+
+def seal(
+    draft: EntryDraft,
+    *,
+    seq: int,
+    prev_hash: str,
+    recorded_at: datetime,
+    recipe: int = CURRENT_RECIPE,
+) -> JournalEntry:
+    """Turn a draft into the entry that follows `prev_hash` at `seq`, in `recipe`. Pure."""
+    if seq == 1 and prev_hash != genesis(recipe):
+        raise ValueError(
+            f"the first entry of a recipe-v{recipe} chain links to {genesis(recipe)[:16]}…, "
+            f"not {prev_hash[:16]}…: pass prev_hash=genesis({recipe})"
+        )
+    moment = draft.recorded_at or recorded_at
+    if recipe == 2:  # the bytes first, then the entry, built once
+        material = encode_material(
+            saga_id=draft.saga_id,
+            seq=seq,
+            step=draft.step,
+            attempt=draft.attempt,
+            tool=draft.tool,
+            phase=draft.phase.value,
+            input_json=draft.input_json,
+            result_json=draft.result_json,
+            error_json=draft.error_json,
+            actor_json=draft.actor_json,
+            recorded_at=render_timestamp(moment),
+            prev_hash=prev_hash,
+        )
+        digest = _sha256(material).hexdigest()
+    elif recipe == 1:
+        material, digest = b"", ""
+    else:
+        raise ValueError(f"journal recipe {recipe!r}: use one of {RECIPES}")
+    entry = JournalEntry(
         saga_id=draft.saga_id,
         seq=seq,
         step=draft.step,
@@ -113,17 +192,12 @@ def seal(draft: EntryDraft, *, seq: int, prev_hash: str, recorded_at: datetime) 
         result_json=draft.result_json,
         error_json=draft.error_json,
         actor_json=draft.actor_json,
-        recorded_at=draft.recorded_at or recorded_at,
+        recorded_at=moment,
         prev_hash=prev_hash,
-        hash="",
+        hash=digest,
+        material=material,
     )
-    return _with_hash(unsealed, compute_hash(unsealed))
-
-
-def _with_hash(entry: JournalEntry, digest: str) -> JournalEntry:
-    from dataclasses import replace
-
-    return replace(entry, hash=digest)
+    return entry if recipe == 2 else replace(entry, hash=compute_hash(entry))
 
 
 class BreakReason(StrEnum):
@@ -137,6 +211,11 @@ class BreakReason(StrEnum):
     NOT_CHAINED = "not_chained"
     AFTER_CLOSE = "after_close"
     UNREADABLE = "unreadable"
+    TAMPERED = "tampered"
+    """A v2 entry whose fields (a store's columns, an export line's fields) are not what
+    its stored hashed bytes say: one of the two was edited without the other."""
+    MIXED_RECIPE = "mixed_recipe"
+    """An entry in another recipe than the saga's first entry: a chain never mixes them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,32 +245,85 @@ class ChainVerifier:
     """Incremental verifier: feed entries in seq order, read the report at the end.
 
     Incremental so that verifying a store or a file streams in constant memory.
+
+    A v2 entry is its stored bytes: verifying it is one SHA-256 of them, compared with
+    its hash, and the 32 bytes of its link at a fixed offset, compared with the previous
+    entry's digest. Its fields must also be what the bytes say. `columns_checked` says
+    the caller already made sure of that where fields and bytes met (a SQL store's
+    reader compares every column with the bytes, sagacity.recipe_v2.stored_entry; an
+    export's reader rebuilds the bytes from the line's fields); otherwise, for entries
+    made or edited in memory, every field is compared here (column_mismatch).
     """
 
-    def __init__(self, saga_id: str) -> None:
+    def __init__(self, saga_id: str, *, columns_checked: bool = False) -> None:
         self.saga_id = saga_id
         self.count = 0
         self.expected_seq = 1
         self.prev_hash = GENESIS_HASH
+        self.recipe = 0
+        """The saga's recipe, fixed by its first entry (0 before it)."""
         self.closed = False
         self.broken: tuple[int, BreakReason, str] | None = None
+        self.columns_checked = columns_checked
+        self._prev_raw = b""
+        """prev_hash as the 32 bytes a v2 material links with (v2 chains only)."""
 
     def feed(self, entry: JournalEntry) -> bool:
         """Check one entry; returns False once the chain is broken (stop feeding)."""
         if self.broken is not None:
             return False
         self.count += 1
+        material = entry.material
+        if (  # the v2 fast path: bytes, hash, link; anything else takes _check
+            material
+            and self.columns_checked
+            and self.recipe == 2
+            and entry.seq == self.expected_seq
+            and not self.closed
+            and entry.saga_id == self.saga_id
+        ):
+            digest = _sha256(material).digest()
+            if material[_PREV_AT:_PREV_END] == self._prev_raw and digest.hex() == entry.hash:
+                self._prev_raw = digest
+                self.prev_hash = entry.hash
+                self.expected_seq += 1
+                self.closed = entry.phase is Phase.SAGA_CLOSED
+                return True
         problem = self._check(entry)
         if problem is not None:
             self.broken = problem
             return False
         self.expected_seq = entry.seq + 1
         self.prev_hash = entry.hash
+        if material:
+            self._prev_raw = bytes.fromhex(entry.hash)
         self.closed = entry.phase is Phase.SAGA_CLOSED
         return True
 
     def _check(self, entry: JournalEntry) -> tuple[int, BreakReason, str] | None:
         seq = self.expected_seq
+        recipe = 2 if entry.material else 1
+        if recipe != self.recipe:
+            if self.recipe:
+                return (
+                    seq,
+                    BreakReason.MIXED_RECIPE,
+                    f"entry {entry.seq} is in recipe v{recipe}, the saga's first entry in "
+                    f"v{self.recipe}: a chain never changes recipe, so entries were rewritten",
+                )
+            self.recipe = recipe
+            if recipe == 2:
+                self.prev_hash = GENESIS_V2
+                self._prev_raw = bytes.fromhex(GENESIS_V2)
+        if recipe == 2 and not self.columns_checked:
+            field = column_mismatch(entry)
+            if field is not None:
+                return (
+                    seq,
+                    BreakReason.TAMPERED,
+                    f"its {field} is not what its stored hashed bytes say: one of the two "
+                    "was edited without the other",
+                )
         if entry.saga_id != self.saga_id:
             return (
                 seq,
@@ -210,7 +342,7 @@ class ChainVerifier:
             return (seq, BreakReason.AFTER_CLOSE, "entry follows the SAGA_CLOSED entry")
         try:
             actual = compute_hash(entry)
-        except UnicodeEncodeError:  # a hand-edited row holding a lone surrogate
+        except (UnicodeEncodeError, ValueError):  # a hand-edited row: a lone surrogate
             actual = "<unencodable>"
         if actual != entry.hash:
             return (
@@ -227,13 +359,16 @@ class ChainVerifier:
             )
         return None
 
-    def unreadable(self, seq: int, detail: str) -> None:
-        """A stored row could not even be read as an entry, or its payload not as JSON:
-        altered outside sagacity. It counts as an entry examined, so a saga whose first
-        row is unreadable is reported, not taken for one with no entries."""
+    def unreadable(
+        self, seq: int, detail: str, reason: BreakReason = BreakReason.UNREADABLE
+    ) -> None:
+        """A stored row could not even be read as an entry, or its payload not as JSON,
+        or (`reason` TAMPERED) its columns are not what its v2 bytes say: altered outside
+        sagacity. It counts as an entry examined, so a saga whose first row is unreadable
+        is reported, not taken for one with no entries."""
         if self.broken is None:
             self.count += 1
-            self.broken = (seq, BreakReason.UNREADABLE, detail)
+            self.broken = (seq, reason, detail)
 
     def report(self) -> VerifyReport:
         if self.broken is not None:
@@ -244,10 +379,40 @@ class ChainVerifier:
         return VerifyReport(self.saga_id, True, self.count, self.prev_hash, self.closed)
 
 
-def verify_chain(saga_id: str, entries: Iterable[JournalEntry]) -> VerifyReport:
-    """Walk `entries` (in stored seq order) as the chain of `saga_id`."""
-    verifier = ChainVerifier(saga_id)
-    for entry in entries:
+def verify_chain(
+    saga_id: str, entries: Iterable[JournalEntry], *, columns_checked: bool = False
+) -> VerifyReport:
+    """Walk `entries` (in stored seq order) as the chain of `saga_id`. With
+    `columns_checked`, v2 entries' fields are known to be their bytes' (see
+    ChainVerifier) and only the bytes are checked, in a loop that does nothing else."""
+    verifier = ChainVerifier(saga_id, columns_checked=columns_checked)
+    it = iter(entries)
+    for entry in it:
         if not verifier.feed(entry):
+            return verifier.report()
+        if columns_checked and verifier.recipe == 2:
             break
+    else:
+        return verifier.report()
+    # The v2 fast path of ChainVerifier.feed, inlined: any entry it does not pass goes
+    # through feed, which reports it (or passes it) with every check.
+    sha256, closing, at, end = _sha256, Phase.SAGA_CLOSED, _PREV_AT, _PREV_END
+    prev_raw, expected, count = verifier._prev_raw, verifier.expected_seq, verifier.count
+    last_hash, closed = verifier.prev_hash, verifier.closed
+    for entry in it:
+        material = entry.material
+        if material and entry.seq == expected and not closed and entry.saga_id == saga_id:
+            digest = sha256(material).digest()
+            if material[at:end] == prev_raw and digest.hex() == entry.hash:
+                prev_raw, last_hash, expected, count = digest, entry.hash, expected + 1, count + 1
+                closed = entry.phase is closing
+                continue
+        verifier._prev_raw, verifier.expected_seq, verifier.count = prev_raw, expected, count
+        verifier.prev_hash, verifier.closed = last_hash, closed
+        if not verifier.feed(entry):
+            return verifier.report()
+        prev_raw, expected, count = verifier._prev_raw, verifier.expected_seq, verifier.count
+        last_hash, closed = verifier.prev_hash, verifier.closed
+    verifier._prev_raw, verifier.expected_seq, verifier.count = prev_raw, expected, count
+    verifier.prev_hash, verifier.closed = last_hash, closed
     return verifier.report()

@@ -59,10 +59,18 @@ def to_utc(moment: datetime, what: str = "recorded_at") -> datetime:
         raise InvalidEntryError(f"{what} {moment.isoformat()} is out of range in UTC") from exc
 
 
+_STAMP_FORMAT = "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ"
+
+
 def render_timestamp(moment: datetime) -> str:
     """Fixed-width UTC rendering with microseconds, e.g. 2026-12-02T14:09:49.000001Z."""
     if moment.tzinfo is UTC:  # every stored or parsed entry: nothing to convert (fast path)
-        return moment.isoformat(timespec="microseconds")[:-6] + "Z"
+        # %-formatting the fields is twice as fast as isoformat(timespec=...) and gives
+        # the same text for every datetime (years are 1-9999).
+        return _STAMP_FORMAT % (
+            moment.year, moment.month, moment.day, moment.hour, moment.minute,
+            moment.second, moment.microsecond,
+        )  # fmt: skip
     return to_utc(moment).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
@@ -173,10 +181,18 @@ class JournalEntry:
     recorded_at: datetime
     prev_hash: str
     hash: str
+    material: bytes = b""
+    """Recipe v2: the exact bytes that were hashed, as stored (sagacity.recipe_v2).
+    Empty for a recipe-v1 entry, whose hash is recomputed from the fields."""
 
     @property
     def key(self) -> tuple[str, int, str, int]:
         return (self.saga_id, self.step, self.phase.value, self.attempt)
+
+    @property
+    def recipe(self) -> int:
+        """The hash recipe of this entry: 2 when it carries its hashed bytes, else 1."""
+        return 2 if self.material else 1
 
     @property
     def input(self) -> JsonValue:
@@ -224,8 +240,10 @@ class JournalEntry:
 
     def to_record(self) -> dict[str, Any]:
         """The export form: every hashed field, payloads as their canonical text, so an
-        offline verifier sees exactly the bytes that were hashed."""
-        return {
+        offline verifier sees exactly the bytes that were hashed; a recipe-v2 entry also
+        says `"recipe": 2` (the v2 bytes are a function of these fields), a v1 entry says
+        nothing, so its record is what it was before v2."""
+        record = {
             "saga_id": self.saga_id,
             "seq": self.seq,
             "step": self.step,
@@ -240,6 +258,9 @@ class JournalEntry:
             "prev_hash": self.prev_hash,
             "hash": self.hash,
         }
+        if self.material:
+            record["recipe"] = 2
+        return record
 
     def to_values(self) -> dict[str, Any]:
         """The entry for people and tools like jq: payloads as JSON values (objects, null),
@@ -262,24 +283,39 @@ class JournalEntry:
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> JournalEntry:
-        """Inverse of to_record; raises InvalidEntryError on a malformed record."""
+        """Inverse of to_record; raises InvalidEntryError on a malformed record. A v2
+        record's bytes are rebuilt from its fields (sagacity.recipe_v2), so a verifier
+        with only the file hashes what was stored."""
         try:
-            return cls(
-                saga_id=str(record["saga_id"]),
-                seq=int(record["seq"]),
-                step=int(record["step"]),
-                attempt=int(record["attempt"]),
-                tool=str(record["tool"]),
-                phase=Phase(record["phase"]),
-                input_json=str(record["input"]),
-                result_json=str(record["result"]),
-                error_json=str(record["error"]),
-                actor_json=str(record["actor"]),
-                recorded_at=parse_timestamp(str(record["recorded_at"])),
-                prev_hash=str(record.get("prev_hash") or ""),
-                hash=str(record.get("hash") or ""),
+            fields: dict[str, Any] = {
+                "saga_id": str(record["saga_id"]),
+                "seq": int(record["seq"]),
+                "step": int(record["step"]),
+                "attempt": int(record["attempt"]),
+                "tool": str(record["tool"]),
+                "phase": Phase(record["phase"]),
+                "input_json": str(record["input"]),
+                "result_json": str(record["result"]),
+                "error_json": str(record["error"]),
+                "actor_json": str(record["actor"]),
+                "recorded_at": parse_timestamp(str(record["recorded_at"])),
+                "prev_hash": str(record.get("prev_hash") or ""),
+                "hash": str(record.get("hash") or ""),
+            }
+            recipe = record.get("recipe", 1)
+            if type(recipe) is not int or recipe not in (1, 2):
+                raise ValueError(f"recipe {recipe!r} is not 1 or 2")
+            if recipe == 1:
+                return cls(**fields)
+            from sagacity.recipe_v2 import encode_material  # v2 builds on entries
+
+            material = encode_material(
+                **{k: v for k, v in fields.items() if k not in ("phase", "recorded_at", "hash")},
+                phase=fields["phase"].value,
+                recorded_at=str(record["recorded_at"]),  # the text, exact (checked above)
             )
-        except (KeyError, TypeError, ValueError) as exc:
+            return cls(**fields, material=material)
+        except (KeyError, TypeError, ValueError, UnicodeEncodeError) as exc:
             raise InvalidEntryError(
                 f"malformed journal record: {type(exc).__name__}: {exc}"
             ) from exc

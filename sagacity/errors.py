@@ -47,6 +47,12 @@ class UnreadableEntryError(JournalError):
         self.seq = seq
 
 
+class TamperedEntryError(UnreadableEntryError):
+    """A stored recipe-v2 row whose columns are not what its hashed bytes say: a column
+    was edited without the bytes, or the bytes without the column. Verification reports
+    it as a `tampered` break at `seq`."""
+
+
 class StoreUnavailableError(JournalError):
     """The journal's database cannot be reached or opened."""
 

@@ -45,6 +45,10 @@ PAYLOAD_FIELDS = ("input", "result", "error", "actor")
 """The hashed fields that are JSON: in a format-2 line, each as its value or as
 `<field>_text`, its stored text verbatim."""
 TEXT_SUFFIX = "_text"
+RECIPE_FIELD = "recipe"
+"""`"recipe":2` in the line of a recipe-v2 entry; a v1 entry's line has no such field, so
+it is the line it was before v2. The v2 bytes are a function of the hashed fields
+(sagacity.recipe_v2), so the line needs nothing else for the verifier to rebuild them."""
 _MAX_SAFE_INT = 2**53 - 1
 
 # json.dumps(ensure_ascii=False) and RFC 8785 leave these unescaped, and str.splitlines()
@@ -123,21 +127,24 @@ _PLAIN_FIELDS = ("saga_id", "seq", "step", "attempt", "tool", "phase", "recorded
 _HASH_FIELDS = ("prev_hash", "hash")
 
 
-def _keys(verbatim: frozenset[str]) -> list[str]:
+def _keys(verbatim: frozenset[str], v2: bool = False) -> list[str]:
     """The keys of a format-2 line, sorted (they are ASCII: code-point order is RFC
     8785's UTF-16 order)."""
     payloads = (name + TEXT_SUFFIX if name in verbatim else name for name in PAYLOAD_FIELDS)
-    return sorted([FORMAT_FIELD, *_PLAIN_FIELDS, *_HASH_FIELDS, *payloads])
+    recipe = [RECIPE_FIELD] if v2 else []
+    return sorted([FORMAT_FIELD, *_PLAIN_FIELDS, *_HASH_FIELDS, *payloads, *recipe])
 
 
 _TEMPLATES = {
-    verbatim: "{" + ",".join(f'"{key}":%({key})s' for key in _keys(verbatim)) + "}"
+    (verbatim, v2): "{" + ",".join(f'"{key}":%({key})s' for key in _keys(verbatim, v2)) + "}"
     for verbatim in (
         frozenset(name for bit, name in enumerate(PAYLOAD_FIELDS) if mask >> bit & 1)
         for mask in range(1 << len(PAYLOAD_FIELDS))
     )
+    for v2 in (False, True)
 }
-"""The line for each choice of verbatim fields, with a %(key)s hole for each value."""
+"""The line for each choice of verbatim fields and recipe, with a %(key)s hole for each
+value."""
 
 
 def _fields(record: Mapping[str, Any], verbatim: frozenset[str]) -> dict[str, str]:
@@ -155,6 +162,8 @@ def _fields(record: Mapping[str, Any], verbatim: frozenset[str]) -> dict[str, st
             fields[key + TEXT_SUFFIX] = quote(record[key])
         else:
             fields[key] = record[key]  # its RFC 8785 text, which is its JSON value
+    if RECIPE_FIELD in record:
+        fields[RECIPE_FIELD] = _json(record[RECIPE_FIELD])
     return fields
 
 
@@ -163,7 +172,8 @@ def render_line(record: Mapping[str, Any], verbatim: Collection[str] = ()) -> st
     thirteen hashed fields, payloads as their hashed text), the payload fields named in
     `verbatim` as `<field>_text`, the others as their values."""
     chosen = frozenset(verbatim)
-    return escape_line_breakers(_TEMPLATES[chosen] % _fields(record, chosen))
+    template = _TEMPLATES[chosen, RECIPE_FIELD in record]
+    return escape_line_breakers(template % _fields(record, chosen))
 
 
 def value_line(entry: JournalEntry) -> str:
@@ -247,7 +257,7 @@ def _field_at(at: int, record: Mapping[str, Any], verbatim: frozenset[str]) -> s
     comma after it)."""
     fields = _fields(record, verbatim)
     start = 1
-    for key in _keys(verbatim):
+    for key in _keys(verbatim, RECIPE_FIELD in record):
         start += len(escape_line_breakers(f'"{key}":{fields[key]}')) + 1
         if at < start:
             return f"field {key}"

@@ -7,13 +7,14 @@ lock, a Postgres advisory lock); what to append is decided here, once, by `next_
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
-from sagacity.chain import GENESIS_HASH, seal
+from sagacity.chain import CURRENT_RECIPE, RECIPES, genesis, seal
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import JournalConflictError, SagaClosedError
 from sagacity.phases import Phase
@@ -35,8 +36,13 @@ def next_entry(
     existing: JournalEntry | None,
     head: JournalEntry | None,
     now: datetime,
+    recipe: int = CURRENT_RECIPE,
 ) -> JournalEntry | None:
     """Decide an append under the saga's lock.
+
+    A new saga is sealed in `recipe` (the store's); a saga that has entries goes on in
+    the recipe of its head, so a chain never mixes recipes (v1 sagas written before v2
+    stay v1).
 
     Returns None when `existing` already records this logical entry (an at-least-once
     retry: the caller returns `existing`), the sealed entry to insert otherwise. Raises
@@ -56,12 +62,9 @@ def next_entry(
             f"saga {draft.saga_id!r} is closed (seq {head.seq}); refusing {draft.phase} for "
             f"step {draft.step}"
         )
-    return seal(
-        draft,
-        seq=1 if head is None else head.seq + 1,
-        prev_hash=GENESIS_HASH if head is None else head.hash,
-        recorded_at=now,
-    )
+    if head is None:
+        return seal(draft, seq=1, prev_hash=genesis(recipe), recorded_at=now, recipe=recipe)
+    return seal(draft, seq=head.seq + 1, prev_hash=head.hash, recorded_at=now, recipe=head.recipe)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +86,7 @@ def decide_step(
     head: JournalEntry | None,
     fenced: bool,
     now: datetime,
+    recipe: int = CURRENT_RECIPE,
 ) -> tuple[StepClaim, JournalEntry | None]:
     """Decide a step's start under the saga's lock; returns the claim and the INTENT entry
     to insert (None when nothing is to be written).
@@ -100,13 +104,13 @@ def decide_step(
     mine = next((e for e in intents if e.attempt == draft.attempt), None)
     if mine is not None:  # this attempt's own INTENT: a retried begin_step after commit
         if not draft.same_content(mine):
-            next_entry(draft, existing=mine, head=head, now=now)  # raises the conflict
+            next_entry(draft, existing=mine, head=head, now=now, recipe=recipe)  # the conflict
         return StepClaim(True, mine, None, fenced), None
     if intents:
         return StepClaim(False, intents[0], None, fenced), None
     if fenced:
         return StepClaim(False, None, None, True), None
-    entry = next_entry(draft, existing=None, head=head, now=now)
+    entry = next_entry(draft, existing=None, head=head, now=now, recipe=recipe)
     assert entry is not None
     return StepClaim(True, entry, None, False), entry
 
@@ -120,9 +124,19 @@ class JournalStore(ABC):
     """
 
     url: str
+    recipe: int = CURRENT_RECIPE
+    """The hash recipe new sagas are sealed with (sagacity.chain); a saga keeps the
+    recipe of its first entry."""
+    checks_columns: bool = False
+    """True when every entry this store reads back has had its columns compared with its
+    v2 bytes (sagacity.recipe_v2.stored_entry), so verification checks only the bytes.
+    The memory store keeps entry objects, whose fields verification compares itself."""
 
-    def __init__(self, clock: Clock | None = None) -> None:
+    def __init__(self, clock: Clock | None = None, *, recipe: int = CURRENT_RECIPE) -> None:
+        if recipe not in RECIPES:
+            raise ValueError(f"journal recipe {recipe!r}: use one of {RECIPES}")
         self.clock: Clock = clock or utc_now
+        self.recipe = recipe
 
     @abstractmethod
     def append(self, draft: EntryDraft) -> JournalEntry:
@@ -159,6 +173,20 @@ class JournalStore(ABC):
     @abstractmethod
     def is_fenced(self, saga_id: str, step: int) -> bool:
         """True once `fence` was called for this step."""
+
+    def reading(self) -> AbstractContextManager[None]:
+        """A walk over many sagas: a store may keep one connection for it (PostgreSQL)."""
+        return nullcontext()
+
+    def stored_rows(self, saga_id: str, *, after_seq: int = 0) -> Iterator[Sequence[Any]] | None:
+        """The saga's rows as stored (COLUMNS order), streamed, for a verifier that checks
+        rows without making entries of them (sagacity.recipe_v2.verify_rows); None when
+        the store keeps entry objects, not rows. `entry_of` makes one row an entry."""
+        return None
+
+    def entry_of(self, row: Sequence[Any]) -> JournalEntry:
+        """One of `stored_rows` as an entry (raising what `entries` would raise)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no rows")
 
     def checkpoint_log(self, signer: NoteSigner | None = None) -> CheckpointLog:
         """The checkpoint log kept beside this journal (sagacity.checkpoint_log), on the

@@ -6,6 +6,7 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from sagacity.chain import CURRENT_RECIPE
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.stores.base import Clock, JournalStore, StepClaim, decide_step, next_entry
 
@@ -17,8 +18,8 @@ if TYPE_CHECKING:
 class MemoryJournalStore(JournalStore):
     """One list per saga behind one lock: appends are totally ordered by construction."""
 
-    def __init__(self, clock: Clock | None = None) -> None:
-        super().__init__(clock)
+    def __init__(self, clock: Clock | None = None, *, recipe: int = CURRENT_RECIPE) -> None:
+        super().__init__(clock, recipe=recipe)
         self.url = "memory://"
         self._lock = threading.Lock()
         self._chains: dict[str, list[JournalEntry]] = {}
@@ -31,7 +32,11 @@ class MemoryJournalStore(JournalStore):
             chain = self._chains.get(draft.saga_id)
             existing = self._keys.get(draft.key)
             entry = next_entry(
-                draft, existing=existing, head=chain[-1] if chain else None, now=self.clock()
+                draft,
+                existing=existing,
+                head=chain[-1] if chain else None,
+                now=self.clock(),
+                recipe=self.recipe,
             )
             if entry is None:
                 assert existing is not None
@@ -49,6 +54,7 @@ class MemoryJournalStore(JournalStore):
                 head=chain[-1] if chain else None,
                 fenced=(draft.saga_id, draft.step) in self._fences,
                 now=self.clock(),
+                recipe=self.recipe,
             )
             if entry is not None:
                 self._chains.setdefault(draft.saga_id, []).append(entry)

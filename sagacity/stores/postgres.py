@@ -41,6 +41,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool
 
+from sagacity.chain import CURRENT_RECIPE
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import (
     InvalidEntryError,
@@ -98,9 +99,15 @@ class PostgresJournalStore(JournalStore):
     head_cache_size = 10_000
 
     def __init__(
-        self, pool: ConnectionPool[Conn], *, schema: str, url: str, clock: Clock | None = None
+        self,
+        pool: ConnectionPool[Conn],
+        *,
+        schema: str,
+        url: str,
+        clock: Clock | None = None,
+        recipe: int = CURRENT_RECIPE,
     ) -> None:
-        super().__init__(clock)
+        super().__init__(clock, recipe=recipe)
         self.url = url
         self.schema = schema
         self._pool = pool
@@ -108,6 +115,8 @@ class PostgresJournalStore(JournalStore):
         self._heads: dict[str, tuple[JournalEntry, bool]] = {}
         """saga -> (last head this store saw, whether to try the one-round-trip path)."""
         self._stripes = [threading.Lock() for _ in range(64)]
+        self._reader = threading.local()
+        """This thread's pinned read connection during `reading()`, else none."""
 
     @classmethod
     def from_url(
@@ -118,6 +127,7 @@ class PostgresJournalStore(JournalStore):
         max_size: int = 10,
         open_timeout: float = 5.0,
         lock_timeout: str = "5s",
+        recipe: int = CURRENT_RECIPE,
     ) -> PostgresJournalStore:
         """Open (and migrate) the journal at `url`; raises StoreUnavailableError promptly
         when the database cannot be reached, authenticated to or migrated.
@@ -172,7 +182,7 @@ class PostgresJournalStore(JournalStore):
                 f"cannot open a connection pool to the sagacity journal at {shown} "
                 f"({_one_line(exc)}); check that PostgreSQL accepts more connections"
             ) from exc
-        return cls(pool, schema=schema, url=shown, clock=clock)
+        return cls(pool, schema=schema, url=shown, clock=clock, recipe=recipe)
 
     def append(self, draft: EntryDraft) -> JournalEntry:
         for value, what in ((draft.step, "step"), (draft.attempt, "attempt")):
@@ -199,7 +209,9 @@ class PostgresJournalStore(JournalStore):
         lock; the cache knows nothing of `existing`, so refusals are left to the locked
         path, which reads the facts."""
         try:
-            entry = next_entry(draft, existing=None, head=head, now=self.clock())
+            entry = next_entry(
+                draft, existing=None, head=head, now=self.clock(), recipe=self.recipe
+            )
         except (JournalConflictError, SagaClosedError):
             return None
         if entry is None:
@@ -223,7 +235,9 @@ class PostgresJournalStore(JournalStore):
             for row in conn.execute(self._q.lookup, lookup, prepare=True).fetchall():
                 found[row[0]] = row_to_entry(row[1:])
             existing, head = found
-            entry = next_entry(draft, existing=existing, head=head, now=self.clock())
+            entry = next_entry(
+                draft, existing=existing, head=head, now=self.clock(), recipe=self.recipe
+            )
             if entry is not None:
                 params = (key, *_entry_params(entry))
                 inserted = conn.execute(self._q.append, params, prepare=True)
@@ -295,6 +309,7 @@ class PostgresJournalStore(JournalStore):
                 head=head,
                 fenced=bool(fenced and fenced[0][0]),
                 now=self.clock(),
+                recipe=self.recipe,
             )
             if entry is not None:
                 params = (key, *_entry_params(entry))
@@ -317,8 +332,26 @@ class PostgresJournalStore(JournalStore):
             self._heads.clear()  # a miss costs one locked append; correctness never depends on it
         self._heads[head.saga_id] = (head, optimistic)
 
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Read through one pooled connection until the block ends (this thread only),
+        instead of checking one out and back per query: a walk over many short sagas
+        spent 1-3 µs per entry on the pool (docs/benchmarks.md, recipe v2)."""
+        if getattr(self._reader, "conn", None) is not None:
+            yield
+            return
+        with self._pool.connection() as conn:
+            self._reader.conn = conn
+            try:
+                yield
+            finally:
+                self._reader.conn = None
+
     def _fetch(self, query: bytes, params: Sequence[Any]) -> list[TupleRow]:
         try:
+            pinned: Conn | None = getattr(self._reader, "conn", None)
+            if pinned is not None:
+                return pinned.execute(query, params, prepare=True).fetchall()
             with self._pool.connection() as conn:
                 return conn.execute(query, params, prepare=True).fetchall()
         except psycopg.OperationalError as exc:
@@ -332,14 +365,19 @@ class PostgresJournalStore(JournalStore):
             ) from exc
 
     def entries(self, saga_id: str, *, after_seq: int = 0) -> Iterator[JournalEntry]:
+        return map(row_to_entry, self.stored_rows(saga_id, after_seq=after_seq))
+
+    def stored_rows(self, saga_id: str, *, after_seq: int = 0) -> Iterator[Sequence[Any]]:
         last = after_seq
         while True:
             rows = self._fetch(self._q.entries, (saga_id, last, self.batch_size))
-            for row in rows:
-                yield row_to_entry(row)
+            yield from rows
             if len(rows) < self.batch_size:
                 return
             last = rows[-1][1]
+
+    def entry_of(self, row: Sequence[Any]) -> JournalEntry:
+        return row_to_entry(row)
 
     def head(self, saga_id: str) -> JournalEntry | None:
         rows = self._fetch(self._q.head, (saga_id,))
@@ -375,6 +413,8 @@ class PostgresJournalStore(JournalStore):
         from sagacity.stores.checkpoint_tables import postgres_log
 
         return postgres_log(self, signer, self.clock)
+
+    checks_columns = True
 
     def close(self) -> None:
         self._pool.close()

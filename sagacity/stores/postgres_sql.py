@@ -18,11 +18,13 @@ from psycopg_pool import PoolClosed, PoolTimeout
 from sagacity.entry import JournalEntry, parse_timestamp, render_timestamp
 from sagacity.errors import UnreadableEntryError
 from sagacity.phases import Phase
+from sagacity.recipe_v2 import stored_entry
 
 DEFAULT_SCHEMA = "public"
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 COLUMNS = tuple(f.name for f in fields(JournalEntry))
-"""Journal columns: named and ordered as JournalEntry's fields (migration 0001)."""
+"""Journal columns: named and ordered as JournalEntry's fields (migrations 0001 and, for
+`material`, 0004)."""
 _RETRY = "it was NOT written; retry it (appends are idempotent, so retrying is safe)"
 _RETRY_UNSURE = (
     "it may or may not have been written (a connection lost mid-transaction cannot tell); "
@@ -92,25 +94,36 @@ def _one_line(exc: BaseException) -> str:
 
 def row_to_entry(row: Sequence[Any]) -> JournalEntry:
     """A stored row (COLUMNS order) as an entry. A phase or timestamp no sagacity version
-    writes can only come from an edit outside sagacity, and is reported as such."""
+    writes can only come from an edit outside sagacity, and is reported as such; so is a
+    v2 row whose columns are not what its bytes say (TamperedEntryError)."""
     try:
-        phase = Phase(row[5])
+        phase = _PHASES[row[5]]
         recorded_at = parse_timestamp(row[10])
-    except (ValueError, TypeError) as exc:
+    except (KeyError, ValueError, TypeError) as exc:
         raise UnreadableEntryError(
             f"saga {row[0]!r} seq {row[1]}: stored row is not a sagacity entry ({exc}); "
             "it was altered outside sagacity",
             int(row[1]),
         ) from exc
-    fields_ = dict(zip(COLUMNS, row, strict=True))
-    return JournalEntry(**(fields_ | {"phase": phase, "recorded_at": recorded_at}))
+    try:
+        return stored_entry(row, phase, recorded_at)
+    except UnreadableEntryError as exc:
+        raise type(exc)(f"saga {row[0]!r} seq {row[1]}: {exc}", exc.seq) from None
+
+
+_PHASES = {phase.value: phase for phase in Phase}
 
 
 def _entry_params(e: JournalEntry) -> tuple[Any, ...]:
-    """An entry as INSERT parameters, COLUMNS order, recorded_at as the hashed text."""
+    """An entry as INSERT parameters, COLUMNS order, recorded_at as the hashed text. A v2
+    entry's payloads are stored once, in its material (their columns hold "")."""
     head = (e.saga_id, e.seq, e.step, e.attempt, e.tool, e.phase.value)
-    payload = (e.input_json, e.result_json, e.error_json, e.actor_json)
-    return (*head, *payload, render_timestamp(e.recorded_at), e.prev_hash, e.hash)
+    if e.material:
+        payload: tuple[str, ...] = ("", "", "", e.actor_json)
+    else:
+        payload = (e.input_json, e.result_json, e.error_json, e.actor_json)
+    stamp = render_timestamp(e.recorded_at)
+    return (*head, *payload, stamp, e.prev_hash, e.hash, e.material or None)
 
 
 class _Queries:
@@ -122,7 +135,7 @@ class _Queries:
             "cols": sql.SQL(", ").join(map(sql.Identifier, COLUMNS)),
             "journal": sql.Identifier(schema, "sagacity_journal"),
             "fences": sql.Identifier(schema, "sagacity_fences"),
-            "append_fn": sql.Identifier(schema, "sagacity_append"),
+            "append_fn": sql.Identifier(schema, "sagacity_append_v2"),
         }
         self.lock = self._q("SELECT pg_advisory_xact_lock(%s)")
         args = ", ".join(["%s"] * (len(COLUMNS) + 1))

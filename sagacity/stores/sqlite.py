@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlparse
 
+from sagacity.chain import CURRENT_RECIPE
 from sagacity.entry import EntryDraft, JournalEntry, parse_timestamp, render_timestamp
 from sagacity.errors import (
     JournalError,
@@ -27,6 +28,7 @@ from sagacity.errors import (
     UnreadableEntryError,
 )
 from sagacity.phases import Phase
+from sagacity.recipe_v2 import stored_entry
 from sagacity.stores.base import Clock, JournalStore, StepClaim, decide_step, next_entry
 from sagacity.stores.checkpoint_tables import SQLITE_LOG_SCHEMA, sqlite_log
 
@@ -65,13 +67,20 @@ BEGIN SELECT RAISE(ABORT, 'sagacity journal is append-only: DELETE refused'); EN
 
 _COLUMNS = (
     "saga_id, seq, step, attempt, tool, phase, input_json, result_json, error_json, "
-    "actor_json, recorded_at, prev_hash, hash"
+    "actor_json, recorded_at, prev_hash, hash, material"
 )
+_V2_COLUMN = "ALTER TABLE journal ADD COLUMN material BLOB"
+"""Recipe v2 (sagacity.recipe_v2): an entry's hashed bytes, NULL for a v1 row. Added in
+place to a journal made before it; the guard triggers stay as they are."""
 _BATCH = 500
 T = TypeVar("T")
 
 
 def _params(entry: JournalEntry) -> tuple[object, ...]:
+    """An entry as INSERT parameters. A v2 entry's payloads are in its material only
+    (their columns hold ""), so they are stored once."""
+    material = entry.material or None
+    payloads = ("", "", "") if material else (entry.input_json, entry.result_json, entry.error_json)
     return (
         entry.saga_id,
         entry.seq,
@@ -79,13 +88,12 @@ def _params(entry: JournalEntry) -> tuple[object, ...]:
         entry.attempt,
         entry.tool,
         entry.phase.value,
-        entry.input_json,
-        entry.result_json,
-        entry.error_json,
+        *payloads,
         entry.actor_json,
         render_timestamp(entry.recorded_at),
         entry.prev_hash,
         entry.hash,
+        material,
     )
 
 
@@ -94,6 +102,8 @@ def _row_to_entry(row: tuple[object, ...]) -> JournalEntry:
     UnreadableEntryError (verification reports it as a break)."""
     try:
         return _parse_row(row)
+    except UnreadableEntryError as exc:
+        raise type(exc)(f"saga {row[0]!r} seq {row[1]}: {exc}", exc.seq) from None
     except (ValueError, TypeError) as exc:
         raise UnreadableEntryError(
             f"saga {row[0]!r} seq {row[1]}: stored row is not a sagacity entry ({exc}); "
@@ -103,6 +113,8 @@ def _row_to_entry(row: tuple[object, ...]) -> JournalEntry:
 
 
 def _parse_row(row: tuple[object, ...]) -> JournalEntry:
+    if row[13] is not None:  # v2: every column is compared with the bytes
+        return stored_entry(row, Phase(str(row[5])), parse_timestamp(str(row[10])))
     return JournalEntry(
         saga_id=str(row[0]),
         seq=int(row[1]),  # type: ignore[call-overload]
@@ -118,6 +130,25 @@ def _parse_row(row: tuple[object, ...]) -> JournalEntry:
         prev_hash=str(row[11]),
         hash=str(row[12]),
     )
+
+
+def _add_material_column(conn: sqlite3.Connection) -> None:
+    """Upgrade a journal made before recipe v2 in place (ADD COLUMN only), under the
+    write lock so two processes opening it together do not both add the column."""
+
+    def has_it() -> bool:
+        return any(row[1] == "material" for row in conn.execute("PRAGMA table_info(journal)"))
+
+    if has_it():
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if not has_it():
+            conn.execute(_V2_COLUMN)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 def sqlite_path(url: str) -> Path:
@@ -142,8 +173,15 @@ class _Slot:
 class SqliteJournalStore(JournalStore):
     """One connection per thread; appends serialized by SQLite's write lock."""
 
-    def __init__(self, path: Path, clock: Clock | None = None, *, busy_timeout_s: float = 30.0):
-        super().__init__(clock)
+    def __init__(
+        self,
+        path: Path,
+        clock: Clock | None = None,
+        *,
+        busy_timeout_s: float = 30.0,
+        recipe: int = CURRENT_RECIPE,
+    ):
+        super().__init__(clock, recipe=recipe)
         self.path = path
         self.url = f"sqlite:///{path}"
         self._busy_timeout_s = busy_timeout_s
@@ -155,6 +193,7 @@ class SqliteJournalStore(JournalStore):
             path.parent.mkdir(parents=True, exist_ok=True)
             with self._using() as conn:
                 conn.executescript(_SCHEMA + SQLITE_LOG_SCHEMA)
+                _add_material_column(conn)
         except (OSError, sqlite3.Error) as exc:
             self.close()
             raise StoreUnavailableError(
@@ -162,8 +201,10 @@ class SqliteJournalStore(JournalStore):
             ) from exc
 
     @classmethod
-    def from_url(cls, url: str, *, clock: Clock | None = None) -> SqliteJournalStore:
-        return cls(sqlite_path(url), clock)
+    def from_url(
+        cls, url: str, *, clock: Clock | None = None, recipe: int = CURRENT_RECIPE
+    ) -> SqliteJournalStore:
+        return cls(sqlite_path(url), clock, recipe=recipe)
 
     @contextmanager
     def _using(self) -> Iterator[sqlite3.Connection]:
@@ -203,7 +244,11 @@ class SqliteJournalStore(JournalStore):
                 (draft.saga_id, draft.step, draft.phase.value, draft.attempt),
             )
             entry = next_entry(
-                draft, existing=existing, head=self._head(conn, draft.saga_id), now=self.clock()
+                draft,
+                existing=existing,
+                head=self._head(conn, draft.saga_id),
+                now=self.clock(),
+                recipe=self.recipe,
             )
             if entry is None:
                 assert existing is not None
@@ -227,6 +272,7 @@ class SqliteJournalStore(JournalStore):
                 head=self._head(conn, draft.saga_id),
                 fenced=fenced is not None,
                 now=self.clock(),
+                recipe=self.recipe,
             )
 
         return self._write(draft, decide)
@@ -260,7 +306,7 @@ class SqliteJournalStore(JournalStore):
                 result, entry = decide(conn)
                 if entry is not None:
                     conn.execute(
-                        f"INSERT INTO journal ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        f"INSERT INTO journal ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                         _params(entry),
                     )
                 conn.execute("COMMIT")
@@ -283,6 +329,12 @@ class SqliteJournalStore(JournalStore):
             return conn.execute(sql, params).fetchall()
 
     def entries(self, saga_id: str, *, after_seq: int = 0) -> Iterator[JournalEntry]:
+        return map(self.entry_of, self.stored_rows(saga_id, after_seq=after_seq))
+
+    def entry_of(self, row: Sequence[Any]) -> JournalEntry:
+        return _row_to_entry(tuple(row))
+
+    def stored_rows(self, saga_id: str, *, after_seq: int = 0) -> Iterator[Sequence[Any]]:
         """Keyset pagination in batches: constant memory, no long-lived read transaction."""
         last = after_seq
         while True:
@@ -290,8 +342,7 @@ class SqliteJournalStore(JournalStore):
                 f"SELECT {_COLUMNS} FROM journal WHERE saga_id=? AND seq>? ORDER BY seq LIMIT ?",
                 (saga_id, last, _BATCH),
             )
-            for row in rows:
-                yield _row_to_entry(row)
+            yield from rows
             if len(rows) < _BATCH:
                 return
             last = int(rows[-1][1])  # type: ignore[call-overload]
@@ -334,6 +385,8 @@ class SqliteJournalStore(JournalStore):
 
     def checkpoint_log(self, signer: NoteSigner | None = None) -> CheckpointLog:
         return sqlite_log(self, signer, self.clock)
+
+    checks_columns = True
 
     def close(self) -> None:
         with self._all_lock:

@@ -18,7 +18,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from sagacity.audit import verify_store
 from sagacity.canonical import canonical_text
-from sagacity.chain import compute_hash, verify_chain
+from sagacity.chain import reseal, verify_chain
 from sagacity.decision_audit import DecisionAudit
 from sagacity.decision_statement import signed_resolution, statement_bytes
 from sagacity.entry import JournalEntry
@@ -201,7 +201,7 @@ def _rehash(entries: list[JournalEntry], index: int, **changes: Any) -> list[Jou
     prev = out[-1].hash
     for n, entry in enumerate(entries[index:]):
         edited = replace(entry, seq=index + n + 1, prev_hash=prev, **(changes if n == 0 else {}))
-        edited = replace(edited, hash=compute_hash(edited))
+        edited = reseal(edited)  # its v2 bytes rebuilt too
         out.append(edited)
         prev = edited.hash
     return out

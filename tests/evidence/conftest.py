@@ -22,7 +22,7 @@ import pytest
 from psycopg import sql
 from temporalio.testing import WorkflowEnvironment
 
-from sagacity.chain import GENESIS_HASH, compute_hash
+from sagacity.chain import GENESIS_HASH, compute_hash, genesis, v2_material
 from sagacity.entry import JournalEntry, render_timestamp
 from sagacity.examples.orders import Shop
 from sagacity.note_keys import NoteSigner
@@ -88,21 +88,7 @@ class Tamperer:
 
     def insert(self, entries: Sequence[JournalEntry]) -> None:
         """Insert entries as rows, as they are: whatever their ids and payloads say."""
-        self.run(
-            *(
-                (
-                    "INSERT INTO {journal} (saga_id, seq, step, attempt, tool, phase, "
-                    "input_json, result_json, error_json, actor_json, recorded_at, prev_hash, "
-                    "hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        e.saga_id, e.seq, e.step, e.attempt, e.tool, e.phase.value,
-                        e.input_json, e.result_json, e.error_json, e.actor_json,
-                        render_timestamp(e.recorded_at), e.prev_hash, e.hash,
-                    ),
-                )
-                for e in entries
-            )
-        )  # fmt: skip
+        self.run(*(insert_row(e) for e in entries))
 
     def _run_postgres(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
         tables = [self.names[k] for k in ("journal", "cp", "nodes", "heads")]
@@ -143,6 +129,29 @@ class Tamperer:
             conn.close()
 
 
+def payload_columns(e: JournalEntry) -> tuple[str, str, str, bytes | None]:
+    """input_json, result_json, error_json and material as a store writes them: a v2
+    row keeps its payloads in its material only (sagacity.recipe_v2)."""
+    if e.material:
+        return "", "", "", e.material
+    return e.input_json, e.result_json, e.error_json, None
+
+
+def insert_row(e: JournalEntry) -> tuple[str, tuple[Any, ...]]:
+    """The statement that stores `e` as a row, v1 or v2, as a store writes it."""
+    given, result, error, material = payload_columns(e)
+    return (
+        "INSERT INTO {journal} (saga_id, seq, step, attempt, tool, phase, input_json, "
+        "result_json, error_json, actor_json, recorded_at, prev_hash, hash, material) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            e.saga_id, e.seq, e.step, e.attempt, e.tool, e.phase.value, given, result,
+            error, e.actor_json, render_timestamp(e.recorded_at), e.prev_hash, e.hash,
+            material,
+        ),
+    )  # fmt: skip
+
+
 def hand_made(saga_id: str, *rows: dict[str, Any]) -> list[JournalEntry]:
     """A chain written by hand, correctly hashed, with whatever texts `rows` give (no
     check of the id or the payloads: what someone with the database's rows can write).
@@ -172,10 +181,10 @@ def hand_made(saga_id: str, *rows: dict[str, Any]) -> list[JournalEntry]:
 
 
 def rewrite(entries: Sequence[JournalEntry], old: str, new: str) -> list[JournalEntry]:
-    """The chain with `old` replaced by `new` in every payload and every hash recomputed:
-    a rewrite the chain alone cannot show."""
+    """The chain with `old` replaced by `new` in every payload and every hash recomputed
+    (a v2 entry's bytes rebuilt too): a rewrite the chain alone cannot show."""
     forged: list[JournalEntry] = []
-    prev = GENESIS_HASH
+    prev = genesis(entries[0].recipe) if entries else GENESIS_HASH
     for entry in entries:
         entry = replace(
             entry,
@@ -184,6 +193,8 @@ def rewrite(entries: Sequence[JournalEntry], old: str, new: str) -> list[Journal
             prev_hash=prev,
             hash="",
         )
+        if entry.material:
+            entry = replace(entry, material=v2_material(entry))
         entry = replace(entry, hash=compute_hash(entry))
         forged.append(entry)
         prev = entry.hash
@@ -191,12 +202,13 @@ def rewrite(entries: Sequence[JournalEntry], old: str, new: str) -> list[Journal
 
 
 def updates(entries: Sequence[JournalEntry]) -> list[tuple[str, tuple[Any, ...]]]:
-    """The statements that store `entries` over the rows of the same saga and seq."""
+    """The statements that store `entries` over the rows of the same saga and seq (a v2
+    entry's bytes too)."""
     return [
         (
-            "UPDATE {journal} SET input_json=?, result_json=?, prev_hash=?, hash=? "
-            "WHERE saga_id=? AND seq=?",
-            (e.input_json, e.result_json, e.prev_hash, e.hash, e.saga_id, e.seq),
+            "UPDATE {journal} SET input_json=?, result_json=?, material=?, prev_hash=?, "
+            "hash=? WHERE saga_id=? AND seq=?",
+            (*payload_columns(e)[0:2], e.material or None, e.prev_hash, e.hash, e.saga_id, e.seq),
         )
         for e in entries
     ]

@@ -154,12 +154,13 @@ async def test_a_hand_written_row_that_is_not_canonical_goes_out_verbatim_and_ve
     legacy = "legacy-row"
     text = '{"goal": "refund", "amount": 5000.0}'  # spaces and 5000.0: not RFC 8785
     draft = EntryDraft(legacy, 0, 1, "", Phase.SAGA_OPENED, text, "null", "null", '"ops"')
-    row = seal(draft, seq=1, prev_hash=GENESIS_HASH, recorded_at=utc_now())
+    # A row of a journal written before recipe v2, by a tool that did not canonicalize.
+    row = seal(draft, seq=1, prev_hash=GENESIS_HASH, recorded_at=utc_now(), recipe=1)
     rig.tamper.run(
         (
             "INSERT INTO {journal} (saga_id, seq, step, attempt, tool, phase, input_json, "
             "result_json, error_json, actor_json, recorded_at, prev_hash, hash) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",  # a v1 row: no material
             (
                 row.saga_id, row.seq, row.step, row.attempt, row.tool, row.phase.value,
                 row.input_json, row.result_json, row.error_json, row.actor_json,

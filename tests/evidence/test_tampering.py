@@ -9,7 +9,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from sagacity.chain import GENESIS_HASH, compute_hash, seal, verify_chain
+from sagacity.chain import GENESIS_HASH, compute_hash, seal, v2_material, verify_chain
 from sagacity.checkpoint import sign_saga_checkpoint, sign_tree_head
 from sagacity.entry import EntryDraft, JournalEntry, render_timestamp
 from sagacity.merkle import leaf_hash, nodes_completed, tree_root
@@ -67,14 +67,15 @@ async def test_a_chain_rewritten_with_recomputed_hashes_is_found(rig: EvidenceRi
         if entry.seq == charge.seq:
             entry = replace(entry, result_json=entry.result_json.replace("1250", "9"))
         entry = replace(entry, prev_hash=prev, hash="")
+        entry = replace(entry, material=v2_material(entry))  # the stored bytes, rebuilt
         entry = replace(entry, hash=compute_hash(entry))
         forged.append(entry)
         prev = entry.hash
     rig.tamper.run(
         *(
             (
-                "UPDATE {journal} SET result_json=?, prev_hash=?, hash=? WHERE saga_id=? AND seq=?",
-                (e.result_json, e.prev_hash, e.hash, victim, e.seq),
+                "UPDATE {journal} SET material=?, prev_hash=?, hash=? WHERE saga_id=? AND seq=?",
+                (e.material, e.prev_hash, e.hash, victim, e.seq),
             )
             for e in forged
         )
@@ -105,7 +106,9 @@ async def test_a_fake_saga_inserted_is_found(rig: EvidenceRig) -> None:
         ],
         start=1,
     ):
-        entry = seal(draft, seq=seq, prev_hash=prev, recorded_at=now)
+        # Written as recipe v1, which needs no material: choosing the old recipe does not
+        # help a forger (docs/hash-chain.md, "Recipe v2": downgrade).
+        entry = seal(draft, seq=seq, prev_hash=prev, recorded_at=now, recipe=1)
         entries.append(entry)
         prev = entry.hash
     rig.tamper.run(

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from sagacity.approval_policy import ApprovalPolicy, ArgRule
 from sagacity.audit import entry_line, verify_jsonl
-from sagacity.chain import compute_hash, verify_chain
+from sagacity.chain import reseal, verify_chain
 from sagacity.decision_audit import DecisionAudit
 from sagacity.decision_statement import decision_statement, signed_decision, statement_bytes
 from sagacity.entry import JournalEntry
@@ -254,7 +254,7 @@ def _rehash(entries: list[JournalEntry], index: int, **changes: Any) -> list[Jou
     prev = out[-1].hash if out else entries[0].prev_hash
     for n, entry in enumerate(entries[index:]):
         edited = replace(entry, prev_hash=prev, **(changes if n == 0 else {}))
-        edited = replace(edited, hash=compute_hash(edited))
+        edited = reseal(edited)  # its v2 bytes rebuilt too
         out.append(edited)
         prev = edited.hash
     return out

@@ -10,16 +10,19 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import closing
+from datetime import UTC, datetime
 
 import psycopg
 import pytest
 from psycopg import sql
 
+from sagacity.audit import verify_store
+from sagacity.chain import GENESIS_HASH, seal
 from sagacity.entry import EntryDraft
 from sagacity.phases import Phase
 from sagacity.stores import migrations as migrations_module
 from sagacity.stores.migrations import load_migrations, migrate
-from sagacity.stores.postgres import PostgresJournalStore
+from sagacity.stores.postgres import PostgresJournalStore, lock_key
 
 pytestmark = pytest.mark.postgres
 
@@ -153,3 +156,56 @@ def test_upgrade_applies_only_the_missing_migrations(
         assert len(everything) >= 3  # the checkpoint log (0003) came after version 1
         assert [e.seq for e in store.entries("old")] == [1]
         assert store.append(EntryDraft.new("new", Phase.SAGA_OPENED)).seq == 1
+
+
+def test_recipe_v2_upgrades_a_v1_journal_in_place(
+    postgres_url: str,
+    fresh_schema: Callable[[], tuple[str, str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A journal at version 3 holding a v1 chain, written through the v1 append function
+    as the release before recipe v2 wrote it, is upgraded by adding a column: the chain
+    still verifies, it goes on in v1, a new saga is v2, and the guards are still ALWAYS."""
+    schema, url = fresh_schema()
+    everything = load_migrations()
+    assert [m.name for m in everything][3] == "recipe_v2"
+    monkeypatch.setattr(migrations_module, "load_migrations", lambda: everything[:3])
+    t0 = datetime(2026, 11, 1, tzinfo=UTC)
+    prev, old = GENESIS_HASH, []
+    for seq, draft in enumerate(
+        [
+            EntryDraft.new("old", Phase.SAGA_OPENED, input={"goal": "refund"}),
+            EntryDraft.new("old", Phase.INTENT, step=1, tool="pay", input={"amount": 5}),
+        ],
+        start=1,
+    ):
+        entry = seal(draft, seq=seq, prev_hash=prev, recorded_at=t0, recipe=1)
+        old.append(entry)
+        prev = entry.hash
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        assert migrate(conn, schema) == [1, 2, 3]
+        append_v1 = sql.Identifier(schema, "sagacity_append")
+        for e in old:
+            row = conn.execute(
+                sql.SQL("SELECT {}(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)").format(append_v1),
+                (lock_key(e.saga_id), e.saga_id, e.seq, e.step, e.attempt, e.tool,
+                 e.phase.value, e.input_json, e.result_json, e.error_json, e.actor_json,
+                 e.recorded_at_text, e.prev_hash, e.hash),
+            ).fetchone()  # fmt: skip
+            assert row == (0,)
+    monkeypatch.undo()
+    with closing(PostgresJournalStore.from_url(url)) as store:
+        assert [v for v, _, _ in version_rows(postgres_url, schema)][-1] == 4
+        assert list(store.entries("old")) == old  # read back exactly, as v1
+        assert verify_store(store, "old").ok
+        later = store.append(EntryDraft.new("old", Phase.EXECUTED, step=1, tool="pay"))
+        assert (later.recipe, later.prev_hash) == (1, old[-1].hash)
+        fresh = store.append(EntryDraft.new("new", Phase.SAGA_OPENED))
+        assert fresh.recipe == 2 and verify_store(store, "new").ok
+        assert verify_store(store, "old").entries == 3
+    with psycopg.connect(postgres_url) as conn:
+        modes = conn.execute(
+            "SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = %s::regclass",
+            (sql.Identifier(schema, "sagacity_journal").as_string(conn),),
+        ).fetchall()
+    assert {name: mode for name, mode in modes if name in TRIGGERS} == dict.fromkeys(TRIGGERS, "A")

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from sagacity.chain import GENESIS_HASH, verify_chain
+from sagacity.chain import verify_chain
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import (
     InvalidEntryError,
@@ -27,6 +27,7 @@ from sagacity.errors import (
     StoreUnavailableError,
 )
 from sagacity.phases import Phase
+from sagacity.recipe_v2 import GENESIS_V2
 from sagacity.stores import open_store
 from sagacity.stores.postgres import PostgresJournalStore, lock_key, redact_url, split_schema
 
@@ -107,7 +108,7 @@ def test_explicit_timestamp_and_odd_saga_id_round_trip(
     entry = store.append(EntryDraft.new(odd, Phase.SAGA_OPENED, recorded_at=moment))
     assert entry.recorded_at == moment
     assert list(store.entries(odd)) == [entry]
-    assert entry.prev_hash == GENESIS_HASH
+    assert entry.prev_hash == GENESIS_V2 and entry.recipe == 2
     assert count_rows(store, postgres_url, odd) == 1
 
 
@@ -313,7 +314,7 @@ def test_corrupt_row_is_reported_not_misread(store: PostgresJournalStore) -> Non
     """A row no sagacity version writes (edited outside sagacity) fails loudly on read."""
     from sagacity.stores.postgres import row_to_entry
 
-    row = ("s", 1, 0, 1, "", "NOT_A_PHASE", "null", "null", "null", "null", "x", "p", "h")
+    row = ("s", 1, 0, 1, "", "NOT_A_PHASE", "null", "null", "null", "null", "x", "p", "h", None)
     with pytest.raises(JournalError, match="altered outside sagacity"):
         row_to_entry(row)
     good = store.append(EntryDraft.new(f"s-{uuid.uuid4().hex[:6]}", Phase.SAGA_OPENED))
@@ -323,6 +324,6 @@ def test_corrupt_row_is_reported_not_misread(store: PostgresJournalStore) -> Non
 def _as_row(entry: JournalEntry) -> tuple[object, ...]:
     return (
         entry.saga_id, entry.seq, entry.step, entry.attempt, entry.tool, entry.phase.value,
-        entry.input_json, entry.result_json, entry.error_json, entry.actor_json,
-        entry.recorded_at_text, entry.prev_hash, entry.hash,
+        "", "", "", entry.actor_json,
+        entry.recorded_at_text, entry.prev_hash, entry.hash, entry.material,
     )  # fmt: skip

@@ -100,11 +100,13 @@ def test_verify_store_reports_the_first_broken_entry() -> None:
     chain = list(store.entries("s"))
     store.replace_for_test("s", [*chain[:3], replace(chain[3], result_json="2"), *chain[4:]])
     report = verify_store(store, "s")
+    # A v2 entry's result is in its stored bytes: a field that says otherwise is named.
     assert (report.ok, report.first_broken_seq, report.reason) == (
         False,
         4,
-        BreakReason.HASH_MISMATCH,
+        BreakReason.TAMPERED,
     )
+    assert "result_json" in report.detail
     assert verify_store(store, "unknown").entries == 0
 
 

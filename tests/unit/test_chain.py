@@ -1,4 +1,6 @@
-"""The hash chain: documented known answers, verification, and tamper detection.
+"""The hash chain in recipe v1: documented known answers, verification, and tamper
+detection. Every chain here is sealed in v1 on purpose (journals written before recipe v2
+must keep verifying as they did); tests/unit/test_recipe_v2.py is the same for v2.
 
 The vectors are read from docs/hash-chain.md so the page and the code cannot drift.
 """
@@ -107,6 +109,7 @@ def test_vector_is_what_seal_produces_from_the_payload_values(index: int) -> Non
         seq=vector["seq"],
         prev_hash=vector["prev_hash"],
         recorded_at=recorded_at.replace(tzinfo=UTC),
+        recipe=1,
     )
     assert sealed.to_record() == vector
 
@@ -137,7 +140,7 @@ def test_none_and_empty_string_hash_differently() -> None:
 
 def _store_with_chain(n: int = 5, *, close: bool = False) -> MemoryJournalStore:
     ticks = iter(T0 + timedelta(milliseconds=i) for i in range(100))
-    store = MemoryJournalStore(clock=lambda: next(ticks))
+    store = MemoryJournalStore(clock=lambda: next(ticks), recipe=1)
     store.append(EntryDraft.new(SAGA, Phase.SAGA_OPENED, input={"goal": "test"}))
     for step in range(1, n):
         store.append(EntryDraft.new(SAGA, Phase.INTENT, step=step, tool="t", input={"n": step}))
@@ -194,7 +197,7 @@ def test_entry_after_close_is_reported() -> None:
     store = _store_with_chain(3, close=True)
     chain = list(store.entries(SAGA))
     late = EntryDraft.new(SAGA, Phase.EXECUTED, step=9, tool="t", result={"late": True})
-    extra = seal(late, seq=len(chain) + 1, prev_hash=chain[-1].hash, recorded_at=T0)
+    extra = seal(late, seq=len(chain) + 1, prev_hash=chain[-1].hash, recorded_at=T0, recipe=1)
     store.replace_for_test(SAGA, [*chain, extra])
     report = verify_chain(SAGA, store.entries(SAGA))
     assert (report.ok, report.reason, report.first_broken_seq) == (
@@ -230,7 +233,7 @@ def chains(draw: st.DrawFn) -> list[JournalEntry]:
     for seq, draft in enumerate(drafts, start=1):
         prev = chain[-1].hash if chain else GENESIS_HASH
         at = T0 + timedelta(microseconds=seq)
-        chain.append(seal(draft, seq=seq, prev_hash=prev, recorded_at=at))
+        chain.append(seal(draft, seq=seq, prev_hash=prev, recorded_at=at, recipe=1))
     return chain
 
 

@@ -134,6 +134,7 @@ def test_timestamp_rendering_is_fixed_width_and_round_trips(moment: datetime) ->
     text = render_timestamp(moment)
     assert len(text) == 27 and text.endswith("Z")
     assert parse_timestamp(text) == moment
+    assert text == moment.isoformat(timespec="microseconds")[:-6] + "Z"  # the %-format
 
 
 def test_record_round_trip_keeps_every_field() -> None:

@@ -42,9 +42,12 @@ T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 
 
 def _chain(saga_id: str, drafts: list[EntryDraft]) -> list[JournalEntry]:
+    """A recipe-v1 chain: the worked examples of the doc are v1 lines (v2 lines are in
+    tests/unit/test_recipe_v2.py)."""
     entries, prev = [], GENESIS_HASH
     for seq, draft in enumerate(drafts, start=1):
-        entry = seal(draft, seq=seq, prev_hash=prev, recorded_at=T0 + timedelta(seconds=seq))
+        at = T0 + timedelta(seconds=seq)
+        entry = seal(draft, seq=seq, prev_hash=prev, recorded_at=at, recipe=1)
         entries.append(entry)
         prev = entry.hash
     return entries

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from sagacity.chain import GENESIS_HASH, verify_chain
+from sagacity.chain import verify_chain
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import InvalidEntryError, JournalConflictError, SagaClosedError
 from sagacity.phases import Phase
+from sagacity.recipe_v2 import GENESIS_V2
 from sagacity.stores import open_store
 from sagacity.stores.memory import MemoryJournalStore
 
@@ -98,7 +99,7 @@ def test_other_sagas_are_not_closed() -> None:
     store = MemoryJournalStore()
     store.append(EntryDraft.new("s", Phase.SAGA_CLOSED))
     entry = store.append(EntryDraft.new("t", Phase.SAGA_OPENED))
-    assert (entry.seq, entry.prev_hash) == (1, GENESIS_HASH)
+    assert (entry.seq, entry.prev_hash, entry.recipe) == (1, GENESIS_V2, 2)
 
 
 def _hammer(store: MemoryJournalStore, drafts_for: list[list[EntryDraft]]) -> list[list[int]]:
