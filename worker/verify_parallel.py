@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -95,14 +96,18 @@ def _init(job: _Job) -> None:
     _Worker.registry = ApproverRegistry.load(Path(job.registry)) if job.registry else None
 
 
-def _check_chunk(chunk: list[tuple[str, list[LoggedCheckpoint]]]) -> _ChunkResult:
+def _check(
+    store: JournalStore,
+    job: _Job,
+    registry: ApproverRegistry | None,
+    chunk: list[tuple[str, list[LoggedCheckpoint]]],
+) -> _ChunkResult:
     """Check each saga of the chunk as `check_all` would, with a decision audit for
     this chunk alone (its per-saga state restarts at every saga anyway)."""
-    job = _Worker.job
-    audit = DecisionAudit(_Worker.registry)
+    audit = DecisionAudit(registry)
     sagas = [
         check_saga(
-            _Worker.store,
+            store,
             saga_id,
             leaves,
             job.verifiers,
@@ -113,6 +118,11 @@ def _check_chunk(chunk: list[tuple[str, list[LoggedCheckpoint]]]) -> _ChunkResul
         for saga_id, leaves in chunk
     ]
     return _ChunkResult(sagas, os.getpid(), audit.signed, audit.unsigned, audit.problems)
+
+
+def _check_chunk(chunk: list[tuple[str, list[LoggedCheckpoint]]]) -> _ChunkResult:
+    """A chunk checked in a worker process, with what its initializer opened."""
+    return _check(_Worker.store, _Worker.job, _Worker.registry, chunk)
 
 
 def _plan(
@@ -173,28 +183,77 @@ def check_all_parallel(
     expect_close: bool = True,
     audit: LogAudit,
     workers: set[int] | None = None,
+    wait_for_workers: bool = False,
 ) -> Iterator[SagaEvidence]:
     """`check_all(store, log, verifiers, decisions.observe, ...)` in `jobs` processes:
-    the same evidence in the same order, and `decisions` tallied as if it had observed
-    every entry. `journal_url` is the store's full URL (with any password: the workers
-    open it themselves); `registry` the approver registry file `decisions` was loaded
-    from; `sagas` how many the journal holds (for the chunk size); `workers`, if given,
-    receives the pid of every process that checked a chunk."""
+    this one and `jobs - 1` workers. The same evidence comes out in the same order, and
+    `decisions` is tallied as if it had observed every entry.
+
+    The workers start in the background (a second or two: the fork server imports
+    sagacity) while this process checks the first chunks itself; from then on each
+    chunk goes to a worker while they have fewer than two chunks each, and is checked
+    here otherwise. `journal_url` is the store's full URL (with any password: the
+    workers open it themselves); `registry` the approver registry file `decisions` was
+    loaded from; `sagas` how many the journal holds (for the chunk size); `workers`, if
+    given, receives the pid of every process that checked a chunk; `wait_for_workers`
+    starts them before any chunk is checked (so they take part however small the
+    journal)."""
+    if jobs < 2:
+        raise ValueError(f"check_all_parallel needs at least 2 processes, got {jobs}")
     job = _Job(journal_url, verifiers, registry, expect_close, audit.log_key)
     size = chunk_size(sagas, jobs)
-    window: deque[Future[_ChunkResult]] = deque()
-    context = _context()
-    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_init, initargs=(job,)) as pool:
-        try:
-            for chunk in _chunks(_plan(store, log, audit), size):
-                window.append(pool.submit(_check_chunk, chunk))
-                if len(window) >= 2 * jobs:
-                    yield from _merged(window.popleft().result(), decisions, workers)
-            while window:
-                yield from _merged(window.popleft().result(), decisions, workers)
-        finally:
-            for pending in window:
-                pending.cancel()
+    helpers = jobs - 1
+    pending: deque[Future[_ChunkResult] | _ChunkResult] = deque()
+    in_flight = 0
+    pool = ProcessPoolExecutor(helpers, mp_context=_context(), initializer=_init, initargs=(job,))
+    ready = threading.Event()
+    starter = threading.Thread(target=_start, args=(pool, helpers, ready), daemon=True)
+    starter.start()
+    if wait_for_workers:
+        starter.join()
+    try:
+        for chunk in _chunks(_plan(store, log, audit), size):
+            if ready.is_set() and in_flight < 2 * helpers:
+                pending.append(pool.submit(_check_chunk, chunk))
+                in_flight += 1
+            else:
+                pending.append(_check(store, job, decisions.registry, chunk))
+            while pending and (len(pending) > WINDOW * jobs or _done(pending[0])):
+                done = pending.popleft()
+                if isinstance(done, Future):
+                    in_flight -= 1
+                    done = done.result()
+                yield from _merged(done, decisions, workers)
+        while pending:
+            done = pending.popleft()
+            yield from _merged(
+                done.result() if isinstance(done, Future) else done, decisions, workers
+            )
+    finally:
+        for left in pending:
+            if isinstance(left, Future):
+                left.cancel()
+        starter.join()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+WINDOW = 8
+"""Chunks held per process at most (checked here or in flight), which bounds the memory
+of the main process whatever the journal's size."""
+
+
+def _start(pool: ProcessPoolExecutor, helpers: int, ready: threading.Event) -> None:
+    """Start every worker process (each submit starts one while none is idle)."""
+    try:
+        for started in [pool.submit(os.getpid) for _ in range(helpers)]:
+            started.result()
+    except Exception:  # a worker that cannot start: this process checks every chunk
+        return
+    ready.set()
+
+
+def _done(item: Future[_ChunkResult] | _ChunkResult) -> bool:
+    return not isinstance(item, Future) or item.done()
 
 
 def _context() -> multiprocessing.context.BaseContext:

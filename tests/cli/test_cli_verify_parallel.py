@@ -104,21 +104,18 @@ def test_parallel_verify_matches_one_process_on_postgres(postgres_journal: str) 
 
 
 def test_the_sagas_are_checked_by_several_processes_in_order(sqlite_journal: str) -> None:
-    """Not a silent fallback to one process: chunks come back from two pids, and the
-    evidence arrives in the sequential order, tampered saga and all."""
+    """Not a silent fallback to one process: chunks are checked in two processes (this
+    one and a worker), and the evidence arrives as the sequential walk gives it, in its
+    order, tampered saga and all."""
     with open_store(sqlite_journal) as store:
         log = store.checkpoint_log()
-        sequential = [
-            (s.saga_id, s.report)
-            for s in check_all(
-                store, log, None, DecisionAudit().observe, audit=audit_log(log, None)
-            )
-        ]
+        sequential = list(
+            check_all(store, log, None, DecisionAudit().observe, audit=audit_log(log, None))
+        )
         workers: set[int] = set()
         decisions = DecisionAudit()
-        parallel = [
-            (s.saga_id, s.report)
-            for s in check_all_parallel(
+        parallel = list(
+            check_all_parallel(
                 store,
                 sqlite_journal,
                 log,
@@ -129,11 +126,12 @@ def test_the_sagas_are_checked_by_several_processes_in_order(sqlite_journal: str
                 sagas=SAGAS,
                 audit=audit_log(log, None),
                 workers=workers,
+                wait_for_workers=True,
             )
-        ]
+        )
     assert parallel == sequential
     assert len(workers) == 2
-    broken = [saga for saga, report in parallel if report is not None and not report.ok]
+    broken = [s.saga_id for s in parallel if s.report is not None and not s.report.ok]
     assert broken == [TAMPERED]
 
 
