@@ -47,6 +47,7 @@ PER_SAGA = 50
 class Scale:
     entries: int
     rounds: int
+    sqlite: bool = True
 
     @classmethod
     def of(cls, sizes: Sizes) -> Scale:
@@ -54,7 +55,7 @@ class Scale:
             return cls(entries=400_000, rounds=6)
         if sizes.mode == "quick":
             return cls(entries=100_000, rounds=2)
-        return cls(entries=2_000, rounds=2)
+        return cls(entries=2_000, rounds=1, sqlite=False)
 
 
 @dataclass
@@ -205,10 +206,11 @@ def run(sizes: Sizes, *, postgres_url: str = DEFAULT_POSTGRES_URL) -> Report:
                 psycopg.connect(postgres_url, autocommit=True) as conn,
             ):
                 conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        url = f"sqlite:///{db}"
-        open_store(url).close()
-        fill_sqlite(db, saga_rows(ids, PER_SAGA))
-        _backend(report, scale, "SQLite", url, home, len(ids))
+        if scale.sqlite:
+            url = f"sqlite:///{db}"
+            open_store(url).close()
+            fill_sqlite(db, saga_rows(ids, PER_SAGA))
+            _backend(report, scale, "SQLite", url, home, len(ids))
     report.notes.append(
         f"{os.cpu_count()} CPUs; load average at the end {os.getloadavg()[0]:.1f}: the two "
         "worker processes share the CPUs with the main process, PostgreSQL's backends and "
