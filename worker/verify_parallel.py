@@ -24,12 +24,14 @@ import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sagacity.checkpoint import LogKey
 from sagacity.checkpoint_log import CheckpointLog, LoggedCheckpoint
 from sagacity.decision_audit import DecisionAudit
+from sagacity.errors import JournalError
 from sagacity.evidence import LogAudit
 from sagacity.evidence_walk import SagaEvidence, _grouped, _with_misfiled, check_saga
 from sagacity.note_keys import NoteVerifier
@@ -222,12 +224,12 @@ def check_all_parallel(
                 done = pending.popleft()
                 if isinstance(done, Future):
                     in_flight -= 1
-                    done = done.result()
+                    done = _result(done)
                 yield from _merged(done, decisions, workers)
         while pending:
             done = pending.popleft()
             yield from _merged(
-                done.result() if isinstance(done, Future) else done, decisions, workers
+                _result(done) if isinstance(done, Future) else done, decisions, workers
             )
     finally:
         for left in pending:
@@ -250,6 +252,18 @@ def _start(pool: ProcessPoolExecutor, helpers: int, ready: threading.Event) -> N
     except Exception:  # a worker that cannot start: this process checks every chunk
         return
     ready.set()
+
+
+def _result(future: Future[_ChunkResult]) -> _ChunkResult:
+    """A worker's chunk; a worker that died (killed, out of memory) is a JournalError
+    naming the way out, never a traceback."""
+    try:
+        return future.result()
+    except BrokenProcessPool as exc:
+        raise JournalError(
+            f"a verify worker process ended before finishing its sagas ({exc}); "
+            "run again, or with --jobs 1 to check every saga in one process"
+        ) from exc
 
 
 def _done(item: Future[_ChunkResult] | _ChunkResult) -> bool:

@@ -139,3 +139,16 @@ def test_the_default_is_one_process_for_a_small_journal() -> None:
     assert auto_jobs(10, cpus=8) == 1
     assert auto_jobs(5_000, cpus=2) == 2
     assert auto_jobs(5_000, cpus=16) == 4
+
+
+def test_a_worker_that_died_is_a_journal_error_naming_the_way_out() -> None:
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+
+    from sagacity.errors import JournalError
+    from sagacity.worker.verify_parallel import _result
+
+    died: Future[object] = Future()
+    died.set_exception(BrokenProcessPool("a child process terminated abruptly"))
+    with pytest.raises(JournalError, match="--jobs 1"):
+        _result(died)  # type: ignore[arg-type]
