@@ -21,6 +21,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -79,6 +80,8 @@ class _Job:
 class _ChunkResult:
     sagas: list[SagaEvidence]
     pid: int
+    cpu: float
+    """CPU seconds the checking took in its process."""
     signed: int = 0
     unsigned: int = 0
     problems: list[tuple[str, int, str]] = field(default_factory=list)
@@ -106,6 +109,7 @@ def _check(
 ) -> _ChunkResult:
     """Check each saga of the chunk as `check_all` would, with a decision audit for
     this chunk alone (its per-saga state restarts at every saga anyway)."""
+    started = time.process_time()
     audit = DecisionAudit(registry)
     sagas = [
         check_saga(
@@ -119,7 +123,14 @@ def _check(
         )
         for saga_id, leaves in chunk
     ]
-    return _ChunkResult(sagas, os.getpid(), audit.signed, audit.unsigned, audit.problems)
+    return _ChunkResult(
+        sagas,
+        os.getpid(),
+        time.process_time() - started,
+        audit.signed,
+        audit.unsigned,
+        audit.problems,
+    )
 
 
 def _check_chunk(chunk: list[tuple[str, list[LoggedCheckpoint]]]) -> _ChunkResult:
@@ -184,7 +195,7 @@ def check_all_parallel(
     sagas: int,
     expect_close: bool = True,
     audit: LogAudit,
-    workers: set[int] | None = None,
+    workers: dict[int, float] | None = None,
     wait_for_workers: bool = False,
 ) -> Iterator[SagaEvidence]:
     """`check_all(store, log, verifiers, decisions.observe, ...)` in `jobs` processes:
@@ -197,7 +208,8 @@ def check_all_parallel(
     here otherwise. `journal_url` is the store's full URL (with any password: the
     workers open it themselves); `registry` the approver registry file `decisions` was
     loaded from; `sagas` how many the journal holds (for the chunk size); `workers`, if
-    given, receives the pid of every process that checked a chunk; `wait_for_workers`
+    given, receives the CPU seconds each process (by pid) spent checking chunks, this
+    one included; `wait_for_workers`
     starts them before any chunk is checked (so they take part however small the
     journal)."""
     if jobs < 2:
@@ -281,10 +293,10 @@ def _context() -> multiprocessing.context.BaseContext:
 
 
 def _merged(
-    result: _ChunkResult, decisions: DecisionAudit, workers: set[int] | None
+    result: _ChunkResult, decisions: DecisionAudit, workers: dict[int, float] | None
 ) -> list[SagaEvidence]:
     if workers is not None:
-        workers.add(result.pid)
+        workers[result.pid] = workers.get(result.pid, 0.0) + result.cpu
     decisions.signed += result.signed
     decisions.unsigned += result.unsigned
     decisions.problems += result.problems

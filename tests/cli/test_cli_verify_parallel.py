@@ -112,7 +112,7 @@ def test_the_sagas_are_checked_by_several_processes_in_order(sqlite_journal: str
         sequential = list(
             check_all(store, log, None, DecisionAudit().observe, audit=audit_log(log, None))
         )
-        workers: set[int] = set()
+        workers: dict[int, float] = {}
         decisions = DecisionAudit()
         parallel = list(
             check_all_parallel(
@@ -130,7 +130,7 @@ def test_the_sagas_are_checked_by_several_processes_in_order(sqlite_journal: str
             )
         )
     assert parallel == sequential
-    assert len(workers) == 2
+    assert len(workers) == 2 and all(cpu > 0 for cpu in workers.values())
     broken = [s.saga_id for s in parallel if s.report is not None and not s.report.ok]
     assert broken == [TAMPERED]
 
