@@ -4,7 +4,9 @@ processes.
 
 Journal growth (PostgreSQL; SQLite too): one journal per size, bulk-filled before the
 rounds (bench.journal_fill: sealed 50-entry sagas, COPY then ANALYZE, which is the
-fixture). Every round visits every size in a rotating order and measures, on each:
+fixture). Every round visits every size in ten short blocks, each block taking the sizes
+in a rotating order (a burst of load from other sessions lands on every size alike), and
+measures, on each:
 
 - append: one writer appends to fresh sagas (20 entries each, through `store.append`,
   committed one by one), entries per second;
@@ -53,6 +55,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PER_SAGA = 50
 APPEND_SAGA = 20
 TOOLS = 3
+BLOCKS = 10
+"""Blocks per round: each size appends and verifies a tenth of its share in turn, so a
+burst of load from elsewhere lands on every size alike."""
 
 
 @dataclass(frozen=True)
@@ -69,11 +74,11 @@ class Scale:
     @classmethod
     def of(cls, sizes: Sizes) -> Scale:
         if sizes.mode == "full":
-            return cls((10_000, 100_000, 1_000_000), (10_000, 100_000, 1_000_000), 6, 600, 200,
+            return cls((10_000, 100_000, 1_000_000), (10_000, 100_000, 1_000_000), 5, 600, 200,
                        200, 2)  # fmt: skip
         if sizes.mode == "quick":
             return cls((10_000, 100_000), (10_000, 100_000), 3, 300, 100, 60, 1)
-        return cls((500, 2_000), (500,), 2, 40, 4, 4, 1, (1, 2))
+        return cls((500, 2_000), (500,), 2, 40, 10, 4, 1, (1, 2))
 
 
 def _saga_ids(n_entries: int) -> list[str]:
@@ -97,6 +102,7 @@ class _Journal:
         self.appended: list[str] = []
 
     def append(self, n: int) -> float:
+        """Seconds to append `n` entries, one by one, to fresh sagas."""
         from sagacity.entry import EntryDraft
         from sagacity.phases import Phase
 
@@ -112,18 +118,19 @@ class _Journal:
         start = time.perf_counter()
         for draft in drafts:
             self.store.append(draft)
-        return n / (time.perf_counter() - start)
+        return time.perf_counter() - start
 
-    def verify(self) -> tuple[float, int, bool]:
+    def verify(self, sagas: list[str]) -> tuple[float, int, bool]:
+        """(seconds, entries, all intact and closed) for verifying `sagas`."""
         from sagacity.audit import verify_store
 
         start = time.perf_counter()
         entries, ok = 0, True
-        for saga in self.sample:
+        for saga in sagas:
             got = verify_store(self.store, saga)
             entries += got.entries
             ok = ok and got.ok and got.closed
-        return entries / (time.perf_counter() - start), entries, ok
+        return time.perf_counter() - start, entries, ok
 
 
 def _levels(
@@ -137,14 +144,23 @@ def _levels(
     verified: dict[int, set[tuple[int, bool]]] = {n: set() for n in levels}
     for n in levels:  # warm-up, not counted: connections, prepared statements, cache
         journals[n].append(20)
-        journals[n].verify()
+        journals[n].verify(journals[n].sample)
     for r in range(scale.rounds):
-        order = list(levels[r % len(levels) :] + levels[: r % len(levels)])
-        for n in order:
-            rates["append"].setdefault(n, []).append(journals[n].append(scale.appends))
-            rate, entries, ok = journals[n].verify()
-            rates["verify"].setdefault(n, []).append(rate)
-            verified[n].add((entries, ok))
+        spent = {n: [0.0, 0.0, 0] for n in levels}  # append s, verify s, entries verified
+        intact = dict.fromkeys(levels, True)
+        for b in range(BLOCKS):  # short blocks, each size in turn: they share the noise
+            turn = (r + b) % len(levels)
+            for n in levels[turn:] + levels[:turn]:
+                spent[n][0] += journals[n].append(scale.appends // BLOCKS)
+                seconds, entries, ok = journals[n].verify(journals[n].sample[b::BLOCKS])
+                spent[n][1] += seconds
+                spent[n][2] += entries
+                intact[n] = intact[n] and ok
+        for n in levels:
+            append_s, verify_s, entries = spent[n]
+            rates["append"].setdefault(n, []).append(scale.appends // BLOCKS * BLOCKS / append_s)
+            rates["verify"].setdefault(n, []).append(entries / verify_s)
+            verified[n].add((int(entries), intact[n]))
     base = levels[0]
     rows = []
     for n in levels:
