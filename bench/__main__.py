@@ -34,6 +34,18 @@ def _runner(name: str) -> Callable[..., Report]:
         from bench.saga_overhead import run as saga_run
 
         return saga_run
+    if name == "verify_jobs":
+        from bench.verify_jobs import run as verify_jobs_run
+
+        return verify_jobs_run
+    if name == "agent_saga":
+        from bench.agent_saga import run as agent_saga_run
+
+        return agent_saga_run
+    if name == "growth":
+        from bench.growth import run as growth_run
+
+        return growth_run
     from bench.parked import run as parked_run
 
     return parked_run

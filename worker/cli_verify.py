@@ -59,6 +59,7 @@ from sagacity.worker.cli_journal import (
 from sagacity.worker.log_keys import log_verifiers
 from sagacity.worker.render import finding_line, shown, verify_line
 from sagacity.worker.settings import Settings
+from sagacity.worker.verify_parallel import auto_jobs, check_all_parallel, shareable
 
 if TYPE_CHECKING:
     from sagacity.worker.witness import WitnessReport
@@ -82,6 +83,17 @@ WitnessOpt = Annotated[
 ]
 
 
+JobsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--jobs",
+        "-j",
+        min=1,
+        help="with --all, check the sagas in this many processes (output and exit status "
+        "are the same as with one); default: one per CPU, at most 4, and one for a journal "
+        "of fewer than 2000 sagas",
+    ),
+]
 SkipSignaturesOpt = Annotated[
     bool,
     typer.Option(
@@ -246,6 +258,7 @@ def verify(
     witness: WitnessOpt = None,
     as_json: JsonOpt = False,
     skip_signatures: SkipSignaturesOpt = False,
+    jobs: JobsOpt = None,
 ) -> None:
     """Walk hash chains in the journal and compare them with their signed checkpoints
     and the checkpoint log (and, with --witness temporal, with Temporal history); exit 1
@@ -258,8 +271,11 @@ def verify(
     """
     _one_or_all(saga_id, every)
     _check_witness(witness)
+    if jobs is not None and saga_id is not None:
+        raise fail("--jobs applies to --all (one saga is checked in one process)")
     settings = settings_of(ctx)
-    decisions = _decision_audit(approvers or settings.approvers)
+    registry = approvers or settings.approvers
+    decisions = _decision_audit(registry)
     with user_errors():
         evidence = Evidence(auditor_keys(settings, log_key, skip_signatures))
         store = open_journal(settings)
@@ -294,13 +310,29 @@ def verify(
         ids = list(store.sagas())
         with _progress(visible=not as_json) as progress:
             task = progress.add_task("verifying", total=len(ids))
-            walk = check_all(
-                store,
-                log,
-                evidence.verifiers,
-                decisions.observe,
-                expect_close=expect,
-                audit=evidence.log,
+            processes = jobs if jobs is not None else auto_jobs(len(ids))
+            walk = (
+                check_all_parallel(
+                    store,
+                    settings.journal_url,
+                    log,
+                    evidence.verifiers,
+                    decisions,
+                    registry,
+                    jobs=processes,
+                    sagas=len(ids),
+                    expect_close=expect,
+                    audit=evidence.log,
+                )
+                if processes > 1 and shareable(settings.journal_url)
+                else check_all(
+                    store,
+                    log,
+                    evidence.verifiers,
+                    decisions.observe,
+                    expect_close=expect,
+                    audit=evidence.log,
+                )
             )
             for saga in walk:
                 evidence.add(saga)

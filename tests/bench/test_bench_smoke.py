@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import append, parked, saga_overhead, verify
+from bench import agent_saga, append, growth, parked, saga_overhead, verify, verify_jobs
 from bench.common import Report, Sizes
 
 pytestmark = pytest.mark.postgres
@@ -88,3 +88,36 @@ async def test_parked_sagas_are_all_approved(postgres_url: str, tmp_path: Path) 
         "approving parked sagas, saga/plain rate (decided and completed)",
     }
     assert data["benchmark"] == "parked"
+
+
+def test_verify_jobs_runs_the_command_both_ways(postgres_url: str, tmp_path: Path) -> None:
+    report = verify_jobs.run(TINY, postgres_url=postgres_url)
+    _sound(report, tmp_path)
+    runs = report.extra["PostgreSQL"]  # SQLite only outside the smoke test, for time
+    assert len(runs["one"]) == len(runs["two"]) == 1
+
+
+def test_agent_saga_side_by_side_on_both_backends(postgres_url: str, tmp_path: Path) -> None:
+    """Runs (never skips): the dev extra includes the bench extra with agent-saga."""
+    assert agent_saga.missing() is None, agent_saga.INSTALL
+    report = agent_saga.run(TINY, postgres_url=postgres_url)
+    _sound(report, tmp_path)
+    for backend in ("files", "postgres"):
+        for what in ("durable append", "durable tool call", "verify"):
+            assert len(report.extra[backend][what]["ratios"]) == 2
+    assert len(report.targets) == 6
+
+
+@pytest.mark.temporal
+def test_growth_fills_measures_and_draws(postgres_url: str, tmp_path: Path) -> None:
+    from bench import plots
+
+    report = growth.run(TINY, postgres_url=postgres_url)
+    data = _sound(report, tmp_path)
+    assert set(report.extra["postgres"]["verify"]) == {"500", "2000"}
+    assert [len(v) for v in report.extra["workers"]["rates"].values()] == [1, 1]
+    extra = data["extra"]
+    assert isinstance(extra, dict)
+    journal = plots.journal_plot(extra, tmp_path / "journal.png")
+    workers = plots.workers_plot(extra["workers"], tmp_path / "workers.png")
+    assert journal.read_bytes()[:8] == workers.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
