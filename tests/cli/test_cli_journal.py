@@ -42,27 +42,29 @@ def run(env: dict[str, str], *args: str) -> Ran:
     return invoke_sync(list(args), env)
 
 
-def tamper(db: Path, saga_id: str, seq: int, result_json: str) -> tuple[str, str]:
+def tamper(db: Path, saga_id: str, seq: int, old: bytes, new: bytes) -> tuple[bytes, bytes]:
     """Edit a row the way an insider with database access would: drop the append-only
-    trigger, update. Returns the stored value before and after."""
+    trigger, then rewrite the entry's stored hashed bytes (recipe v2 keeps the result only
+    there). Returns the stored bytes before and after."""
+    assert len(old) == len(new)  # the edit keeps every length prefix: a quiet change
     con = sqlite3.connect(db)
     try:
-        query = "SELECT result_json FROM journal WHERE saga_id=? AND seq=?"
+        query = "SELECT material FROM journal WHERE saga_id=? AND seq=?"
         (before,) = con.execute(query, (saga_id, seq)).fetchone()
         with pytest.raises(sqlite3.DatabaseError, match="append-only"):
             con.execute(
-                "UPDATE journal SET result_json=? WHERE saga_id=? AND seq=?", ("x", saga_id, seq)
+                "UPDATE journal SET material=? WHERE saga_id=? AND seq=?", (b"x", saga_id, seq)
             )
         con.execute("DROP TRIGGER journal_no_update")
         con.execute(
-            "UPDATE journal SET result_json=? WHERE saga_id=? AND seq=?",
-            (result_json, saga_id, seq),
+            "UPDATE journal SET material=? WHERE saga_id=? AND seq=?",
+            (bytes(before).replace(old, new), saga_id, seq),
         )
         con.commit()
         (after,) = con.execute(query, (saga_id, seq)).fetchone()
     finally:
         con.close()
-    return before, after
+    return bytes(before), bytes(after)
 
 
 def test_journal_shows_the_entries_in_seq_order(journal: Journal) -> None:
@@ -123,8 +125,8 @@ def test_verify_one_and_all(journal: Journal) -> None:
 
 def test_a_tampered_row_breaks_verify_naming_the_seq(journal: Journal, tmp_path: Path) -> None:
     _, env = journal
-    before, after = tamper(tmp_path / "journal.db", "saga-b", 3, '{"charge":"ch_EVIL"}')
-    assert before == '{"charge":"ch_1"}' and after == '{"charge":"ch_EVIL"}'  # it changed
+    before, after = tamper(tmp_path / "journal.db", "saga-b", 3, b'"ch_1"', b'"ch_9"')
+    assert b'{"charge":"ch_1"}' in before and b'{"charge":"ch_9"}' in after  # it changed
 
     one = run(env, "verify", "saga-b")
     assert one.code == 1

@@ -316,9 +316,10 @@ WORKER_PRIVILEGES = {
     ("table", "sagacity_log_nodes"): {"SELECT", "INSERT"},
     ("table", "sagacity_log_heads"): {"SELECT", "INSERT"},
     ("table", "sagacity_schema_version"): {"SELECT"},
-    # Functions are executable by PUBLIC; both run as the caller (SECURITY INVOKER), so
+    # Functions are executable by PUBLIC; each runs as the caller (SECURITY INVOKER), so
     # they can do nothing the role could not do itself.
     ("function", "sagacity_append"): {"EXECUTE"},
+    ("function", "sagacity_append_v2"): {"EXECUTE"},
     ("function", "sagacity_journal_refuse"): {"EXECUTE"},
 }
 

@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from sagacity.audit import entry_line
 from sagacity.canonical import canonical_text
-from sagacity.chain import compute_hash, verify_chain
+from sagacity.chain import reseal, verify_chain
 from sagacity.entry import JournalEntry
 from sagacity.phases import Phase, SagaStatus
 from sagacity.registry import ApproverRegistry
@@ -180,7 +180,7 @@ def _rehash(entries: list[JournalEntry], index: int, **changes: Any) -> list[Jou
     prev = out[-1].hash if out else entries[0].prev_hash
     for n, entry in enumerate(entries[index:]):
         edited = replace(entry, prev_hash=prev, **(changes if n == 0 else {}))
-        edited = replace(edited, hash=compute_hash(edited))
+        edited = reseal(edited)  # its hash (and recipe v2 bytes) recomputed
         out.append(edited)
         prev = edited.hash
     return out
