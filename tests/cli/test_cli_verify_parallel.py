@@ -87,7 +87,7 @@ def _same_in_every_run(url: str) -> None:
         one = invoke_sync(["verify", "--all", "--jobs", "1", *extra], env)
         assert one.code == 1, one.output
         if not extra:
-            assert f"BROKEN {TAMPERED}: first broken seq 3 (hash_mismatch)" in one.stdout
+            assert f"BROKEN {TAMPERED}: first broken seq 3 (tampered)" in one.stdout
             assert f"1 of {SAGAS} sagas broken; first: {TAMPERED}" in one.stderr
         for jobs in ("2", "3"):
             many = invoke_sync(["verify", "--all", "--jobs", jobs, *extra], env)
