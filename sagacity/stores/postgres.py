@@ -260,7 +260,11 @@ class PostgresJournalStore(JournalStore):
 
     def begin_step(self, draft: EntryDraft) -> StepClaim:
         """Lock, read the step, the head and the fence, decide, insert INTENT, commit: one
-        transaction in two round trips, so two attempts of one step cannot both claim it."""
+        transaction in two round trips (``BEGIN``, the lock and one read statement for the
+        step's rows, the head and the fence | the insert and ``COMMIT``), so two attempts
+        of one step cannot both claim it. The read is one statement after the lock's, so
+        under READ COMMITTED its one snapshot sees every write committed before the lock
+        was granted."""
         return self._on_saga_connection(draft, f"INTENT for step {draft.step}", self._begin_step_on)
 
     def _on_saga_connection(
@@ -299,15 +303,15 @@ class PostgresJournalStore(JournalStore):
         saga, step = draft.saga_id, draft.step
         inserted = None
         with self._locked(conn, key):
-            prior = conn.execute(self._q.step, (saga, step), prepare=True).fetchall()
-            head_rows = conn.execute(self._q.head, (saga,), prepare=True).fetchall()
-            fenced = conn.execute(self._q.is_fenced, (saga, step), prepare=True).fetchall()
-            head = row_to_entry(head_rows[0]) if head_rows else None
+            facts = {"saga": saga, "step": step}
+            rows = conn.execute(self._q.claim_facts, facts, prepare=True).fetchall()
+            prior = [row_to_entry(row[1:]) for row in rows if row[0] == 0]
+            head = next((row_to_entry(row[1:]) for row in rows if row[0] == 1), None)
             claim, entry = decide_step(
                 draft,
-                prior=[row_to_entry(row) for row in prior],
+                prior=prior,
                 head=head,
-                fenced=bool(fenced and fenced[0][0]),
+                fenced=any(row[0] == 2 for row in rows),
                 now=self.clock(),
                 recipe=self.recipe,
             )
