@@ -136,11 +136,13 @@ class _Queries:
             "journal": sql.Identifier(schema, "sagacity_journal"),
             "fences": sql.Identifier(schema, "sagacity_fences"),
             "append_fn": sql.Identifier(schema, "sagacity_append_v2"),
+            "begin_step_fn": sql.Identifier(schema, "sagacity_begin_step_v2"),
             "nulls": sql.SQL(", ").join([sql.SQL("NULL")] * len(COLUMNS)),
         }
         self.lock = self._q("SELECT pg_advisory_xact_lock(%s)")
         args = ", ".join(["%s"] * (len(COLUMNS) + 1))
         self.append = self._q("SELECT {append_fn}(") + args.encode() + b")"
+        self.begin_step = self._q("SELECT {begin_step_fn}(") + args.encode() + b")"
         self.lookup = self._q(
             "SELECT 0, {cols} FROM {journal} WHERE saga_id = %(saga)s AND step = %(step)s"
             " AND phase = %(phase)s AND attempt = %(attempt)s"
