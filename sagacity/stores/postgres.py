@@ -25,7 +25,7 @@ Append has two paths; next_entry (sagacity.stores.base) makes every decision on 
   entry, conflicts and closed sagas are decided from rows read under the lock.
 
 begin_step (a tool step's claim) has the same two paths, with `sagacity_begin_step_v2`
-(migration 0005) as the one-round-trip check; see `PostgresJournalStore.begin_step`.
+(migration 0005) as the one-round-trip check: sagacity.stores.postgres_claim.
 
 Measured for one writer: locked path about 0.4x a plain INSERT, optimistic about 0.65x
 (target 0.6x). Pooled connections set lock_timeout once (instead of a SET LOCAL per
@@ -40,7 +40,6 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
-from psycopg.pq import TransactionStatus
 from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool
 
@@ -54,8 +53,9 @@ from sagacity.errors import (
     SagaClosedError,
     StoreUnavailableError,
 )
-from sagacity.stores.base import Clock, JournalStore, StepClaim, decide_step, next_entry
+from sagacity.stores.base import Clock, JournalStore, StepClaim, next_entry
 from sagacity.stores.migrations import migrate
+from sagacity.stores.postgres_claim import claim_locked, claim_optimistic, locked_transaction
 from sagacity.stores.postgres_sql import (
     _INT4_MAX,
     _RETRY,
@@ -233,7 +233,7 @@ class PostgresJournalStore(JournalStore):
         never starvation. Conflict and closed-saga errors propagate after rollback."""
         saga, step, phase, attempt = draft.key
         lookup = {"saga": saga, "step": step, "phase": phase, "attempt": attempt}
-        with self._locked(conn, key):
+        with locked_transaction(conn, self._q.lock, key):
             found: list[JournalEntry | None] = [None, None]
             for row in conn.execute(self._q.lookup, lookup, prepare=True).fetchall():
                 found[row[0]] = row_to_entry(row[1:])
@@ -263,48 +263,29 @@ class PostgresJournalStore(JournalStore):
 
     def begin_step(self, draft: EntryDraft) -> StepClaim:
         """Claim a step under the saga's lock, so two attempts of one step cannot both
-        claim it; two paths, as for append.
-
-        - Optimistic (one round trip, one commit): when this store wrote the saga's last
-          entry, it seals INTENT against that head and calls `sagacity_begin_step_v2`
-          (migration 0005), which takes the lock and inserts only if the step has no
-          entry, no fence, and the head is still the cached one.
-        - Locked (two round trips, one commit), taken on any miss: ``BEGIN``, the lock and
-          one statement reading the step's rows, the head and the fence | the insert and
-          ``COMMIT``. The read is a statement after the lock's, so under READ COMMITTED
-          its one snapshot sees every write committed before the lock was granted. A
-          recorded outcome, an earlier attempt's INTENT, the fence and conflicts are
-          decided here (`decide_step`), from rows read under the lock.
-        """
+        claim it: one round trip when this store wrote the saga's head, else two (three
+        when the one-round-trip try misses); sagacity.stores.postgres_claim says how."""
         return self._on_saga_connection(draft, f"INTENT for step {draft.step}", self._begin_step_on)
 
     def _begin_step_on(self, conn: Conn, draft: EntryDraft, key: int) -> StepClaim:
         cached = self._heads.get(draft.saga_id)
         if cached is not None and cached[1]:
-            claim = self._begin_step_optimistic(conn, draft, key, cached[0])
-            if claim is not None:
-                return claim
+            won = claim_optimistic(
+                conn, self._q, draft, key, cached[0], clock=self.clock, recipe=self.recipe
+            )
+            if won is not None:
+                self._remember(won[1], True)
+                return won[0]
         return self._begin_step_locked(conn, draft, key)
 
-    def _begin_step_optimistic(
-        self, conn: Conn, draft: EntryDraft, key: int, head: JournalEntry
-    ) -> StepClaim | None:
-        """One round trip if the step is untouched and `head` (cached) is still the head;
-        None on any miss. Only a plain claim is decided here, and the database checks it
-        under the lock; everything else is left to the locked path, which reads the facts."""
-        try:
-            claim, entry = decide_step(
-                draft, prior=[], head=head, fenced=False, now=self.clock(), recipe=self.recipe
-            )
-        except (JournalConflictError, SagaClosedError):
-            return None
-        if entry is None:
-            return None
-        params = (key, *_entry_params(entry))
-        row = conn.execute(self._q.begin_step, params, prepare=True).fetchone()
-        if row is None or row[0] != 0:
-            return None
-        self._remember(entry, True)
+    def _begin_step_locked(self, conn: Conn, draft: EntryDraft, key: int) -> StepClaim:
+        claim, entry, head = claim_locked(
+            conn, self._q, draft, key, clock=self.clock, recipe=self.recipe
+        )
+        if entry is not None:
+            cached = self._heads.get(draft.saga_id)
+            alone = cached is None or (head is not None and head.hash == cached[0].hash)
+            self._remember(entry, alone)
         return claim
 
     def _on_saga_connection(
@@ -322,54 +303,6 @@ class PostgresJournalStore(JournalStore):
                 f"saga {draft.saga_id!r}: {what} could not be journaled at {self.url} "
                 f"({_one_line(exc)}); {retry_note(exc)}"
             ) from exc
-
-    @contextlib.contextmanager
-    def _locked(self, conn: Conn, key: int) -> Iterator[None]:
-        """One pipelined transaction holding the saga's advisory lock; rolled back on any
-        failure (a broken connection is discarded by the pool)."""
-        try:
-            with conn.pipeline():
-                conn.execute(b"BEGIN")
-                conn.execute(self._q.lock, (key,), prepare=True)
-                yield
-                conn.execute(b"COMMIT")
-        except BaseException:
-            if conn.info.transaction_status != TransactionStatus.IDLE:
-                with contextlib.suppress(psycopg.Error):
-                    conn.rollback()
-            raise
-
-    def _begin_step_locked(self, conn: Conn, draft: EntryDraft, key: int) -> StepClaim:
-        saga, step = draft.saga_id, draft.step
-        inserted = None
-        with self._locked(conn, key):
-            facts = {"saga": saga, "step": step}
-            rows = conn.execute(self._q.claim_facts, facts, prepare=True).fetchall()
-            prior = [row_to_entry(row[1:]) for row in rows if row[0] == 0]
-            head = next((row_to_entry(row[1:]) for row in rows if row[0] == 1), None)
-            claim, entry = decide_step(
-                draft,
-                prior=prior,
-                head=head,
-                fenced=any(row[0] == 2 for row in rows),
-                now=self.clock(),
-                recipe=self.recipe,
-            )
-            if entry is not None:
-                params = (key, *_entry_params(entry))
-                inserted = conn.execute(self._q.append, params, prepare=True)
-        if entry is None:
-            return claim
-        outcome = inserted.fetchone() if inserted is not None else None
-        if outcome is None or outcome[0] != 0:
-            raise JournalWriteError(
-                f"saga {saga!r}: the database refused INTENT step {step} under the saga's lock "
-                f"({outcome}): something writes without the lock; {_RETRY}"
-            )
-        cached = self._heads.get(saga)
-        alone = cached is None or (head is not None and head.hash == cached[0].hash)
-        self._remember(entry, alone)
-        return claim
 
     def _remember(self, head: JournalEntry, optimistic: bool) -> None:
         if len(self._heads) >= self.head_cache_size:
