@@ -14,10 +14,12 @@
 --
 -- Why this is safe: VOLATILE under READ COMMITTED, so each statement below takes a
 -- fresh snapshot after the lock is granted and sees every claim, append and fence
--- committed before; a fence is written without the saga's lock, but a fence committed
--- after this check finds the INTENT already journaled, which the compensation reads as
--- an unknown outcome, exactly as on the locked path. The (saga_id, seq) primary key and
--- the (saga_id, step, phase, attempt) key remain the safety nets.
+-- committed before. A fence is written without the saga's lock, so one committed after
+-- this check races exactly as it does with the locked path's read: the compensation,
+-- which reads the step after fencing it, finds this INTENT without an EXECUTED and fails
+-- closed for a human, and the tool's own fence check sees the tombstone. The
+-- (saga_id, seq) primary key and the (saga_id, step, phase, attempt) key remain the
+-- safety nets.
 --
 -- Returns 0 when inserted, 1 when the step already has entries, 2 when the head has
 -- moved, 3 when the step is fenced, 4 when the entry is not an INTENT.
