@@ -136,16 +136,31 @@ class _Queries:
             "journal": sql.Identifier(schema, "sagacity_journal"),
             "fences": sql.Identifier(schema, "sagacity_fences"),
             "append_fn": sql.Identifier(schema, "sagacity_append_v2"),
+            "begin_step_fn": sql.Identifier(schema, "sagacity_begin_step_v2"),
+            "nulls": sql.SQL(", ").join([sql.SQL("NULL")] * len(COLUMNS)),
         }
         self.lock = self._q("SELECT pg_advisory_xact_lock(%s)")
         args = ", ".join(["%s"] * (len(COLUMNS) + 1))
         self.append = self._q("SELECT {append_fn}(") + args.encode() + b")"
+        self.begin_step = self._q("SELECT {begin_step_fn}(") + args.encode() + b")"
         self.lookup = self._q(
             "SELECT 0, {cols} FROM {journal} WHERE saga_id = %(saga)s AND step = %(step)s"
             " AND phase = %(phase)s AND attempt = %(attempt)s"
             " UNION ALL"
             " (SELECT 1, {cols} FROM {journal} WHERE saga_id = %(saga)s"
             " ORDER BY seq DESC LIMIT 1)"
+        )
+        # A step's claim reads its rows (tag 0, seq order), the saga's head (tag 1) and its
+        # fence (tag 2, one row when fenced) in one statement: one snapshot, one round
+        # trip, where three fetched statements took three.
+        self.claim_facts = self._q(
+            "SELECT 0, {cols} FROM {journal} WHERE saga_id = %(saga)s AND step = %(step)s"
+            " UNION ALL"
+            " (SELECT 1, {cols} FROM {journal} WHERE saga_id = %(saga)s"
+            " ORDER BY seq DESC LIMIT 1)"
+            " UNION ALL"
+            " SELECT 2, {nulls} FROM {fences} WHERE saga_id = %(saga)s AND step = %(step)s"
+            " ORDER BY 1, 3"
         )
         self.entries = self._q(
             "SELECT {cols} FROM {journal} WHERE saga_id = %s AND seq > %s ORDER BY seq LIMIT %s"
