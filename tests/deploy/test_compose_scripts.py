@@ -320,6 +320,7 @@ WORKER_PRIVILEGES = {
     # they can do nothing the role could not do itself.
     ("function", "sagacity_append"): {"EXECUTE"},
     ("function", "sagacity_append_v2"): {"EXECUTE"},
+    ("function", "sagacity_begin_step_v2"): {"EXECUTE"},
     ("function", "sagacity_journal_refuse"): {"EXECUTE"},
 }
 
