@@ -38,7 +38,7 @@ from sagacity.export_lines import escape_line_breakers, value_text
 from sagacity.phases import Phase
 from sagacity.recipe_v2 import encode_material
 
-__all__ = ["LINE_START", "quick_v2_entry"]
+__all__ = ["LINE_START", "V2_MARK", "quick_v2_entry"]
 
 _scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 """The C scanner: the JSON value starting at an index and where it ends (no whitespace
@@ -46,6 +46,8 @@ skipped, so a space anywhere makes the line differ from its literal)."""
 
 LINE_START = '{"actor":'
 """How every format-2 line of an entry begins (its keys are sorted)."""
+V2_MARK = ',"recipe":2,"recorded_at":"'
+"""In every line quick_v2_entry reads: a line without it (a v1 entry's) is not tried."""
 _PHASES = {phase.value: phase for phase in Phase}
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _FALLBACK = (
@@ -79,6 +81,8 @@ def _payload(line: str, literal: str, at: int) -> tuple[str, int]:
     if not line.startswith(literal, at):
         raise _Differs
     at += len(literal)
+    if line.startswith("null", at):  # most payloads: read, spelled and hashed as itself
+        return "null", at + 4  # (what follows must be the next literal)
     value, end = _scan(line, at)
     text = value_text(value)
     if line[at:end] != (text if text.isascii() else escape_line_breakers(text)):
