@@ -33,6 +33,7 @@ from sagacity.export_lines import (
     hashed_record,
     value_line,
 )
+from sagacity.export_read_v2 import LINE_START, V2_MARK, quick_v2_entry
 from sagacity.export_writer import entry_line, export_jsonl
 from sagacity.phases import Phase
 from sagacity.stores.base import JournalStore
@@ -111,6 +112,10 @@ _decode = json.JSONDecoder(object_pairs_hook=_refuse_duplicate_keys).decode
 def _parse_line(number: int, line: str) -> tuple[int, JournalEntry] | HeadLine | CheckpointLine:
     """One line as (its export format, its entry), or an evidence line, or AuditFileError
     saying which line and what is wrong."""
+    if line.startswith(LINE_START) and V2_MARK in line:  # perhaps a v2 line, as written
+        quick = quick_v2_entry(line)
+        if quick is not None:  # exactly the writer's line of `quick` (export_read_v2)
+            return FORMAT, quick
     try:
         record = _decode(line)
     except json.JSONDecodeError as exc:

@@ -34,7 +34,7 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from sagacity.canonical import MAX_CANONICAL_DEPTH, canonical_bytes, fast_text
-from sagacity.entry import JournalEntry
+from sagacity.entry import JournalEntry, render_timestamp
 from sagacity.errors import AuditFileError, NotCanonicalError
 
 FORMAT_FIELD = "format"
@@ -176,9 +176,38 @@ def render_line(record: Mapping[str, Any], verbatim: Collection[str] = ()) -> st
     return escape_line_breakers(template % _fields(record, chosen))
 
 
+_V2_LINE = "{" + ",".join(f'"{key}":%s' for key in _keys(frozenset(), True)) + "}"
+"""The line of a recipe-v2 entry whose four payloads go out as values (every entry
+sagacity writes), with a positional %s hole per value in key order: the same line as
+_TEMPLATES[frozenset(), True], filled without building the record first."""
+
+
 def value_line(entry: JournalEntry) -> str:
     """One entry as a format-2 line (without the newline): payloads as JSON values, each
     stored text that is not its own RFC 8785 form as `<field>_text`."""
+    actor, given, result, error = (
+        entry.actor_json,
+        entry.input_json,
+        entry.result_json,
+        entry.error_json,
+    )
+    if (
+        entry.material
+        and is_canonical(actor)
+        and is_canonical(given)
+        and is_canonical(result)
+        and is_canonical(error)
+    ):
+        quote = encode_basestring
+        return escape_line_breakers(
+            _V2_LINE
+            % (
+                actor, entry.attempt, error, FORMAT, _json(entry.hash), given,
+                quote(entry.phase.value), _json(entry.prev_hash), 2,
+                quote(render_timestamp(entry.recorded_at)), result, quote(entry.saga_id),
+                entry.seq, entry.step, quote(entry.tool),
+            )
+        )  # fmt: skip
     record = entry.to_record()
     verbatim = [name for name in PAYLOAD_FIELDS if not is_canonical(record[name])]
     return render_line(record, verbatim)
