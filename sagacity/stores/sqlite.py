@@ -31,6 +31,15 @@ from sagacity.phases import Phase
 from sagacity.recipe_v2 import stored_entry
 from sagacity.stores.base import Clock, JournalStore, StepClaim, decide_step, next_entry
 from sagacity.stores.checkpoint_tables import SQLITE_LOG_SCHEMA, sqlite_log
+from sagacity.stores.sqlite_values import (
+    TYPED,
+    NotUtf8Text,
+    check_row_types,
+    fetch,
+    fetch_rows,
+    saga_match,
+    saga_name,
+)
 
 if TYPE_CHECKING:
     from sagacity.checkpoint_log import CheckpointLog
@@ -100,6 +109,7 @@ def _params(entry: JournalEntry) -> tuple[object, ...]:
 def _row_to_entry(row: tuple[object, ...]) -> JournalEntry:
     """A stored row as an entry; a row no sagacity version writes raises
     UnreadableEntryError (verification reports it as a break)."""
+    check_row_types(row)  # a BLOB, or text not UTF-8, where the schema says otherwise
     try:
         return _parse_row(row)
     except UnreadableEntryError as exc:
@@ -259,10 +269,11 @@ class SqliteJournalStore(JournalStore):
 
     def begin_step(self, draft: EntryDraft) -> StepClaim:
         def decide(conn: sqlite3.Connection) -> tuple[StepClaim, JournalEntry | None]:
-            prior = conn.execute(
+            prior = fetch_rows(
+                conn,
                 f"SELECT {_COLUMNS} FROM journal WHERE saga_id=? AND step=? ORDER BY seq",
                 (draft.saga_id, draft.step),
-            ).fetchall()
+            )
             fenced = conn.execute(
                 "SELECT 1 FROM fences WHERE saga_id=? AND step=?", (draft.saga_id, draft.step)
             ).fetchone()
@@ -279,8 +290,8 @@ class SqliteJournalStore(JournalStore):
 
     @staticmethod
     def _one(conn: sqlite3.Connection, sql: str, params: tuple[object, ...]) -> JournalEntry | None:
-        row = conn.execute(sql, params).fetchone()
-        return _row_to_entry(row) if row else None
+        rows = fetch_rows(conn, sql, params)
+        return _row_to_entry(rows[0]) if rows else None
 
     def _head(self, conn: sqlite3.Connection, saga_id: str) -> JournalEntry | None:
         return self._one(
@@ -326,7 +337,7 @@ class SqliteJournalStore(JournalStore):
 
     def _rows(self, sql: str, params: tuple[object, ...]) -> list[tuple[object, ...]]:
         with self._using() as conn:
-            return conn.execute(sql, params).fetchall()
+            return fetch_rows(conn, sql, params)
 
     def entries(self, saga_id: str, *, after_seq: int = 0) -> Iterator[JournalEntry]:
         return map(self.entry_of, self.stored_rows(saga_id, after_seq=after_seq))
@@ -335,17 +346,33 @@ class SqliteJournalStore(JournalStore):
         return _row_to_entry(tuple(row))
 
     def stored_rows(self, saga_id: str, *, after_seq: int = 0) -> Iterator[Sequence[Any]]:
-        """Keyset pagination in batches: constant memory, no long-lived read transaction."""
-        last = after_seq
+        """Keyset pagination in batches: constant memory, no long-lived read transaction.
+        Paged on the stored seq itself (a seq edited to text or a BLOB is read, not a
+        reason to stop or repeat); `saga_id` as `sagas()` lists it. A row with a column
+        of the wrong storage type (a BLOB, text that is not UTF-8) raises
+        UnreadableEntryError naming it, as `entry_of` would: verification reports it at
+        its seq before any check of its values sees a type it does not expect."""
+        match, key = saga_match(saga_id)
+        last: object = after_seq
+        after = "?"
         while True:
-            rows = self._rows(
-                f"SELECT {_COLUMNS} FROM journal WHERE saga_id=? AND seq>? ORDER BY seq LIMIT ?",
-                (saga_id, last, _BATCH),
-            )
-            yield from rows
+            with self._using() as conn:
+                rows, undecodable = fetch(
+                    conn,
+                    f"SELECT {_COLUMNS}, {TYPED} FROM journal WHERE saga_id={match} "
+                    f"AND seq>{after} ORDER BY seq LIMIT ?",
+                    (key, last, _BATCH),
+                )
+            for row in rows:
+                if row[14] != 1 or undecodable:
+                    check_row_types(row[:14])
+                yield row[:14]
             if len(rows) < _BATCH:
                 return
-            last = int(rows[-1][1])  # type: ignore[call-overload]
+            last = rows[-1][1]
+            after = "?"
+            if isinstance(last, NotUtf8Text):
+                after, last = "CAST(? AS TEXT)", last.raw
 
     def head(self, saga_id: str) -> JournalEntry | None:
         rows = self._rows(
@@ -355,17 +382,24 @@ class SqliteJournalStore(JournalStore):
         return _row_to_entry(rows[0]) if rows else None
 
     def sagas(self) -> Iterator[str]:
-        last = ""
+        """Every stored saga_id in SQLite's order (TEXT by its bytes, then BLOBs), paged
+        on the stored value itself, so the walk always moves on. A saga_id that is not
+        UTF-8 TEXT is listed under its odd name (sqlite_values): its rows are verified,
+        and reported unreadable, never hidden."""
+        after = ">=?"
+        last: object = ""  # from here every TEXT and BLOB (the schema refuses NULL)
         while True:
             rows = self._rows(
-                "SELECT DISTINCT saga_id FROM journal WHERE saga_id>? ORDER BY saga_id LIMIT ?",
+                f"SELECT DISTINCT saga_id FROM journal WHERE saga_id{after} "
+                "ORDER BY saga_id LIMIT ?",
                 (last, _BATCH),
             )
             for (saga,) in rows:
-                yield str(saga)
+                yield saga_name(saga)
             if len(rows) < _BATCH:
                 return
-            last = str(rows[-1][0])
+            match, last = saga_match(saga_name(rows[-1][0]))
+            after = f">{match}"
 
     def step_entries(self, saga_id: str, step: int) -> list[JournalEntry]:
         rows = self._rows(
