@@ -32,11 +32,11 @@ from sagacity.recipe_v2 import stored_entry
 from sagacity.stores.base import Clock, JournalStore, StepClaim, decide_step, next_entry
 from sagacity.stores.checkpoint_tables import SQLITE_LOG_SCHEMA, sqlite_log
 from sagacity.stores.sqlite_values import (
-    TYPED,
     NotUtf8Text,
     check_row_types,
     fetch,
     fetch_rows,
+    needs_type_check,
     saga_match,
     saga_name,
 )
@@ -354,19 +354,20 @@ class SqliteJournalStore(JournalStore):
         its seq before any check of its values sees a type it does not expect."""
         match, key = saga_match(saga_id)
         last: object = after_seq
-        after = "?"
+        after, place = "?", after_seq + 1
         while True:
             with self._using() as conn:
                 rows, undecodable = fetch(
                     conn,
-                    f"SELECT {_COLUMNS}, {TYPED} FROM journal WHERE saga_id={match} "
+                    f"SELECT {_COLUMNS} FROM journal WHERE saga_id={match} "
                     f"AND seq>{after} ORDER BY seq LIMIT ?",
                     (key, last, _BATCH),
                 )
             for row in rows:
-                if row[14] != 1 or undecodable:
-                    check_row_types(row[:14])
-                yield row[:14]
+                if undecodable or needs_type_check(row):
+                    check_row_types(row, place)
+                place = int(row[1]) + 1 if type(row[1]) is int else place
+                yield row
             if len(rows) < _BATCH:
                 return
             last = rows[-1][1]

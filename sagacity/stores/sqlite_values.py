@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from sagacity.errors import UnreadableEntryError
 
 __all__ = [
-    "TYPED",
     "NotUtf8Text",
     "check_row_types",
     "fetch",
     "fetch_rows",
+    "needs_type_check",
     "odd_saga_name",
     "saga_match",
     "saga_name",
@@ -85,17 +85,12 @@ def fetch_rows(
     return fetch(conn, sql, params)[0]
 
 
-TYPED = (
-    "(typeof(saga_id)='text' AND typeof(seq)='integer' AND typeof(step)='integer' "
-    "AND typeof(attempt)='integer' AND typeof(tool)='text' AND typeof(phase)='text' "
-    "AND typeof(input_json)='text' AND typeof(result_json)='text' "
-    "AND typeof(error_json)='text' AND typeof(actor_json)='text' "
-    "AND typeof(recorded_at)='text' AND typeof(prev_hash)='text' AND typeof(hash)='text' "
-    "AND typeof(material) IN ('blob','null'))"
+_WRITTEN = frozenset(
+    (str, int, int, int, str, str, str, str, str, str, str, str, str, material)
+    for material in (bytes, type(None))
 )
-"""1 when every column of a row has the storage type the schema gives it: computed by
-SQLite alongside the row (cheaper than checking each value in Python), so only a row
-where it is 0 needs `check_row_types`."""
+"""The storage types of a row sagacity writes (a v2 row's material a BLOB, a v1 row's
+NULL), as Python's sqlite3 returns them."""
 
 
 def _storage(value: object) -> str:
@@ -127,10 +122,29 @@ def shown_value(value: object) -> str:
     return f"{_storage(value)} {text[:_SHOWN_BYTES]}{'...' if len(text) > _SHOWN_BYTES else ''}"
 
 
-def check_row_types(row: Sequence[object]) -> None:
+def needs_type_check(row: Sequence[object]) -> bool:
+    """Whether a row must go through check_row_types before verify_rows sees it: a v2
+    row's checks call str methods on tool, phase, actor and recorded_at, and a seq that
+    is not an integer is best placed here, where the seq before it is known. Every other
+    column of the wrong type fails a comparison there and reaches `entry_of`, which checks
+    them all; five checks per row here instead of fourteen."""
+    return not (
+        type(row[1]) is int
+        and type(row[4]) is str
+        and type(row[5]) is str
+        and type(row[9]) is str
+        and type(row[10]) is str
+    )
+
+
+def check_row_types(row: Sequence[object], place: int = 0) -> None:
     """Raise UnreadableEntryError naming the first column of `row` (COLUMNS order) whose
     stored type is not the schema's: TEXT (UTF-8) columns, INTEGER seq/step/attempt, a
-    BLOB or NULL material. sagacity writes no other; such a row was altered outside it."""
+    BLOB or NULL material. sagacity writes no other; such a row was altered outside it.
+    A seq that is not an integer is reported at `place` (where the row was read: the seq
+    after the one before it)."""
+    if tuple(map(type, row)) in _WRITTEN:
+        return
     for index, value in enumerate(row):
         if index in _INTEGER_COLUMNS:
             wrong, wanted = type(value) is not int, "INTEGER"
@@ -145,7 +159,7 @@ def check_row_types(row: Sequence[object]) -> None:
                 f"{saga}seq {seq!r}: column {_COLUMN_NAMES[index]} is "
                 f"stored as {shown_value(value)}, not {wanted}; the row was altered "
                 "outside sagacity",
-                seq if type(seq) is int else 0,
+                seq if type(seq) is int else place,
             )
 
 
