@@ -41,12 +41,14 @@ from sagacity.errors import TamperedEntryError, UnreadableEntryError
 from sagacity.phases import Phase
 
 __all__ = [
+    "COUNTER_LIMIT",
     "GENESIS_V2",
     "HEADER_SIZE",
     "MAX_MATERIAL_BYTES",
     "PREV_OFFSET",
     "RECIPE_V2_TAG",
     "column_mismatch",
+    "counter_out_of_range",
     "decode_material",
     "encode_material",
     "entry_from_material",
@@ -74,6 +76,20 @@ outside sagacity and is refused before anything is decoded."""
 _LIMITS = (_NAME_BYTES, _NAME_BYTES, _NAME_BYTES, _ACTOR_BYTES) + (DEFAULT_MAX_PAYLOAD_BYTES,) * 3
 _PHASES = {phase.value: phase for phase in Phase}
 _PHASE_BYTES = {phase: phase.value.encode("ascii") for phase in Phase}
+
+
+COUNTER_LIMIT = 2**64
+"""seq, step and attempt are unsigned 64-bit integers in the material: each must be in
+range(COUNTER_LIMIT)."""
+
+
+def counter_out_of_range(seq: int, step: int, attempt: int) -> str | None:
+    """What is wrong with the integers a v2 material packs, or None: a negative one, or
+    one no unsigned 64-bit field holds, is no entry sagacity writes."""
+    for name, value in (("seq", seq), ("step", step), ("attempt", attempt)):
+        if not 0 <= value < COUNTER_LIMIT:
+            return f"{name} {value} is outside 0 to 2**64-1, what a recipe-2 entry holds"
+    return None
 
 
 def encode_material(
@@ -104,6 +120,9 @@ def encode_material(
         result_json.encode("utf-8"),
         error_json.encode("utf-8"),
     ]
+    wrong = counter_out_of_range(seq, step, attempt)
+    if wrong is not None:
+        raise ValueError(wrong)
     stamp = recorded_at.encode("ascii")
     if len(stamp) != 27:
         raise ValueError(f"recorded_at {recorded_at!r} is not the 27-character UTC form")
