@@ -303,7 +303,7 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
     """Kill the pool's worker processes: the walk stopped early and their chunks are
     wanted no more (a chunk can take seconds; an interrupted command should not wait).
     The pool has no public way to do this before Python 3.14's terminate_workers."""
-    for process in list(pool._processes.values()):
+    for process in list((pool._processes or {}).values()):
         if process.is_alive():
             process.kill()
 
