@@ -36,6 +36,7 @@ from sagacity.export_lines import (
 from sagacity.export_read_v2 import LINE_START, V2_MARK, quick_v2_entry
 from sagacity.export_writer import entry_line, export_jsonl
 from sagacity.phases import Phase
+from sagacity.recipe_v2 import counter_out_of_range
 from sagacity.stores.base import JournalStore
 from sagacity.verify_rows import verify_rows
 
@@ -190,6 +191,9 @@ def _check_v2(number: int, record: dict[str, Any]) -> None:
             f"line {number}: recipe {recipe!r} is not one this verifier reads (a v1 line has "
             f'no {RECIPE_FIELD} field; a v2 line has "{RECIPE_FIELD}":2)'
         )
+    wrong = counter_out_of_range(record["seq"], record["step"], record["attempt"])
+    if wrong is not None:
+        raise AuditFileError(f"line {number}: {wrong}: the line was altered")
     prev = record["prev_hash"]
     if not isinstance(prev, str) or not _HEX64.fullmatch(prev):
         raise AuditFileError(

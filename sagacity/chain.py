@@ -241,6 +241,17 @@ class VerifyReport:
         )
 
 
+def hash_mismatch_detail(stored: str, actual: str) -> str:
+    """Both hashes in full (a prefix of each can look the same when the stored one was
+    truncated, padded or upper-cased), and what differs when it is only that."""
+    detail = f"stored {stored!r}, content hashes to {actual!r}"
+    if stored.lower() == actual:
+        return f"{detail} (the stored hash differs only in letter case: it is lowercase hex)"
+    if len(stored) != len(actual) == 64:
+        return f"{detail} (the stored hash has {len(stored)} characters, not 64)"
+    return detail
+
+
 class ChainVerifier:
     """Incremental verifier: feed entries in seq order, read the report at the end.
 
@@ -348,7 +359,7 @@ class ChainVerifier:
             return (
                 seq,
                 BreakReason.HASH_MISMATCH,
-                f"stored {entry.hash[:16]}…, content hashes to {actual[:16]}…",
+                hash_mismatch_detail(entry.hash, actual),
             )
         if entry.prev_hash != self.prev_hash:
             return (

@@ -29,6 +29,7 @@ Layout (docs/hash-chain.md, "Recipe v2", is the normative text):
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import struct
 from collections.abc import Sequence
@@ -41,12 +42,14 @@ from sagacity.errors import TamperedEntryError, UnreadableEntryError
 from sagacity.phases import Phase
 
 __all__ = [
+    "COUNTER_LIMIT",
     "GENESIS_V2",
     "HEADER_SIZE",
     "MAX_MATERIAL_BYTES",
     "PREV_OFFSET",
     "RECIPE_V2_TAG",
     "column_mismatch",
+    "counter_out_of_range",
     "decode_material",
     "encode_material",
     "entry_from_material",
@@ -74,6 +77,20 @@ outside sagacity and is refused before anything is decoded."""
 _LIMITS = (_NAME_BYTES, _NAME_BYTES, _NAME_BYTES, _ACTOR_BYTES) + (DEFAULT_MAX_PAYLOAD_BYTES,) * 3
 _PHASES = {phase.value: phase for phase in Phase}
 _PHASE_BYTES = {phase: phase.value.encode("ascii") for phase in Phase}
+
+
+COUNTER_LIMIT = 2**64
+"""seq, step and attempt are unsigned 64-bit integers in the material: each must be in
+range(COUNTER_LIMIT)."""
+
+
+def counter_out_of_range(seq: int, step: int, attempt: int) -> str | None:
+    """What is wrong with the integers a v2 material packs, or None: a negative one, or
+    one no unsigned 64-bit field holds, is no entry sagacity writes."""
+    for name, value in (("seq", seq), ("step", step), ("attempt", attempt)):
+        if not 0 <= value < COUNTER_LIMIT:
+            return f"{name} {value} is outside 0 to 2**64-1, what a recipe-2 entry holds"
+    return None
 
 
 def encode_material(
@@ -104,6 +121,9 @@ def encode_material(
         result_json.encode("utf-8"),
         error_json.encode("utf-8"),
     ]
+    wrong = counter_out_of_range(seq, step, attempt)
+    if wrong is not None:
+        raise ValueError(wrong)
     stamp = recorded_at.encode("ascii")
     if len(stamp) != 27:
         raise ValueError(f"recorded_at {recorded_at!r} is not the 27-character UTC form")
@@ -333,18 +353,60 @@ def row_payloads(row: Sequence[Any]) -> tuple[str, str, str]:
         n_in, n_res, n_err = _PAYLOAD_LENGTHS.unpack_from(material, HEADER_SIZE - 24)
         if end + n_in + n_res + n_err == size and max(n_in, n_res, n_err) <= _PAYLOAD_BYTES:
             try:
-                return (
+                payloads = (
                     material[end : end + n_in].decode(),
                     material[end + n_in : end + n_in + n_res].decode(),
                     material[end + n_in + n_res :].decode(),
                 )
             except UnicodeDecodeError:
                 pass
+            else:
+                for name, text in zip(PAYLOAD_COLUMNS, payloads, strict=True):
+                    if text != "null":  # most payloads: nothing to parse
+                        _readable_payload(name, text, seq)
+                return payloads
     _refuse(row, material)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
 _PAYLOAD_BYTES = DEFAULT_MAX_PAYLOAD_BYTES
+
+
+def _one_value_per_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"it repeats the key {key!r}")
+            seen.add(key)
+    return found
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_parse_payload = json.JSONDecoder(
+    object_pairs_hook=_one_value_per_key, parse_constant=_no_constant
+).decode
+"""json.loads refusing a repeated key and NaN/Infinity: what sagacity never writes."""
+
+
+def _readable_payload(name: str, text: str, seq: int) -> None:
+    """A stored payload must be one JSON value, each object's keys once: a payload that
+    is not JSON, or repeats a key ({"paid":5,"paid":500000}), reads as whatever each
+    reader's parser makes of it (the first value, the last, an error), so what an
+    auditor sees would depend on the tool. Sagacity never writes one; it was written
+    outside sagacity, with a hash computed to match, and is refused as unreadable."""
+    try:
+        _parse_payload(text)
+    except (ValueError, RecursionError) as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise UnreadableEntryError(
+            f"its {name} payload is not one JSON value ({reason}): written outside sagacity",
+            seq,
+        ) from None
 
 
 def _refuse(row: Sequence[Any], material: bytes) -> None:

@@ -5,9 +5,10 @@ as the database returns it: the bytes, the hash, and the columns to compare with
 bytes. Building a JournalEntry per row (a frozen dataclass of fourteen fields, a parsed
 phase and timestamp) costs more than the SHA-256 and the comparisons together, so
 `verify_rows` checks each v2 row in place: its columns against its bytes
-(recipe_v2.row_payloads, which also decodes the payloads, so a row no reader could read
-does not pass), SHA-256 of the bytes against the hash column, bytes 27-58 against the
-previous digest, seq, saga and close. Any row that is not such a clean v2 row (a v1 row,
+(recipe_v2.row_payloads, which also decodes the payloads and holds each to one JSON
+value, so a row no reader could read does not pass; and the timestamp parsed, as the
+store's reader parses it), SHA-256 of the bytes against the hash column, bytes 27-58
+against the previous digest, seq, saga and close. Any row that is not such a clean v2 row (a v1 row,
 a break, an edit) is made an entry and given to ChainVerifier, which reports it exactly
 as verifying entries does.
 """
@@ -19,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from sagacity.chain import ChainVerifier, VerifyReport
-from sagacity.entry import JournalEntry
+from sagacity.entry import JournalEntry, parse_timestamp
 from sagacity.errors import UnreadableEntryError
 from sagacity.recipe_v2 import PREV_OFFSET, row_payloads
 
@@ -54,7 +55,8 @@ def verify_rows(
             if material[at:end] == verifier._prev_raw and digest.hex() == row[12]:
                 try:
                     row_payloads(row)
-                except UnreadableEntryError:  # or TamperedEntryError: entry_of reports it
+                    parse_timestamp(row[10])  # the bytes hold 27 ASCII characters, any
+                except (UnreadableEntryError, ValueError):  # (or Tampered): entry_of reports it
                     pass
                 else:
                     verifier.count += 1

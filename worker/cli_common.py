@@ -17,8 +17,10 @@ import contextlib
 import functools
 import inspect
 import json
+import signal
 import sqlite3
 import sys
+import threading
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,6 +117,33 @@ GLOBAL_OPTIONS: dict[str, tuple[str, Any]] = {
 
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+"""128 + SIGTERM, as a shell reports a process SIGTERM ended."""
+
+
+class Terminated(BaseException):
+    """SIGTERM received inside `sigterm_raises`: a BaseException (as KeyboardInterrupt
+    is) so no `except Exception` on the way mistakes it for a finding, and every
+    `finally` between the signal and the error boundary runs (closing a parallel
+    walk stops its worker processes)."""
+
+
+@contextlib.contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """Turn SIGTERM into `Terminated` in the main thread while the block runs (the
+    default would end the process on the spot, skipping every clean-up)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(signum: int, frame: object) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def fail(message: str, code: int = EXIT_ERROR) -> typer.Exit:
@@ -253,6 +282,8 @@ def user_errors() -> Iterator[None]:
         raise
     except KeyboardInterrupt:
         raise fail("interrupted", EXIT_INTERRUPTED) from None
+    except Terminated:
+        raise fail("terminated (SIGTERM)", EXIT_TERMINATED) from None
     except Exception as exc:
         message = _describe(exc)
         if message is None:

@@ -9,7 +9,8 @@ so "verified" never claims more than was looked at; every problem names the saga
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -33,6 +34,7 @@ from sagacity.worker.cli_common import (
     run,
     say,
     settings_of,
+    sigterm_raises,
     user_errors,
 )
 from sagacity.worker.cli_journal import (
@@ -334,14 +336,15 @@ def verify(
                     audit=evidence.log,
                 )
             )
-            for saga in walk:
-                evidence.add(saga)
-                if saga.report is None:
-                    continue
-                tally.add(saga.report)
-                if (verbose or not saga.report.ok) and not as_json:
-                    console.print(verify_line(saga.report), soft_wrap=True)
-                progress.advance(task)
+            with sigterm_raises(), _closing(walk):
+                for saga in walk:
+                    evidence.add(saga)
+                    if saga.report is None:
+                        continue
+                    tally.add(saga.report)
+                    if (verbose or not saga.report.ok) and not as_json:
+                        console.print(verify_line(saga.report), soft_wrap=True)
+                    progress.advance(task)
         if witness:
             _witness(settings, store, None, evidence)
         where = located(store)
@@ -365,6 +368,17 @@ def verify(
     _conclude_decisions(decisions)
     evidence.conclude()
     tally.conclude(where, require_closed=require_closed)
+
+
+@contextlib.contextmanager
+def _closing(walk: Iterator[SagaEvidence]) -> Iterator[None]:
+    """Close the walk however the loop over it ends: a parallel walk's `finally`
+    stops its worker processes now, not whenever the generator is collected."""
+    try:
+        yield
+    finally:
+        if isinstance(walk, Generator):
+            walk.close()
 
 
 def _one_verdict(saga: SagaEvidence, require_closed: bool) -> Verdict:

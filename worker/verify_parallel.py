@@ -11,6 +11,11 @@ so the caller sees the same `SagaEvidence` sequence, the same findings in the sa
 and the same decision tallies as `check_all` would give it: output and exit status are
 identical to the sequential run.
 
+No process outlives the command (see `verify_lifeline`): the fork server and the
+workers die with the main process, and a walk that stops early (an error, Ctrl-C,
+SIGTERM turned into an exception by the CLI, the caller closing the iterator) stops
+its workers at once rather than letting them finish their chunks.
+
 Memory stays bounded: no process holds more than one saga's entries at a time (they are
 streamed from the store), and at most `2 * jobs` chunks are in flight, so the main
 process holds a window of reports, never every saga's.
@@ -19,6 +24,7 @@ process holds a window of reports, never every saga's.
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import threading
 import time
@@ -38,6 +44,7 @@ from sagacity.evidence_walk import SagaEvidence, _grouped, _with_misfiled, check
 from sagacity.note_keys import NoteVerifier
 from sagacity.registry import ApproverRegistry
 from sagacity.stores import JournalStore, open_store
+from sagacity.worker import verify_lifeline
 
 __all__ = ["AUTO_MIN_SAGAS", "MAX_AUTO_JOBS", "auto_jobs", "check_all_parallel", "shareable"]
 
@@ -74,6 +81,8 @@ class _Job:
     registry: str | None
     expect_close: bool
     log_key: tuple[LogKey, ...]
+    main_pid: int
+    """The process that hands out the chunks: a worker exits when it is gone."""
 
 
 @dataclass
@@ -96,6 +105,7 @@ class _Worker:
 
 
 def _init(job: _Job) -> None:
+    verify_lifeline.watch_main(job.main_pid)
     _Worker.job = job
     _Worker.store = open_store(job.journal_url)
     _Worker.registry = ApproverRegistry.load(Path(job.registry)) if job.registry else None
@@ -214,18 +224,20 @@ def check_all_parallel(
     journal)."""
     if jobs < 2:
         raise ValueError(f"check_all_parallel needs at least 2 processes, got {jobs}")
-    job = _Job(journal_url, verifiers, registry, expect_close, audit.log_key)
+    job = _Job(journal_url, verifiers, registry, expect_close, audit.log_key, os.getpid())
     size = chunk_size(sagas, jobs)
     helpers = jobs - 1
     pending: deque[Future[_ChunkResult] | _ChunkResult] = deque()
     in_flight = 0
     pool = ProcessPoolExecutor(helpers, mp_context=_context(), initializer=_init, initargs=(job,))
+    _start_fork_server()
     ready = threading.Event()
     starter = threading.Thread(target=_start, args=(pool, helpers, ready), daemon=True)
     starter.start()
-    if wait_for_workers:
-        starter.join()
+    finished = False
     try:
+        if wait_for_workers:
+            starter.join()
         for chunk in _chunks(_plan(store, log, audit), size):
             if ready.is_set() and in_flight < 2 * helpers:
                 pending.append(pool.submit(_check_chunk, chunk))
@@ -243,11 +255,16 @@ def check_all_parallel(
             yield from _merged(
                 _result(done) if isinstance(done, Future) else done, decisions, workers
             )
+        finished = True
     finally:
         for left in pending:
             if isinstance(left, Future):
                 left.cancel()
+        if not finished:
+            _stop_workers(pool)
         starter.join()
+        if not finished:
+            _stop_workers(pool)  # any the starter began while the first were killed
         pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -264,6 +281,31 @@ def _start(pool: ProcessPoolExecutor, helpers: int, ready: threading.Event) -> N
     except Exception:  # a worker that cannot start: this process checks every chunk
         return
     ready.set()
+
+
+def _start_fork_server() -> None:
+    """Start the fork server now, from the main thread, tied to this process (see
+    `verify_lifeline`): the kernel's parent-death signal follows the thread that
+    started a process, so a fork server started by the background starter would be
+    killed when that thread ends. From any other thread it starts when the first
+    worker does, untied: it still ends once the workers, which poll for this
+    process, are gone."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    os.environ[verify_lifeline.PARENT_ENV] = str(os.getpid())
+    try:
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        del os.environ[verify_lifeline.PARENT_ENV]
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Kill the pool's worker processes: the walk stopped early and their chunks are
+    wanted no more (a chunk can take seconds; an interrupted command should not wait).
+    The pool has no public way to do this before Python 3.14's terminate_workers."""
+    for process in list((pool._processes or {}).values()):
+        if process.is_alive():
+            process.kill()
 
 
 def _result(future: Future[_ChunkResult]) -> _ChunkResult:

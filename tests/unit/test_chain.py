@@ -193,6 +193,31 @@ def test_each_tamper_is_reported_with_its_reason(edit: Any, seq: int, reason: st
     assert f"BROKEN at seq {seq}" in report.describe()
 
 
+@pytest.mark.parametrize(
+    ("spoil", "note"),
+    [
+        (str.upper, "differs only in letter case"),
+        (lambda digest: digest[:63], "has 63 characters, not 64"),
+        (lambda digest: digest + "0", "has 65 characters, not 64"),
+        (lambda digest: digest[:32] + "0" * 32, None),
+    ],
+    ids=["upper-case", "truncated", "padded", "other-digest"],
+)
+def test_a_hash_mismatch_shows_both_hashes_in_full_and_what_differs(
+    spoil: Any, note: str | None
+) -> None:
+    """A stored hash truncated or upper-cased starts like the right one: a detail showing
+    sixteen characters of each would show two equal-looking values."""
+    chain, report = _tampered(lambda c: [*c[:2], replace(c[2], hash=spoil(c[2].hash)), *c[3:]])
+    right = compute_hash(chain[2])
+    assert (report.first_broken_seq, report.reason) == (3, BreakReason.HASH_MISMATCH)
+    assert f"stored {chain[2].hash!r}, content hashes to {right!r}" in report.detail
+    if note is None:
+        assert "(" not in report.detail
+    else:
+        assert note in report.detail
+
+
 def test_entry_after_close_is_reported() -> None:
     store = _store_with_chain(3, close=True)
     chain = list(store.entries(SAGA))

@@ -30,6 +30,7 @@ from sagacity.export_lines import (
     value_text,
 )
 from sagacity.export_read_v2 import quick_v2_entry
+from sagacity.export_writer import record_line
 from sagacity.phases import Phase
 from tests.unit.test_entry import json_values
 
@@ -194,6 +195,9 @@ def test_an_edit_resealed_consistently_breaks_the_next_link() -> None:
             "recorded_at .* is not a UTC timestamp",
         ),
         (AMOUNT, '"amount":1e400,', "input has no RFC 8785 form"),
+        ('"seq":2,', '"seq":18446744073709551616,', "seq 18446744073709551616 is outside 0 to"),
+        ('"step":1,', '"step":-1,', "step -1 is outside 0 to 2\\*\\*64-1"),
+        ('"attempt":1,', '"attempt":-18446744073709551617,', "attempt -1844.* is outside"),
         ('"name":"Zoë"', '"name":"\\ud800"', "input has no RFC 8785 form"),
     ],
 )
@@ -247,3 +251,31 @@ def test_a_v2_entry_with_a_stored_text_not_canonical_goes_out_verbatim_and_verif
     assert quick_v2_entry(line) is None
     [report] = verify_jsonl([line])
     assert report.ok and report.entries == 1
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("seq", 2**64), ("step", -1), ("attempt", -(2**64) - 1)],
+    ids=["seq-over-uint64", "negative-step", "attempt-under-int64"],
+)
+def test_a_format_1_v2_line_with_a_counter_out_of_range_is_refused_naming_the_line(
+    field: str, value: int
+) -> None:
+    """Format 1 (payloads as text) goes through the same checks: no traceback from
+    packing the material, an AuditFileError naming the line and the field."""
+    lines = [record_line(e) + "\n" for e in _payment()]
+    record = json.loads(lines[2])
+    record[field] = value
+    lines[2] = json.dumps(record) + "\n"
+    with pytest.raises(AuditFileError, match=f"^line 3: {field} {value} is outside 0 to 2"):
+        verify_jsonl(lines)
+
+
+def test_the_largest_counters_a_v2_entry_holds_still_verify_as_a_chain() -> None:
+    """The range is the material's, not narrower: seq 2**64-1 packs and reads back."""
+    [entry] = _chain([EntryDraft.new("big", Phase.SAGA_OPENED, input={"n": 1})])
+    line = value_line(entry) + "\n"
+    big = _edit(line, '"attempt":1,', f'"attempt":{2**64 - 1},')
+    assert (quick_v2_entry(big) or _general(big)).attempt == 2**64 - 1
+    [report] = verify_jsonl([big])
+    assert (report.ok, report.reason) == (False, BreakReason.HASH_MISMATCH)  # edited, not crashed
