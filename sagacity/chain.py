@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from sagacity.entry import EntryDraft, JournalEntry, render_timestamp
 from sagacity.phases import Phase
@@ -95,21 +96,26 @@ def hash_material(
     )
 
 
+def _hashed_fields(entry: JournalEntry) -> dict[str, Any]:
+    """The fields both recipes hash, as they render them (phase by value, timestamp as text)."""
+    return {
+        "saga_id": entry.saga_id,
+        "seq": entry.seq,
+        "step": entry.step,
+        "attempt": entry.attempt,
+        "tool": entry.tool,
+        "phase": entry.phase.value,
+        "input_json": entry.input_json,
+        "result_json": entry.result_json,
+        "error_json": entry.error_json,
+        "actor_json": entry.actor_json,
+        "recorded_at": render_timestamp(entry.recorded_at),
+        "prev_hash": entry.prev_hash,
+    }
+
+
 def entry_material(entry: JournalEntry) -> bytes:
-    return hash_material(
-        saga_id=entry.saga_id,
-        seq=entry.seq,
-        step=entry.step,
-        attempt=entry.attempt,
-        tool=entry.tool,
-        phase=entry.phase.value,
-        input_json=entry.input_json,
-        result_json=entry.result_json,
-        error_json=entry.error_json,
-        actor_json=entry.actor_json,
-        recorded_at=render_timestamp(entry.recorded_at),
-        prev_hash=entry.prev_hash,
-    )
+    return hash_material(**_hashed_fields(entry))
 
 
 def compute_hash(entry: JournalEntry) -> str:
@@ -130,20 +136,7 @@ def reseal(entry: JournalEntry) -> JournalEntry:
 
 def v2_material(entry: JournalEntry) -> bytes:
     """The v2 bytes of `entry`'s fields (what sealing it in v2 stores)."""
-    return encode_material(
-        saga_id=entry.saga_id,
-        seq=entry.seq,
-        step=entry.step,
-        attempt=entry.attempt,
-        tool=entry.tool,
-        phase=entry.phase.value,
-        input_json=entry.input_json,
-        result_json=entry.result_json,
-        error_json=entry.error_json,
-        actor_json=entry.actor_json,
-        recorded_at=render_timestamp(entry.recorded_at),
-        prev_hash=entry.prev_hash,
-    )
+    return encode_material(**_hashed_fields(entry))
 
 
 def seal(

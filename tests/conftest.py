@@ -25,6 +25,8 @@ from sagacity.worker.client import saga_result
 from sagacity.worker.devserver import start_dev_server
 from sagacity.workflows.models import SagaInput, SagaResult
 
+from .browser import chromium  # noqa: F401 (the browser tests' fixture, shared by tests/ui and tests/inbox)
+
 POSTGRES_URL = os.environ.get(
     "SAGACITY_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )

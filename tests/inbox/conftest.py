@@ -11,7 +11,6 @@ when CI is set (as tests/ui does).
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import socket
 import uuid
@@ -37,16 +36,8 @@ from sagacity.worker.inbox.server import InboxOptions, RunningInbox, start_inbox
 from sagacity.worker.inbox.source import SagaSource
 from sagacity.worker.saga_client import SagaClient
 
-CHROMIUM = os.environ.get("SAGACITY_TEST_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from ..browser import CHROMIUM_FLAGS
+
 SCREENSHOTS = Path(__file__).parent / "screenshots"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "inbox"
 """Where `SAGACITY_DOCS_SCREENSHOTS=1` also writes the screenshots docs/inbox.md shows."""
@@ -92,24 +83,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def _browser_problem() -> str | None:
-    if not Path(CHROMIUM).exists():
-        return f"no Chromium at {CHROMIUM}; install Debian's chromium with .ci/install-browser"
-    if importlib.util.find_spec("playwright") is None:
-        return "the playwright package is not installed; pip install -e '.[dev]'"
-    return None
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    problem = _browser_problem()
-    if problem is not None:
-        if os.environ.get("CI"):
-            pytest.fail("CI is set, so a missing browser is a failure: " + problem)
-        pytest.skip(problem)
-    return CHROMIUM
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import os
 import re
 import socket
@@ -43,20 +42,10 @@ from sagacity.worker.client import saga_result, start_saga
 from sagacity.worker.devserver import start_dev_server
 from sagacity.workflows.models import PendingApproval, SagaInput, ToolCall
 
+from ..browser import CHROMIUM_FLAGS
+
 pytestmark = [pytest.mark.temporal, pytest.mark.timeout(180)]
 
-CHROMIUM = os.environ.get("SAGACITY_TEST_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_FLAGS = [
-    # --headless and --user-data-dir are passed by Playwright (headless=True and the
-    # persistent context's fresh profile directory).
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 SCREENSHOTS = Path(__file__).parent / "screenshots"
 NAMESPACE = "default"
 AWAITING_QUERY = 'SagaStatus="AWAITING_APPROVAL"'
@@ -73,28 +62,6 @@ SUMMARIES = [
 ]
 """The activity summaries the UI must show, written out rather than computed with
 workflows.inspection.call_summary, so a change of format is a visible test change."""
-
-
-def _browser_problem() -> str | None:
-    if not Path(CHROMIUM).exists():
-        return (
-            f"no Chromium at {CHROMIUM}; install Debian's chromium with .ci/install-browser "
-            "or point SAGACITY_TEST_CHROMIUM at a Chromium/Chrome binary"
-        )
-    if importlib.util.find_spec("playwright") is None:
-        return "the playwright package is not installed; pip install -e '.[dev]'"
-    return None
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    """Path of the Chromium binary; skips on a laptop without one, fails under CI."""
-    problem = _browser_problem()
-    if problem is not None:
-        if os.environ.get("CI"):
-            pytest.fail("CI is set, so a missing browser is a failure: " + problem)
-        pytest.skip(problem)
-    return CHROMIUM
 
 
 def _free_port() -> int:
