@@ -9,6 +9,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from sagacity.activities.authority import NOT_THE_SAGAS_RUN, Authority, Lifecycle, refusal
 from sagacity.activities.checkpointing import DEFAULT_CHECKPOINT_EVERY, CheckpointedStore
 from sagacity.activities.compensation_runner import CompensationRunner
 from sagacity.activities.identity import activity_queue, worker_identity
@@ -30,10 +31,11 @@ from sagacity.activities.io_models import (
     ToolOutcome,
     WorkerBound,
 )
+from sagacity.activities.journal_io import store_call
 from sagacity.activities.model_clients import ModelClient, ScriptedModel
 from sagacity.activities.plan_check import check_plan
 from sagacity.activities.resolution_recorder import ResolutionRecorder
-from sagacity.activities.tool_runner import ToolRunner, entry_ref, store_call
+from sagacity.activities.tool_runner import ToolRunner, entry_ref
 from sagacity.activities.turn_bounds import bounded_turn
 from sagacity.checkpoint_log import CheckpointConflictError, CheckpointLog
 from sagacity.entry import EntryDraft, JournalEntry
@@ -45,6 +47,7 @@ from sagacity.errors import (
 )
 from sagacity.phases import Phase
 from sagacity.registry import KeyLookup, RegistryFile
+from sagacity.resolutions import DirtyKind
 from sagacity.stores.base import JournalStore
 from sagacity.toolbox import Toolbox
 
@@ -84,6 +87,24 @@ _AFTER_CLOSE_IS_MOOT = {
     Phase.SAGA_CLOSED.value,
 }
 """Entries that a closed saga answers with its close entry instead of an error."""
+JOURNALED_BY_THE_SAGA = frozenset(
+    {
+        Phase.SAGA_OPENED,
+        Phase.AWAITING_APPROVAL,
+        Phase.APPROVAL_REFUSED,
+        Phase.APPROVED,
+        Phase.REJECTED,
+        Phase.COMPENSATING,
+        Phase.COMPENSATION_FAILED,
+        Phase.NEEDS_HUMAN,
+        Phase.RESOLVED,
+        Phase.RESOLUTION_REFUSED,
+        Phase.SAGA_CLOSED,
+    }
+)
+"""The phases a saga's workflow journals through journal_event. The others (INTENT,
+EXECUTED, FAILED, CALL_REFUSED, COMPENSATED) are written only by the activities that
+observe them: a forged EXECUTED would be a step the saga then "compensates"."""
 
 __all__ = [
     "APPROVER_KEY",
@@ -93,6 +114,7 @@ __all__ = [
     "FENCE_STEP",
     "JOURNAL_EVENT",
     "NEXT_TURN",
+    "NOT_THE_SAGAS_RUN",
     "RESOLVE_STEP",
     "RUN_TOOL",
     "SAGA_ACTIVITY_TYPES",
@@ -102,6 +124,17 @@ __all__ = [
     "ScriptedModel",
     "activity_queue",
 ]
+
+
+def _listed_unknown(life: Lifecycle, step: int) -> bool:
+    """Whether the saga's newest NEEDS_HUMAN lists `step` as a step of unknown outcome."""
+    waiting = life.needs_human.input if life.needs_human is not None else None
+    listed = waiting.get("dirty") if isinstance(waiting, dict) else None
+    unknown = DirtyKind.UNKNOWN_OUTCOME.value
+    return any(
+        isinstance(d, dict) and d.get("step") == step and d.get("kind") == unknown
+        for d in listed or ()
+    )
 
 
 def _entry_at(store: JournalStore, saga_id: str, seq: int) -> JournalEntry | None:
@@ -133,7 +166,8 @@ class SagaActivities:
         self.registry = registry
         self.models: dict[str, ModelClient] = {"scripted": ScriptedModel(), **(models or {})}
         self._compensations = CompensationRunner(store, toolbox)
-        self._runner = ToolRunner(store, toolbox)
+        self._runner = ToolRunner(store, toolbox, registry)
+        self.authority = Authority(store)
         self._resolutions = ResolutionRecorder(store, toolbox)
         # In-memory journals share one URL; each is its own database.
         url = store.url if store.url != "memory://" else f"memory://{id(store):x}"
@@ -154,9 +188,12 @@ class SagaActivities:
         ]
 
     def _check_worker(self, req: WorkerBound) -> None:
-        """Refuse an activity of a saga pinned to another worker identity: its tools or its
-        journal are not this worker's (a misrouted call must never run or be journaled)."""
-        if req.worker is not None and req.worker != self.identity:
+        """Refuse an activity of a saga pinned to another worker identity (or to none): its
+        tools or its journal are not this worker's (a misrouted call must never run or be
+        journaled)."""
+        if req.worker is None:  # every saga pins its worker: this is no saga's request
+            raise refusal(str(getattr(req, "saga_id", "")), "it names no worker identity")
+        if req.worker != self.identity:
             raise ApplicationError(
                 f"this worker serves toolbox/journal {self.identity}, but the saga is pinned "
                 f"to {req.worker}; run one toolbox and journal per task queue (or give each "
@@ -167,7 +204,10 @@ class SagaActivities:
 
     @activity.defn(name=WORKER_IDENTITY)
     async def worker_identity(self) -> str:
-        """The identity a new saga pins (a local activity, so it is this worker's)."""
+        """The identity a new saga pins (a local activity, so it is this worker's). Not a
+        secret (it fingerprints public facts), but only a workflow may ask."""
+        if activity.info().workflow_id is None:
+            raise refusal("", "it was not scheduled by a workflow")
         return self.identity
 
     @activity.defn(name=CHECK_PLAN)
@@ -175,6 +215,7 @@ class SagaActivities:
         """Every step of a plan checked (tool exists and is allowed, arguments valid)
         before the first one runs: a typo in step 2 must not run step 1."""
         self._check_worker(req)
+        self.authority.scheduled_by(req.saga_id)
         return check_plan(self.toolbox, req.plan, req.allowed_tools)
 
     @activity.defn(name=CHECK_RESUME)
@@ -183,8 +224,11 @@ class SagaActivities:
         by this worker identity, and ends at the head the state names. (A state copied
         from elsewhere, or written by hand, names another head: refused, nothing runs.)"""
         self._check_worker(req)
+        self.authority.scheduled_by(req.saga_id)
         head = await store_call(self.store.head, req.saga_id)
         opening = await store_call(self.store.step_entries, req.saga_id, 0)
+        if opening and opening[0].phase is Phase.SAGA_OPENED:
+            await self.authority.lifecycle(req.saga_id, acting=False)
         named = None
         if req.head_seq is not None and head is not None and head.seq >= req.head_seq:
             named = await store_call(_entry_at, self.store, req.saga_id, req.head_seq)
@@ -208,8 +252,12 @@ class SagaActivities:
     @activity.defn(name=APPROVER_KEY)
     async def approver_key(self, req: KeyLookupInput) -> KeyLookup:
         """The registry's answer about one key, read when a decision arrives (a local
-        activity: the answer is in history, so the judgement replays as it was made)."""
+        activity: the answer is in history, so the judgement replays as it was made). The
+        registry's public facts only, and only to a workflow (it is asked before the saga's
+        journal is opened, to check the requester's claim)."""
         self._check_worker(req)
+        if activity.info().workflow_id is None:
+            raise refusal("", "it was not scheduled by a workflow")
         if self.registry is None:
             return KeyLookup(configured=False)
         try:
@@ -224,15 +272,21 @@ class SagaActivities:
 
     @activity.defn(name=RUN_TOOL)
     async def run_tool(self, req: RunToolInput) -> ToolOutcome:
+        """Run one step. The saga's own run only, while it is open; an irreversible tool
+        only once the journal holds its approval (see ToolRunner)."""
         self._check_worker(req)
+        life = await self.authority.lifecycle(req.saga_id)
         try:
-            return await self._runner.run(req)
+            return await self._runner.run(req, life.opened)
         except _DETERMINISTIC as exc:
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
 
     @activity.defn(name=COMPENSATE)
     async def compensate(self, req: CompensateInput) -> CompensationOutcome:
+        """Undo one step: the saga's own run only, once it journaled its decision to
+        compensate, while it is open (the runner then undoes only what EXECUTED says)."""
         self._check_worker(req)
+        self._compensating(req.saga_id, await self.authority.lifecycle(req.saga_id))
         try:
             return await self._compensations.run(req)
         except _DETERMINISTIC as exc:
@@ -241,8 +295,15 @@ class SagaActivities:
     @activity.defn(name=JOURNAL_EVENT)
     async def journal_event(self, req: JournalEventInput) -> EntryRef:
         """Journal a lifecycle or approval event. Bad entries and closed sagas are not
-        retryable: retrying cannot make them succeed."""
+        retryable: retrying cannot make them succeed. Only the phases a saga journals
+        itself, and only for the saga's own run (SAGA_OPENED: for the run that opens it)."""
         self._check_worker(req)
+        if req.phase not in JOURNALED_BY_THE_SAGA:
+            raise refusal(req.saga_id, f"a saga never journals {req.phase.value} itself")
+        if req.phase is Phase.SAGA_OPENED:
+            await self._opening(req)
+        else:
+            await self._pending(req, await self.authority.lifecycle(req.saga_id, acting=False))
         try:
             draft = EntryDraft.new(
                 req.saga_id,
@@ -295,6 +356,31 @@ class SagaActivities:
         except InvalidEntryError as exc:
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
 
+    async def _opening(self, req: JournalEventInput) -> None:
+        """SAGA_OPENED names the run that opens the saga and its run chain (the chain's
+        first run id), which from then on owns the saga: both must be the caller's own."""
+        self.authority.scheduled_by(req.saga_id)
+        opened = req.input if isinstance(req.input, dict) else {}
+        run, chain = activity.info().workflow_run_id, opened.get("chain")
+        if not run or opened.get("run_id") != run or not isinstance(chain, str):
+            raise refusal(req.saga_id, "its SAGA_OPENED does not name the calling run")
+        if chain != run and await self.authority.first_run(req.saga_id, run) != chain:
+            raise refusal(req.saga_id, "its SAGA_OPENED names another run chain")
+
+    async def _pending(self, req: JournalEventInput, life: Lifecycle) -> None:
+        """A decision answers a request the journal holds; a resolution, a NEEDS_HUMAN."""
+        if req.phase in (Phase.APPROVED, Phase.REJECTED):
+            entries = await store_call(self.store.step_entries, req.saga_id, req.step)
+            if not any(e.phase is Phase.AWAITING_APPROVAL for e in entries):
+                raise refusal(req.saga_id, f"the journal holds no request at step {req.step}")
+        elif req.phase is Phase.RESOLVED and life.needs_human is None:
+            raise refusal(req.saga_id, "the saga is not waiting for a person")
+
+    @staticmethod
+    def _compensating(saga_id: str, life: Lifecycle) -> None:
+        if life.compensating is None:
+            raise refusal(saga_id, "the saga has not journaled a decision to compensate")
+
     async def _ref(self, entry: JournalEntry) -> EntryRef:
         """Where `entry` landed; for a saga's close, with its signed checkpoint (written
         now, or the one written by an earlier attempt), which goes into the saga's result."""
@@ -312,8 +398,14 @@ class SagaActivities:
     @activity.defn(name=RESOLVE_STEP)
     async def resolve_step(self, req: ResolveStepInput) -> ResolveStepOutcome:
         """Record a person's word on a step whose outcome is unknown (see
-        activities.resolution_recorder): the journal decides whether it still is."""
+        activities.resolution_recorder): the journal decides whether it still is. Only
+        for the saga's own run, for a step its journaled NEEDS_HUMAN lists as unknown."""
         self._check_worker(req)
+        life = await self.authority.lifecycle(req.saga_id)
+        if not _listed_unknown(life, req.step):
+            raise refusal(
+                req.saga_id, f"the journal does not list step {req.step} as waiting for a person"
+            )
         try:
             return await self._resolutions.record(req)
         except _DETERMINISTIC as exc:
@@ -321,13 +413,17 @@ class SagaActivities:
 
     @activity.defn(name=FENCE_STEP)
     async def fence_step(self, req: FenceInput) -> None:
-        """Tombstone a step whose outcome is unknown, so a late attempt cannot apply."""
+        """Tombstone a step whose outcome is unknown, so a late attempt cannot apply (part
+        of compensating: the saga's own run, once it journaled that decision)."""
         self._check_worker(req)
+        self._compensating(req.saga_id, await self.authority.lifecycle(req.saga_id))
         await store_call(self.store.fence, req.saga_id, req.step)
 
     @activity.defn(name=NEXT_TURN)
     async def next_turn(self, req: ModelTurnInput) -> ModelTurn:
+        """Ask the model (with this worker's credentials): for an open saga's own run."""
         self._check_worker(req)
+        await self.authority.lifecycle(req.saga_id)
         client = self.models.get(req.settings.provider)
         if client is None:
             raise ApplicationError(

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from sagacity.activities.authority import refusal
 from sagacity.activities.io_models import (
     TOOL_FAILED,
     EntryRef,
@@ -27,7 +26,9 @@ from sagacity.activities.io_models import (
     RunToolInput,
     ToolOutcome,
 )
+from sagacity.activities.journal_io import store_call
 from sagacity.activities.plan_check import resolve_call
+from sagacity.approval_on_record import approval_on_record
 from sagacity.approval_policy import DEFAULT_POLICY
 from sagacity.approvals import approval_hash
 from sagacity.bounds import MAX_ERROR_CHARS, MAX_TEXT_ECHO, check_value, cut, exception_text
@@ -43,6 +44,7 @@ from sagacity.errors import (
     ToolOutcomeUnknownError,
 )
 from sagacity.phases import Phase
+from sagacity.registry import RegistryFile
 from sagacity.stores.base import JournalStore, StepClaim
 from sagacity.toolbox import Toolbox, ToolResultError, ToolSpec
 from sagacity.tools import ToolContext, ToolKind, idempotency_key
@@ -53,19 +55,10 @@ HEARTBEAT_EVERY_S = 5.0
 OUTCOME_UNKNOWN = "ToolOutcomeUnknown"
 """Error type of a run_tool attempt whose tool could not tell whether it took effect."""
 TRUNCATION_MARKER = "…[truncated for the model; the journal holds the full result]"
-STORE_EXECUTOR = ThreadPoolExecutor(max_workers=16, thread_name_prefix="sagacity-journal")
-"""Journal I/O gets its own threads, so slow sync tools (which use the default pool)
-never delay a journal write."""
 
 
 def entry_ref(entry: JournalEntry) -> EntryRef:
     return EntryRef(seq=entry.seq, hash=entry.hash, phase=entry.phase)
-
-
-async def store_call(func: Callable[..., T], *args: Any) -> T:
-    """Run a blocking store call off the event loop, on the journal's own threads."""
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(STORE_EXECUTOR, functools.partial(func, *args))
 
 
 async def retrying(func: Callable[..., T], *args: Any) -> T:
@@ -163,12 +156,17 @@ def _unjournalable(result: Any, error: Exception) -> dict[str, Any]:
 class ToolRunner:
     """Runs one tool step under the journal. Dependencies injected by the worker."""
 
-    def __init__(self, store: JournalStore, toolbox: Toolbox) -> None:
+    def __init__(
+        self, store: JournalStore, toolbox: Toolbox, registry: RegistryFile | None = None
+    ) -> None:
         self.store = store
         self.toolbox = toolbox
+        self.registry = registry
 
-    async def run(self, req: RunToolInput) -> ToolOutcome:
-        outcome = await heartbeating(self._run(req))
+    async def run(self, req: RunToolInput, opened: JournalEntry) -> ToolOutcome:
+        """Run one step of the saga `opened` opened (its caller's authority already
+        checked against the journal)."""
+        outcome = await heartbeating(self._run(req, opened))
         if req.raise_on_failure and outcome.kind is OutcomeKind.FAILED:
             # Journaled FAILED already; failing the activity (not retried) is what makes
             # Temporal, and its UI, show the step as failed. The workflow reads the outcome
@@ -181,7 +179,7 @@ class ToolRunner:
             )
         return outcome
 
-    async def _run(self, req: RunToolInput) -> ToolOutcome:
+    async def _run(self, req: RunToolInput, opened: JournalEntry) -> ToolOutcome:
         base: dict[str, Any] = {"tool": req.call.tool[:MAX_TEXT_ECHO], "step": req.step}
         try:
             spec, args = self._resolve(req)
@@ -221,6 +219,9 @@ class ToolRunner:
                     error="approved hash does not match the payload to run; nothing ran",
                     **base,
                 )
+            missing = await self._approval_missing(req, spec, args, digest, opened)
+            if missing is not None:
+                raise refusal(req.saga_id, f"step {req.step} ({spec.name}): {missing}")
 
         attempt = activity.info().attempt
         intent = EntryDraft.new(
@@ -351,6 +352,28 @@ class ToolRunner:
             intent=entry_ref(intent),
             outcome=entry_ref(executed),
             **base,
+        )
+
+    async def _approval_missing(
+        self,
+        req: RunToolInput,
+        spec: ToolSpec,
+        args: dict[str, Any],
+        digest: str,
+        opened: JournalEntry,
+    ) -> str | None:
+        """What the journal lacks before this irreversible call may run (None: nothing).
+        The caller's word that it was approved (`approved_sha256`) is not enough: anyone
+        can compute a payload's hash. The tool's own policy for these arguments is the
+        floor; a policy that cannot evaluate refuses."""
+        try:
+            floor = (spec.policy or DEFAULT_POLICY).requirement(args)
+        except Exception as exc:  # a rule's bug: refuse, never guess
+            return f"its approval policy failed on these arguments ({type(exc).__name__})"
+        entries = await store_call(self.store.step_entries, req.saga_id, req.step)
+        registry = self.registry.current() if self.registry is not None else None
+        return approval_on_record(
+            opened, entries, tool=spec.name, payload_sha256=digest, floor=floor, registry=registry
         )
 
     def _resolve(self, req: RunToolInput) -> tuple[ToolSpec, dict[str, Any]]:

@@ -21,6 +21,9 @@ class Phase(StrEnum):
     APPROVAL_REFUSED = "APPROVAL_REFUSED"
     APPROVED = "APPROVED"
     REJECTED = "REJECTED"
+    COMPENSATING = "COMPENSATING"
+    """The saga's decision to undo what it did (why, and which steps), journaled before
+    its first compensation: a compensation activity acts only once it is there."""
     COMPENSATED = "COMPENSATED"
     COMPENSATION_FAILED = "COMPENSATION_FAILED"
     NEEDS_HUMAN = "NEEDS_HUMAN"

@@ -51,6 +51,7 @@ PHASE_STYLE = {
     "APPROVED": "green",
     "REJECTED": "bold red",
     "APPROVAL_REFUSED": "red",
+    "COMPENSATING": "yellow",
     "COMPENSATED": "yellow",
     "COMPENSATION_FAILED": "bold red",
     "NEEDS_HUMAN": "bold red",

@@ -79,6 +79,7 @@ def failure_cause(exc: BaseException) -> str:
 
 async def compensate(
     saga_id: str,
+    reason: str,
     inp: SagaOptions,
     reports: Iterable[StepReport],
     journal: Journal,
@@ -87,13 +88,28 @@ async def compensate(
     worker: str | None = None,
     task_queue: str | None = None,
 ) -> None:
-    """Fence unknown steps, then undo executed compensable steps, newest first. No single
-    failure stops the rest: each is reported and the next step is still compensated.
+    """Journal the decision to compensate (with `reason`, the saga's failure), fence
+    unknown steps, then undo executed compensable steps, newest first. No single failure
+    stops the rest: each is reported and the next step is still compensated.
 
     `worker` is the identity the saga is pinned to and `task_queue` the queue of its
     activities (both None for sagas from before pinning)."""
     recorded = {r.step: r for r in reports}
     plan = plan_reports(recorded.values())
+    if plan.unknown or plan.to_compensate:
+        # The saga's decision, journaled before anything is undone: the compensate and
+        # fence activities act only once the journal holds it.
+        await journal(
+            JournalEventInput(
+                saga_id=saga_id,
+                phase=Phase.COMPENSATING,
+                input={
+                    "compensate": [s.step for s in plan.to_compensate],
+                    "fence": [u.step for u in plan.unknown],
+                },
+                error=cut(reason, MAX_ERROR_CHARS) or None,
+            )
+        )
     for unknown in plan.unknown:
         fence = FenceInput(saga_id=saga_id, step=unknown.step, worker=worker)
         try:

@@ -186,7 +186,12 @@ class SagaCore(SagaDisplay):
             JournalEventInput(
                 saga_id=self.saga_id,
                 phase=Phase.SAGA_OPENED,
-                input={"run_id": workflow.info().run_id, **opened},
+                # The run chain that owns the saga from now on (its activities check it).
+                input={
+                    "run_id": workflow.info().run_id,
+                    "chain": workflow.info().first_execution_run_id,
+                    **opened,
+                },
             )
         )
 
@@ -426,6 +431,7 @@ class SagaCore(SagaDisplay):
         self.set_status(SagaStatus.COMPENSATING)
         await compensate(
             self.saga_id,
+            self.failure or "",
             self.options,
             self.steps.values(),
             self.journal,

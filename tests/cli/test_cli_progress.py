@@ -172,6 +172,7 @@ async def test_start_wait_follows_the_workflow_when_the_journal_cannot_be_read(
     assert "through its workflow's queries" in ran.stderr
     assert events(ran.stdout.splitlines())[3:] == [
         ("REJECTED", 2, "send_wire_transfer"),
+        ("COMPENSATING", None, None),
         ("COMPENSATED", 1, "reserve_inventory"),
         ("SAGA_CLOSED", None, None),
     ]
@@ -219,6 +220,7 @@ async def test_start_wait_json_prints_json_lines_then_the_result(cli: CliHarness
         ("EXECUTED", 2),
         ("INTENT", 3),
         ("FAILED", 3),
+        ("COMPENSATING", 0),
         ("COMPENSATED", 2),
         ("COMPENSATED", 1),
         ("SAGA_CLOSED", 0),

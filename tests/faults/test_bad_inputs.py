@@ -280,7 +280,7 @@ async def test_unjournalable_result_fails_the_saga_and_compensates(bad: Harness,
     entries = assert_chain_closed(bad.store, result.saga_id)
     assert [e.phase.value for e in entries] == [
         "SAGA_OPENED", "INTENT", "EXECUTED", "INTENT", "EXECUTED", "INTENT", "EXECUTED",
-        "COMPENSATED", "COMPENSATED", "SAGA_CLOSED",
+        "COMPENSATING", "COMPENSATED", "COMPENSATED", "SAGA_CLOSED",
     ]  # fmt: skip
     assert_evidence_consistent(result, entries)
     assert bad.odd.calls == [("odd_result", kind)]  # ran once
@@ -301,7 +301,7 @@ async def test_effect_behind_an_unjournalable_result_is_compensated(bad: Harness
     entries = assert_chain_closed(bad.store, result.saga_id)
     assert [(e.phase.value, e.step) for e in entries] == [
         ("SAGA_OPENED", 0), ("INTENT", 1), ("EXECUTED", 1), ("INTENT", 2), ("EXECUTED", 2),
-        ("COMPENSATED", 2), ("COMPENSATED", 1), ("SAGA_CLOSED", 0),
+        ("COMPENSATING", 0), ("COMPENSATED", 2), ("COMPENSATED", 1), ("SAGA_CLOSED", 0),
     ]  # fmt: skip
 
 
@@ -335,7 +335,7 @@ async def test_hanging_tool_times_out_is_unknown_and_its_late_attempt_is_fenced(
     story = [(e.phase.value, e.step) for e in entries]
     assert story == [
         ("SAGA_OPENED", 0), ("INTENT", 1), ("EXECUTED", 1), ("INTENT", 2),
-        ("COMPENSATED", 1), ("NEEDS_HUMAN", 0), ("SAGA_CLOSED", 0),
+        ("COMPENSATING", 0), ("COMPENSATED", 1), ("NEEDS_HUMAN", 0), ("SAGA_CLOSED", 0),
     ]  # fmt: skip
     assert_evidence_consistent(result, entries)
     assert bad.odd.calls.count(("hang", f"{handle.id}:2")) == 1  # never run a second time

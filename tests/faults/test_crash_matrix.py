@@ -143,7 +143,8 @@ async def test_killed_during_a_tool_call(
     entries = assert_chain_closed(pg_store, handle.id)
     assert [(e.phase.value, e.step) for e in entries] == [
         ("SAGA_OPENED", 0), ("INTENT", 1), ("EXECUTED", 1), ("INTENT", 2), ("EXECUTED", 2),
-        ("INTENT", 3), ("COMPENSATED", 2), ("COMPENSATED", 1), ("NEEDS_HUMAN", 0),
+        ("INTENT", 3), ("COMPENSATING", 0), ("COMPENSATED", 2), ("COMPENSATED", 1),
+        ("NEEDS_HUMAN", 0),
         ("RESOLVED", 3), ("FAILED", 3), ("SAGA_CLOSED", 0),
     ]  # fmt: skip
     assert entries[-2].actor == "olivia" and "olivia" in (entries[-2].error or "")
@@ -282,7 +283,8 @@ async def test_killed_between_intent_and_executed(
     story = [(e.phase.value, e.step, e.actor) for e in entries]
     assert story == [
         ("SAGA_OPENED", 0, None), ("INTENT", 1, None), ("EXECUTED", 1, None),
-        ("INTENT", 2, None), ("COMPENSATED", 1, None), ("NEEDS_HUMAN", 0, None),
+        ("INTENT", 2, None), ("COMPENSATING", 0, None), ("COMPENSATED", 1, None),
+        ("NEEDS_HUMAN", 0, None),
         ("RESOLVED", 2, "olivia"),
         ("EXECUTED" if happened else "FAILED", 2, "olivia"),
         *([("COMPENSATED", 2, None)] if happened else []),
@@ -347,7 +349,7 @@ async def test_killed_during_a_compensation(
     entries = assert_chain_closed(pg_store, handle.id)
     assert [(e.phase.value, e.step) for e in entries] == [
         ("SAGA_OPENED", 0), ("INTENT", 1), ("EXECUTED", 1), ("INTENT", 2), ("EXECUTED", 2),
-        ("INTENT", 3), ("FAILED", 3), ("COMPENSATED", 2), ("COMPENSATED", 1),
+        ("INTENT", 3), ("FAILED", 3), ("COMPENSATING", 0), ("COMPENSATED", 2), ("COMPENSATED", 1),
         ("SAGA_CLOSED", 0),
     ]  # fmt: skip
     assert_evidence_consistent(result, entries)

@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 from temporalio.exceptions import ApplicationError
-from temporalio.testing import ActivityEnvironment
 
-from sagacity.activities import SagaActivities
+from sagacity.activities import NOT_THE_SAGAS_RUN, SagaActivities
 from sagacity.activities.io_models import CompensateInput, RunToolInput, ToolCall
 from sagacity.entry import EntryDraft
 from sagacity.examples.orders import Shop
@@ -21,6 +20,7 @@ from sagacity.worker.client import saga_result
 from sagacity.workflows.approval_gate import CANCELLED_ACTOR, FAILED_ACTOR
 from sagacity.workflows.models import SagaInput
 
+from ..saga_activity_env import opening, saga_env
 from ..workflows.helpers import RESERVE, WIRE, entries_of
 from ..workflows.test_approval_flows import decision, pending
 
@@ -45,23 +45,24 @@ async def test_a_journal_failure_while_awaiting_approval_is_not_called_a_cancel(
 
 
 async def test_a_deterministic_journal_error_in_a_tool_step_is_not_retried(tmp_path: Any) -> None:
-    """A chain closed behind the saga's back refuses every later entry: the tool step
-    fails non-retryably at once (not ten attempts with back-off ending in "no outcome"),
-    and the tool never runs. Likewise for a compensation."""
+    """A chain closed behind the saga's back refuses every later step before anything
+    runs: the tool step fails non-retryably at once (not ten attempts with back-off
+    ending in "no outcome"), and the tool never runs. Likewise for a compensation."""
     shop = Shop(tmp_path / "shop.db")
     store = MemoryJournalStore()
     activities = SagaActivities(store, Toolbox.build(shop))
-    store.append(EntryDraft.new("s1", Phase.SAGA_OPENED))
+    store.append(opening("s1"))
+    store.append(EntryDraft.new("s1", Phase.COMPENSATING))
     store.append(EntryDraft.new("s1", Phase.SAGA_CLOSED, result={"status": "forged"}))
     call = ToolCall(tool="reserve_inventory", args={"sku": "widget", "qty": 1})
-    env = ActivityEnvironment()
+    env = saga_env("s1")
+    run = RunToolInput(saga_id="s1", step=1, call=call, worker=activities.identity)
     with pytest.raises(ApplicationError) as refused:
-        await env.run(activities.run_tool, RunToolInput(saga_id="s1", step=1, call=call))
-    assert refused.value.non_retryable and refused.value.type == "SagaClosedError"
+        await env.run(activities.run_tool, run)
+    assert refused.value.non_retryable and refused.value.type == NOT_THE_SAGAS_RUN
+    assert "closed" in refused.value.message
     assert shop.calls() == []
-    with pytest.raises(ApplicationError) as undo:
-        await env.run(
-            activities.compensate,
-            CompensateInput(saga_id="s1", step=1, tool="reserve_inventory"),
-        )
-    assert undo.value.non_retryable
+    undo = CompensateInput(saga_id="s1", step=1, tool="reserve_inventory", worker=run.worker)
+    with pytest.raises(ApplicationError) as refused_undo:
+        await env.run(activities.compensate, undo)
+    assert refused_undo.value.non_retryable and "closed" in refused_undo.value.message

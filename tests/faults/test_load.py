@@ -55,13 +55,14 @@ KINDS: dict[str, tuple[list[Any], SagaStatus, list[tuple[str, int]]]] = {
                   ("INTENT", 3), ("EXECUTED", 3), CLOSE]),
     "fail": ([RESERVE, CHARGE, SHIP_FAILS], SagaStatus.COMPENSATED,
              [OPEN, ("INTENT", 1), ("EXECUTED", 1), ("INTENT", 2), ("EXECUTED", 2),
-              ("INTENT", 3), ("FAILED", 3), ("COMPENSATED", 2), ("COMPENSATED", 1), CLOSE]),
+              ("INTENT", 3), ("FAILED", 3), ("COMPENSATING", 0), ("COMPENSATED", 2),
+              ("COMPENSATED", 1), CLOSE]),
     "approve": ([RESERVE, WIRE], SagaStatus.COMPLETED,
                 [OPEN, ("INTENT", 1), ("EXECUTED", 1), ("AWAITING_APPROVAL", 2), ("APPROVED", 2),
                  ("INTENT", 2), ("EXECUTED", 2), CLOSE]),
     "reject": ([RESERVE, CHARGE, WIRE], SagaStatus.COMPENSATED,
                [OPEN, ("INTENT", 1), ("EXECUTED", 1), ("INTENT", 2), ("EXECUTED", 2),
-                ("AWAITING_APPROVAL", 3), ("REJECTED", 3), ("COMPENSATED", 2),
+                ("AWAITING_APPROVAL", 3), ("REJECTED", 3), ("COMPENSATING", 0), ("COMPENSATED", 2),
                 ("COMPENSATED", 1), CLOSE]),
 }  # fmt: skip
 

@@ -70,8 +70,9 @@ async def test_a_failure_at_step_3_undoes_2_then_1(orders: Orders) -> None:
     assert receipt.status == "COMPENSATED", receipt
     assert receipt.failure is not None and "step 3 (ship_order) failed" in receipt.failure
     entries = assert_chain_closed(orders.store, handle.id)
-    assert [(e.phase.value, e.step) for e in entries][-4:] == [
-        ("FAILED", 3), ("COMPENSATED", 2), ("COMPENSATED", 1), ("SAGA_CLOSED", 0),
+    assert [(e.phase.value, e.step) for e in entries][-5:] == [
+        ("FAILED", 3), ("COMPENSATING", 0), ("COMPENSATED", 2), ("COMPENSATED", 1),
+        ("SAGA_CLOSED", 0),
     ]  # fmt: skip
     assert_executed_ran_once(orders.shop.calls(), handle.id, entries)
     assert orders.shop.stock("widget") == INITIAL_STOCK["widget"]
@@ -132,8 +133,9 @@ async def test_a_cancel_during_the_approval_wait_compensates(orders: Orders) -> 
         await handle.result()
     assert isinstance(failed.value.cause, CancelledError)
     entries = assert_chain_closed(orders.store, handle.id)
-    assert [(e.phase.value, e.step) for e in entries][-5:] == [
-        ("AWAITING_APPROVAL", 4), ("REJECTED", 4), ("COMPENSATED", 2), ("COMPENSATED", 1),
+    assert [(e.phase.value, e.step) for e in entries][-6:] == [
+        ("AWAITING_APPROVAL", 4), ("REJECTED", 4), ("COMPENSATING", 0), ("COMPENSATED", 2),
+        ("COMPENSATED", 1),
         ("SAGA_CLOSED", 0),
     ]  # fmt: skip
     assert entries[-1].result["status"] == "COMPENSATED"
@@ -151,8 +153,8 @@ async def test_a_swallowed_step_error_still_compensates(orders: Orders) -> None:
     assert "step 3 (ship_order) failed" in (receipt.failure or "")
     assert [c["refunded"] for c in orders.shop.charges()] == [True]
     assert orders.shop.stock("widget") == INITIAL_STOCK["widget"]
-    assert phases(orders.store, handle.id)[-3:] == [
-        ("COMPENSATED", 2), ("COMPENSATED", 1), ("SAGA_CLOSED", 0),
+    assert phases(orders.store, handle.id)[-4:] == [
+        ("COMPENSATING", 0), ("COMPENSATED", 2), ("COMPENSATED", 1), ("SAGA_CLOSED", 0),
     ]  # fmt: skip
 
 

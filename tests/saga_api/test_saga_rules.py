@@ -51,8 +51,8 @@ async def test_an_uncaught_failure_fails_the_workflow_with_the_saga_result(
     result = SagaResult.model_validate(error.details[0])
     assert result.status is SagaStatus.COMPENSATED
     assert [(c.step, c.ok) for c in result.compensations] == [(1, True)]
-    assert phases(orders.store, saga_id)[-3:] == [
-        ("FAILED", 2), ("COMPENSATED", 1), ("SAGA_CLOSED", 0),
+    assert phases(orders.store, saga_id)[-4:] == [
+        ("FAILED", 2), ("COMPENSATING", 0), ("COMPENSATED", 1), ("SAGA_CLOSED", 0),
     ]  # fmt: skip
     assert orders.shop.stock("widget") == INITIAL_STOCK["widget"]
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 from temporalio.exceptions import ApplicationError
-from temporalio.testing import ActivityEnvironment
 
 from sagacity.activities import SagaActivities
 from sagacity.activities.io_models import ResumeCheckInput
@@ -14,6 +13,7 @@ from sagacity.phases import Phase
 from sagacity.stores import MemoryJournalStore
 from sagacity.toolbox import Toolbox
 from sagacity.tools import tool
+from tests.saga_activity_env import opening, saga_env
 
 SAGA = "resume"
 
@@ -26,15 +26,17 @@ class Tools:
 
 def opened() -> tuple[MemoryJournalStore, SagaActivities]:
     store = MemoryJournalStore()
-    store.append(EntryDraft.new(SAGA, Phase.SAGA_OPENED))
+    store.append(opening(SAGA))
     store.append(EntryDraft.new(SAGA, Phase.INTENT, step=1, tool="noop"))
     store.append(EntryDraft.new(SAGA, Phase.EXECUTED, step=1, tool="noop"))
     return store, SagaActivities(store, Toolbox.build(Tools()))
 
 
 async def check(activities: SagaActivities, seq: int | None, digest: str | None) -> None:
-    request = ResumeCheckInput(saga_id=SAGA, head_seq=seq, head_hash=digest)
-    await ActivityEnvironment().run(activities.check_resume, request)
+    request = ResumeCheckInput(
+        saga_id=SAGA, head_seq=seq, head_hash=digest, worker=activities.identity
+    )
+    await saga_env(SAGA).run(activities.check_resume, request)
 
 
 async def test_the_head_of_the_chain_or_an_earlier_entry_of_it_is_taken() -> None:
@@ -80,9 +82,10 @@ async def test_a_retried_request_for_approval_gets_the_first_entry_back() -> Non
         return JournalEventInput(
             saga_id=SAGA, phase=Phase.AWAITING_APPROVAL, step=2, tool="noop",
             input={**payload, "args": args}, result={"deadline": deadline},
+            worker=activities.identity,
         )  # fmt: skip
 
-    env = ActivityEnvironment()
+    env = saga_env(SAGA)
     first = await env.run(activities.journal_event, ask("2026-12-10T00:00:00+00:00", {}))
     again = await env.run(activities.journal_event, ask("2026-12-10T00:00:07+00:00", {}))
     assert again == first and len(store.step_entries(SAGA, 2)) == 1

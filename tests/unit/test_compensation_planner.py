@@ -70,7 +70,7 @@ async def run_history(kinds: list[str]) -> tuple[MemoryJournalStore, list[ToolOu
     store = MemoryJournalStore()
     toolbox = Toolbox.build(Shop())
     runner = ToolRunner(store, toolbox)
-    store.append(EntryDraft.new(SAGA, Phase.SAGA_OPENED))
+    opened = store.append(EntryDraft.new(SAGA, Phase.SAGA_OPENED))
     outcomes = []
     for step, kind in enumerate(kinds, start=1):
         call = KINDS[kind]
@@ -81,7 +81,9 @@ async def run_history(kinds: list[str]) -> tuple[MemoryJournalStore, list[ToolOu
                                input=call.args)
             )  # fmt: skip
             env.info = dataclasses.replace(env.info, attempt=2)
-        outcome = await env.run(runner.run, RunToolInput(saga_id=SAGA, step=step, call=call))
+        outcome = await env.run(
+            runner.run, RunToolInput(saga_id=SAGA, step=step, call=call), opened
+        )
         outcomes.append(outcome)
     return store, outcomes
 

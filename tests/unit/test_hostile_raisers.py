@@ -63,7 +63,8 @@ async def _run_tool(raises: BaseException) -> tuple[ToolOutcome, MemoryJournalSt
     store = _store()
     runner = ToolRunner(store, Toolbox.build(Hostile(raises)))
     request = RunToolInput(saga_id=SAGA, step=1, call=ToolCall(tool="quit"))
-    return await ActivityEnvironment().run(runner.run, request), store
+    opened = next(iter(store.entries(SAGA)))
+    return await ActivityEnvironment().run(runner.run, request, opened), store
 
 
 @pytest.mark.parametrize(

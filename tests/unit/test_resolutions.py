@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from temporalio.testing import ActivityEnvironment
 
 from sagacity.activities import SagaActivities
 from sagacity.activities.io_models import ResolveStepInput
@@ -29,6 +28,7 @@ from sagacity.signing import SigningKey
 from sagacity.stores import MemoryJournalStore
 from sagacity.toolbox import Toolbox
 from sagacity.tools import CompensationContext, ToolContext, compensable, compensation
+from tests.saga_activity_env import opening, saga_env
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
 SAGA = "saga-1"
@@ -168,22 +168,32 @@ class Pay:
 
 def journal_with_intent() -> tuple[MemoryJournalStore, SagaActivities]:
     store = MemoryJournalStore()
-    store.append(EntryDraft.new(SAGA, Phase.SAGA_OPENED))
+    store.append(opening(SAGA))
     store.append(EntryDraft.new(SAGA, Phase.INTENT, step=2, attempt=3, tool="charge",
                                 input={"amount": 5}))  # fmt: skip
-    return store, SagaActivities(store, Toolbox.build(Pay()))
+    # The saga waits for a person about steps 2 and 7 (what resolve_step acts on).
+    dirty = [{"step": n, "tool": "charge", "kind": "UNKNOWN_OUTCOME"} for n in (2, 7)]
+    store.append(EntryDraft.new(SAGA, Phase.NEEDS_HUMAN, input={"dirty": dirty}))
+    activities = SagaActivities(store, Toolbox.build(Pay()))
+    WORKER[0] = activities.identity
+    return store, activities
+
+
+WORKER = [""]
+"""The identity of the activities journal_with_intent built (requests name it)."""
 
 
 def request(happened: bool, **changes: Any) -> ResolveStepInput:
     fields: dict[str, Any] = {"saga_id": SAGA, "step": 2, "tool": "charge", "happened": happened,
                               "attempt": 1, "actor": "olivia", "statement": {"s": 1},
-                              "result": {"psp": "pi_1"} if happened else None}  # fmt: skip
+                              "result": {"psp": "pi_1"} if happened else None,
+                              "worker": WORKER[0]}  # fmt: skip
     return ResolveStepInput(**{**fields, **changes})
 
 
 async def test_happened_is_journaled_in_the_persons_name_with_the_intents_arguments() -> None:
     store, activities = journal_with_intent()
-    env = ActivityEnvironment()
+    env = saga_env(SAGA)
     out = await env.run(activities.resolve_step, request(True))
     again = await env.run(activities.resolve_step, request(True))  # a retried activity
     assert again == out and out.disagrees is None
@@ -193,14 +203,12 @@ async def test_happened_is_journaled_in_the_persons_name_with_the_intents_argume
     )  # fmt: skip
     assert (executed.phase, executed.actor, executed.attempt) == (Phase.EXECUTED, "olivia", 3)
     assert executed.input == {"amount": 5} and executed.result == {"psp": "pi_1"}
-    assert len(list(store.entries(SAGA))) == 4  # the retry added nothing
+    assert len(list(store.entries(SAGA))) == 5  # the retry added nothing
 
 
 async def test_did_not_happen_is_a_failed_outcome_in_the_persons_name() -> None:
     store, activities = journal_with_intent()
-    out = await ActivityEnvironment().run(
-        activities.resolve_step, request(False, reason="no such charge")
-    )
+    out = await saga_env(SAGA).run(activities.resolve_step, request(False, reason="no such charge"))
     failed = list(store.entries(SAGA))[-1]
     assert out.outcome is not None and out.outcome.phase is Phase.FAILED
     assert failed.actor == "olivia" and "no such charge" in (failed.error or "")
@@ -211,7 +219,7 @@ async def test_the_journal_wins_over_a_person() -> None:
     store, activities = journal_with_intent()
     late = store.append(EntryDraft.new(SAGA, Phase.EXECUTED, step=2, attempt=3, tool="charge",
                                        input={"amount": 5}, result={"charged": 5}))  # fmt: skip
-    out = await ActivityEnvironment().run(activities.resolve_step, request(False))
+    out = await saga_env(SAGA).run(activities.resolve_step, request(False))
     assert out.resolved is None and out.outcome is not None and out.outcome.seq == late.seq
     assert "EXECUTED" in (out.disagrees or "") and "from its worker" in (out.disagrees or "")
     assert list(store.entries(SAGA))[-1].seq == late.seq  # nothing appended
@@ -222,7 +230,7 @@ async def test_a_step_without_an_intent_never_started() -> None:
     applied; "did not happen" is recorded (RESOLVED alone: no attempt to settle)."""
     store, activities = journal_with_intent()
     before = len(list(store.entries(SAGA)))
-    env = ActivityEnvironment()
+    env = saga_env(SAGA)
     said = await env.run(activities.resolve_step, request(True, step=7))
     assert said.resolved is None and "no INTENT" in (said.disagrees or "")
     assert len(list(store.entries(SAGA))) == before  # nothing written
@@ -234,5 +242,5 @@ async def test_a_step_without_an_intent_never_started() -> None:
 
 async def test_the_recorder_says_whether_the_tool_can_be_undone() -> None:
     _, activities = journal_with_intent()
-    out = await ActivityEnvironment().run(activities.resolve_step, request(True))
+    out = await saga_env(SAGA).run(activities.resolve_step, request(True))
     assert out.compensable is True  # charge declares refund

@@ -9,8 +9,10 @@ import dataclasses
 from typing import Any
 
 import pytest
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
+from sagacity.activities import NOT_THE_SAGAS_RUN
 from sagacity.activities.io_models import OutcomeKind, RunToolInput, ToolCall, ToolOutcome
 from sagacity.activities.tool_runner import TRUNCATION_MARKER, ToolRunner
 from sagacity.approvals import approval_hash
@@ -19,6 +21,7 @@ from sagacity.phases import Phase
 from sagacity.stores import MemoryJournalStore
 from sagacity.toolbox import Toolbox
 from sagacity.tools import ToolContext, compensable, compensation, irreversible, tool
+from tests.journal_approvals import approve, request_approval
 
 SAGA = "branches"
 
@@ -88,7 +91,7 @@ async def run(
     request = RunToolInput(
         saga_id=SAGA, step=step, call=ToolCall(tool=tool_name, args=args), **fields
     )
-    return await env.run(runner.run, request)
+    return await env.run(runner.run, request, next(iter(store.entries(SAGA))))
 
 
 def journal(store: MemoryJournalStore) -> list[tuple[str, int, int]]:
@@ -196,8 +199,22 @@ async def test_an_approval_of_another_payload_is_refused_and_runs_nothing(
     assert ledger.runs == [] and journal(store)[1:] == []
 
 
+async def test_an_approval_the_journal_does_not_hold_runs_nothing(
+    store: MemoryJournalStore, ledger: Ledger
+) -> None:
+    """Anyone can compute a payload's hash: claiming it was approved is not enough."""
+    args = {"iban": "DE89370400440532013000", "amount": 70}
+    with pytest.raises(ApplicationError) as refused:
+        await run(store, ledger, "wire", args, approved_sha256=approval_hash("wire", args))
+    assert refused.value.type == NOT_THE_SAGAS_RUN and refused.value.non_retryable
+    assert "no request for approval" in refused.value.message
+    assert ledger.runs == [] and journal(store)[1:] == []
+
+
 async def test_the_approved_payload_runs(store: MemoryJournalStore, ledger: Ledger) -> None:
     args = {"iban": "DE89370400440532013000", "amount": 70}
+    request_approval(store, SAGA, 1, "wire", args)
+    approve(store, SAGA, 1, "wire", args, "alice")
     outcome = await run(store, ledger, "wire", args, approved_sha256=approval_hash("wire", args))
 
     assert outcome.kind is OutcomeKind.EXECUTED and outcome.result == {"sent": 70}

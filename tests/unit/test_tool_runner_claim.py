@@ -57,7 +57,8 @@ async def test_an_ambiguous_intent_write_is_retried_in_place_and_the_tool_runs_o
     runner = ToolRunner(store, Toolbox.build(courier))
     request = RunToolInput(saga_id=SAGA, step=1, call=ToolCall(tool="book", args={}))
 
-    outcome = await ActivityEnvironment().run(runner.run, request)
+    opened = next(iter(store.entries(SAGA)))
+    outcome = await ActivityEnvironment().run(runner.run, request, opened)
 
     assert store.dropped == 1  # the fault really happened, after the commit
     assert outcome.kind is OutcomeKind.EXECUTED, outcome

@@ -90,6 +90,7 @@ def _assert_timed_out_and_compensated(
         (Phase.EXECUTED, 2),
         (Phase.AWAITING_APPROVAL, 3),
         (Phase.REJECTED, 3),
+        (Phase.COMPENSATING, 0),
         (Phase.COMPENSATED, 2),
         (Phase.COMPENSATED, 1),
         (Phase.SAGA_CLOSED, 0),

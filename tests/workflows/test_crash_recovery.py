@@ -201,6 +201,7 @@ async def test_worker_killed_between_intent_and_executed(
             (Phase.INTENT, 2),
             (Phase.EXECUTED, 2),
             (Phase.INTENT, 3),
+            (Phase.COMPENSATING, 0),
             (Phase.COMPENSATED, 2),
             (Phase.COMPENSATED, 1),
             (Phase.NEEDS_HUMAN, 0),

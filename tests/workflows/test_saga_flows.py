@@ -54,10 +54,11 @@ async def test_failure_compensates_in_reverse_order_and_restores_the_shop(saga) 
 
     assert result.status is SagaStatus.COMPENSATED
     assert result.first_failure is not None and "ship_order" in result.first_failure
-    tail = phases(saga.store, result.saga_id)[-5:]
+    tail = phases(saga.store, result.saga_id)[-6:]
     assert tail == [
         ("INTENT", 3, "ship_order"),
         ("FAILED", 3, "ship_order"),
+        ("COMPENSATING", 0, ""),
         ("COMPENSATED", 2, "charge_card"),
         ("COMPENSATED", 1, "reserve_inventory"),
         ("SAGA_CLOSED", 0, ""),

@@ -48,7 +48,8 @@ async def test_a_failed_mcp_call_compensates_newest_first_on_the_server(
         ("INTENT", 1, "reserve_inventory"), ("EXECUTED", 1, "reserve_inventory"),
         ("INTENT", 2, "charge_card"), ("EXECUTED", 2, "charge_card"),
         ("INTENT", 3, "ship_order"), ("FAILED", 3, "ship_order"),
-        ("COMPENSATED", 2, "charge_card"), ("COMPENSATED", 1, "reserve_inventory"),
+        ("COMPENSATING", 0, ""), ("COMPENSATED", 2, "charge_card"),
+        ("COMPENSATED", 1, "reserve_inventory"),
         ("SAGA_CLOSED", 0, ""),
     ]  # fmt: skip
     received = mcp_orders.shop.calls()

@@ -50,7 +50,7 @@ async def test_a_failed_shipment_compensates_although_the_agent_says_done(rig: A
 
     assert phases(rig.store, handle.id) == [
         ("SAGA_OPENED", 0), ("INTENT", 1), ("EXECUTED", 1), ("INTENT", 2), ("EXECUTED", 2),
-        ("INTENT", 3), ("FAILED", 3), ("COMPENSATED", 2), ("COMPENSATED", 1),
+        ("INTENT", 3), ("FAILED", 3), ("COMPENSATING", 0), ("COMPENSATED", 2), ("COMPENSATED", 1),
         ("SAGA_CLOSED", 0),
     ]  # fmt: skip
     closed = rig.sagas.journal(handle.id)[-1]

@@ -38,8 +38,9 @@ async def test_a_tool_failure_the_sdk_raises_compensates(rig: AgentRig) -> None:
     assert status == "COMPENSATED"
     assert failure is not None and "step 2 (ship_order) failed" in failure
     assert len(rig.server.requests) == 2  # the run stopped at the failure
-    assert phases(rig.store, saga_id)[-3:] == [
+    assert phases(rig.store, saga_id)[-4:] == [
         ("FAILED", 2),
+        ("COMPENSATING", 0),
         ("COMPENSATED", 1),
         ("SAGA_CLOSED", 0),
     ]
@@ -56,7 +57,7 @@ async def test_a_run_out_of_turns_compensates(rig: AgentRig) -> None:
 
     assert status == "COMPENSATED"
     assert failure is not None and "MaxTurnsExceeded" in failure
-    assert phases(rig.store, saga_id)[-3:] == [
-        ("COMPENSATED", 2), ("COMPENSATED", 1), ("SAGA_CLOSED", 0),
+    assert phases(rig.store, saga_id)[-4:] == [
+        ("COMPENSATING", 0), ("COMPENSATED", 2), ("COMPENSATED", 1), ("SAGA_CLOSED", 0),
     ]  # fmt: skip
     assert [c["refunded"] for c in rig.shop.charges()] == [True]

@@ -94,8 +94,9 @@ async def test_a_rejected_wire_compensates_the_order(rig: AgentRig) -> None:
     assert rig.shop.wires() == []
     assert [c["refunded"] for c in rig.shop.charges()] == [True]
     assert rig.shop.stock("widget") == INITIAL_STOCK["widget"]
-    assert phases(rig.store, handle.id)[-5:] == [
-        ("AWAITING_APPROVAL", 3), ("REJECTED", 3), ("COMPENSATED", 2), ("COMPENSATED", 1),
+    assert phases(rig.store, handle.id)[-6:] == [
+        ("AWAITING_APPROVAL", 3), ("REJECTED", 3), ("COMPENSATING", 0), ("COMPENSATED", 2),
+        ("COMPENSATED", 1),
         ("SAGA_CLOSED", 0),
     ]  # fmt: skip
     # The SDK told the model the wire did not run; the model said "done" regardless.
@@ -131,8 +132,9 @@ async def test_a_cancel_while_the_wire_waits_stops_the_agent_and_compensates(
 
     assert isinstance(failed.value.cause, CancelledError)
     assert len(rig.server.requests) == 2  # the agent was stopped, not asked again
-    assert phases(rig.store, handle.id)[-5:] == [
-        ("AWAITING_APPROVAL", 3), ("REJECTED", 3), ("COMPENSATED", 2), ("COMPENSATED", 1),
+    assert phases(rig.store, handle.id)[-6:] == [
+        ("AWAITING_APPROVAL", 3), ("REJECTED", 3), ("COMPENSATING", 0), ("COMPENSATED", 2),
+        ("COMPENSATED", 1),
         ("SAGA_CLOSED", 0),
     ]  # fmt: skip
     assert rig.shop.wires() == [] and [c["refunded"] for c in rig.shop.charges()] == [True]

@@ -61,7 +61,8 @@ async def test_a_failed_shipment_is_undone_newest_first_though_the_clerk_says_do
     entries = await verified(clerks, handle)
     assert phases(clerks.store, handle.id) == [
         ("SAGA_OPENED", 0), ("INTENT", 1), ("EXECUTED", 1), ("INTENT", 2), ("EXECUTED", 2),
-        ("INTENT", 3), ("FAILED", 3), ("COMPENSATED", 2), ("COMPENSATED", 1), ("SAGA_CLOSED", 0),
+        ("INTENT", 3), ("FAILED", 3), ("COMPENSATING", 0), ("COMPENSATED", 2), ("COMPENSATED", 1),
+        ("SAGA_CLOSED", 0),
     ]  # fmt: skip
     assert [e.tool for e in entries if e.phase is Phase.COMPENSATED] == [
         "charge_card",
@@ -154,8 +155,9 @@ async def test_a_rejected_wire_is_told_to_the_clerk_and_the_order_is_undone(
     [told] = report.told
     assert told.startswith("send_wire_transfer: step 4 (send_wire_transfer) rejected")
     entries = await verified(clerks, handle)
-    assert [(e.phase.value, e.step) for e in entries][-5:] == [
-        ("AWAITING_APPROVAL", 4), ("REJECTED", 4), ("COMPENSATED", 2), ("COMPENSATED", 1),
+    assert [(e.phase.value, e.step) for e in entries][-6:] == [
+        ("AWAITING_APPROVAL", 4), ("REJECTED", 4), ("COMPENSATING", 0), ("COMPENSATED", 2),
+        ("COMPENSATED", 1),
         ("SAGA_CLOSED", 0),
     ]  # fmt: skip
     assert clerks.shop.wires() == []
@@ -183,7 +185,8 @@ async def test_an_approval_pydantic_ai_asks_for_that_the_toolbox_would_skip_refu
     assert clerks.shop.charges() == [] and clerks.shop.shipments() == []
     assert clerks.shop.calls("charge_card") == []
     assert phases(clerks.store, handle.id) == [
-        ("SAGA_OPENED", 0), ("INTENT", 1), ("EXECUTED", 1), ("COMPENSATED", 1), ("SAGA_CLOSED", 0),
+        ("SAGA_OPENED", 0), ("INTENT", 1), ("EXECUTED", 1), ("COMPENSATING", 0),
+        ("COMPENSATED", 1), ("SAGA_CLOSED", 0),
     ]  # fmt: skip
     await verified(clerks, handle)
     # The clerk was told, and its next call was not run either: the saga had failed.
@@ -210,8 +213,8 @@ async def test_a_run_that_fails_after_two_steps_undoes_them(clerks: Clerks) -> N
 
     assert report.status == "COMPENSATED" and report.agent_said is None
     assert (report.failure or "").startswith("UsageLimitExceeded: ")
-    assert phases(clerks.store, handle.id)[-3:] == [
-        ("COMPENSATED", 2), ("COMPENSATED", 1), ("SAGA_CLOSED", 0),
+    assert phases(clerks.store, handle.id)[-4:] == [
+        ("COMPENSATING", 0), ("COMPENSATED", 2), ("COMPENSATED", 1), ("SAGA_CLOSED", 0),
     ]  # fmt: skip
     await verified(clerks, handle)
     assert clerks.shop.stock("widget") == INITIAL_STOCK["widget"]
@@ -229,8 +232,9 @@ async def test_a_cancel_while_the_wire_waits_compensates_and_stays_a_cancel(
         await handle.result()
     assert isinstance(failed.value.cause, CancelledError)
     entries = await verified(clerks, handle)
-    assert [(e.phase.value, e.step) for e in entries][-5:] == [
-        ("AWAITING_APPROVAL", 4), ("REJECTED", 4), ("COMPENSATED", 2), ("COMPENSATED", 1),
+    assert [(e.phase.value, e.step) for e in entries][-6:] == [
+        ("AWAITING_APPROVAL", 4), ("REJECTED", 4), ("COMPENSATING", 0), ("COMPENSATED", 2),
+        ("COMPENSATED", 1),
         ("SAGA_CLOSED", 0),
     ]  # fmt: skip
     assert "customer called back" in entries[-1].result["first_failure"]

@@ -1,0 +1,32 @@
+"""Running a saga's activities without a server, as the saga's own run would.
+
+Every sagacity activity checks who scheduled it (the workflow id must be the saga id, the
+run must own the saga's chain, as SAGA_OPENED journaled it): these helpers give
+temporalio's ActivityEnvironment that identity and journal the matching opening.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from temporalio.testing import ActivityEnvironment
+
+from sagacity.entry import EntryDraft
+from sagacity.phases import Phase
+
+RUN = "run-0001"
+"""The run id of the saga's own (first) run in these tests."""
+
+
+def saga_env(saga_id: str, *, run_id: str = RUN, attempt: int = 1) -> ActivityEnvironment:
+    """An activity environment as scheduled by `saga_id`'s workflow run `run_id`."""
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(
+        env.info, workflow_id=saga_id, workflow_run_id=run_id, attempt=attempt
+    )
+    return env
+
+
+def opening(saga_id: str, *, run_id: str = RUN) -> EntryDraft:
+    """SAGA_OPENED as the run `run_id` (the first of its chain) journals it."""
+    return EntryDraft.new(saga_id, Phase.SAGA_OPENED, input={"run_id": run_id, "chain": run_id})
