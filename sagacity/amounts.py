@@ -6,7 +6,8 @@ string ("50000.00"); an MCP server may type it as a JSON string; an integer coun
 cents is a JSON integer. So a rule reads an amount from an integer, a float or a
 *plain decimal numeral* string, and compares exactly, as `Decimal`: never through a
 float, which would turn "10000.000000000000001" into 10000.0 and let it pass as "not
-above 10,000".
+above 10,000". A float (only a parameter whose schema says number has one) is read as
+its payload writes it, 10000.1 as 10000.1, which is what the approver reads.
 
 A plain decimal numeral is ASCII digits with an optional leading "-" and an optional
 fraction: "50000", "-3", "0.50", "12.345". Anything else — "1e5", "NaN", "Infinity",
@@ -58,7 +59,8 @@ def amount_of(value: object) -> Decimal | None:
     if isinstance(value, Decimal):
         return value if value.is_finite() else None
     if isinstance(value, float):
-        return Decimal(value) if math.isfinite(value) else None  # exact: the float's value
+        # As the payload writes it (the shortest repr, what the approver reads), exactly.
+        return Decimal(repr(value)) if math.isfinite(value) else None
     if isinstance(value, str) and len(value) <= MAX_AMOUNT_CHARS and PLAIN_DECIMAL.fullmatch(value):
         return Decimal(value)
     return None
