@@ -197,6 +197,13 @@ class ApprovalPolicy:
 
     def __post_init__(self) -> None:
         self.base()  # a policy that cannot be a requirement fails at declaration
+        if not isinstance(self.rules, tuple | list) or not all(
+            isinstance(rule, ArgRule) for rule in self.rules
+        ):  # anything else would fail, or be skipped, on every call
+            raise ApprovalPolicyError(
+                f"ApprovalPolicy(rules=...) takes a tuple of ArgRule, got {self.rules!r}; "
+                'e.g. rules=(ArgRule.above("amount", 10_000, quorum=2),)'
+            )
 
     def base(self) -> ApprovalRequirement:
         return ApprovalRequirement(

@@ -189,6 +189,10 @@ def test_a_limit_that_is_not_a_finite_number_fails_at_declaration(limit: Any) ->
 def test_a_rule_that_cannot_be_a_requirement_fails_at_declaration() -> None:
     with pytest.raises(ValueError, match="quorum"):
         ArgRule.above("amount", 10_000, quorum=50)
+    rule = ArgRule.above("amount", 10_000, quorum=2)
+    for not_rules in (rule, (rule, lambda args: True), ("amount above 10,000",)):
+        with pytest.raises(ApprovalPolicyError, match="takes a tuple of ArgRule"):
+            ApprovalPolicy(rules=not_rules)  # type: ignore[arg-type]
 
 
 def test_a_rule_that_raises_or_answers_no_bool_refuses_instead_of_guessing() -> None:
