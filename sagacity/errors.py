@@ -101,6 +101,12 @@ class ApprovalPolicyError(SagacityError, ValueError):
     """A tool's approval policy that could not be applied to a call (its rule failed)."""
 
 
+class ApprovalRuleError(ToolboxError, ApprovalPolicyError):
+    """A rule of a tool's approval policy names a parameter the tool does not have, or one
+    it cannot compare (a bool, an object, a list, free-form JSON): raised when the toolbox
+    is built, because at call time such a rule would silently never apply."""
+
+
 class ToolOutcomeUnknownError(SagacityError):
     """A tool cannot tell whether its effect happened: the request went out and no answer
     came back (a connection lost mid-call). The runner journals no outcome for the step,

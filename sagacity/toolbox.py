@@ -32,7 +32,7 @@ from typing import Annotated, Any, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, ValidationError, create_model
 from pydantic.types import _SecretBase
 
-from sagacity.approval_policy import ApprovalPolicy
+from sagacity.approval_policy import ApprovalPolicy, check_rules
 from sagacity.canonical import JsonValue, canonical_bytes
 from sagacity.errors import (
     NotCanonicalError,
@@ -383,6 +383,7 @@ class Toolbox:
     def __init__(self, tools: Iterable[ToolSpec] = ()) -> None:
         self._tools: dict[str, ToolSpec] = {}
         for spec in tools:
+            check_rules(spec.name, spec.policy, spec.parameters)  # a rule that could never apply
             if spec.name in self._tools:
                 raise ToolboxError(f"two tools are named {spec.name!r}")
             self._tools[spec.name] = spec

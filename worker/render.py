@@ -196,6 +196,10 @@ def _pending_grid(p: PendingApproval, *, with_warnings: bool = False) -> Table:
         grid.add_row("deadline", _t(f"{_when(p.deadline)} UTC"))
     grid.add_row("payload", _t(p.canonical_payload))
     grid.add_row("sha256", _t(p.payload_sha256))
+    if p.needs:  # the saga's own requirement, the one its judge counts against
+        grid.add_row("needs", _t(p.needs, "bold"))
+        for why in p.requirement.because if p.requirement else []:
+            grid.add_row("because", _t(why))
     if with_warnings:
         for line in text_warning_lines(payload_warnings(p.payload)):
             grid.add_row("text", _t(line, "bold red"))

@@ -15,7 +15,10 @@ structured result as its arguments (so the forward tool must declare an output s
 or with what `args=` builds from the recorded input and result; or it is a Python
 `@compensation` passed beside the mapping. Every name is resolved against the server's
 listing when the toolset opens; one that resolves to nothing (or to two things) fails
-there with McpMappingError naming it and the server's tools.
+there with McpMappingError naming it and the server's tools. A rule of an irreversible
+tool's policy that names a parameter the server's input schema does not have, or one it
+types as something never an amount (a boolean, an object, an array, no type at all),
+fails there too, with ApprovalRuleError (sagacity.approval_policy.check_rules).
 
 Tools the mapping leaves out are refused by default: they are not in the toolbox, so a
 call to one is journaled CALL_REFUSED and never sent. A server that grows a tool must not
@@ -34,7 +37,7 @@ from typing import Any, Literal
 
 from mcp_types import Tool
 
-from sagacity.approval_policy import ApprovalPolicy
+from sagacity.approval_policy import ApprovalPolicy, check_rules
 from sagacity.tools import (
     CompensationContext,
     ToolKind,
@@ -221,6 +224,9 @@ class _Checker:
             )
         base = self.definition(definition)
         if isinstance(declared, Irreversible):
+            # The policy's rules read the server's schema: one it cannot compare fails here.
+            where = f" on MCP server {self.server!r}"
+            check_rules(name, declared.policy, base["input"].parameters, where)
             return ResolvedTool(**base, kind=ToolKind.IRREVERSIBLE, policy=declared.policy)
         if isinstance(declared, CompensatedBy):
             undo = self.compensation(name, declared)

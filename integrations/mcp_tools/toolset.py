@@ -98,13 +98,14 @@ class McpToolset:
                 compensations=self._python,
                 unmapped=self._unmapped,
             )
-        except BaseException:
+            toolbox = toolbox_of(plan, self.connection)
+        except BaseException:  # a mapping or policy that does not fit: stop the server too
             await self.connection.close()
             raise
         self.left_out = plan.left_out
         for tool, why in plan.left_out.items():
             log.info("MCP server %s: tool %r is not a saga tool: %s", self.name, tool, why)
-        self._toolbox = toolbox_of(plan, self.connection)
+        self._toolbox = toolbox
         return self._toolbox
 
     async def close(self) -> None:

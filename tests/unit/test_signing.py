@@ -145,7 +145,8 @@ def test_a_rule_on_the_args_tightens_and_a_saga_can_only_tighten() -> None:
     assert policy.requirement({"amount": 10_000}).quorum == 1
     big = policy.requirement({"amount": 10_001})
     assert big.quorum == 2 and big.because == ["amount above 10,000"]
-    assert policy.requirement({"amount": True}).quorum == 1  # a bool is not an amount
+    # A bool is not an amount: the rule cannot read it, so it applies (never fails open).
+    assert policy.requirement({"amount": True}).quorum == 2
     saga = ApprovalRequirement(groups=["finance"], quorum=1, separate_from_requester=False)
     tight = big.tightened(saga)
     assert tight.groups == ["finance"] and tight.quorum == 2 and tight.separate_from_requester
