@@ -101,6 +101,7 @@ AFTER_APPROVAL = [
     ("EXECUTED", 3, "charge_card"),
     ("INTENT", 4, "ship_order"),
     ("FAILED", 4, "ship_order"),
+    ("COMPENSATING", None, None),
     ("COMPENSATED", 3, "charge_card"),
     ("COMPENSATED", 1, "reserve_inventory"),
     ("SAGA_CLOSED", None, None),
@@ -138,7 +139,7 @@ async def test_start_wait_shows_each_entry_live_and_the_approval_it_waits_for(
     assert events(lines)[4:] == AFTER_APPROVAL
     assert next(line for line in lines if "APPROVED" in line).endswith(": by ann")
     assert [line.split()[0] for line in lines if EVENT.match(line)] == [
-        f"#{seq}" for seq in range(1, 15)
+        f"#{seq}" for seq in range(1, 16)
     ]  # every journal entry once, in seq order
     closed = next(line for line in lines if "SAGA_CLOSED" in line)
     assert "COMPENSATED: step 4 (ship_order) failed" in closed
@@ -172,7 +173,6 @@ async def test_start_wait_follows_the_workflow_when_the_journal_cannot_be_read(
     assert "through its workflow's queries" in ran.stderr
     assert events(ran.stdout.splitlines())[3:] == [
         ("REJECTED", 2, "send_wire_transfer"),
-        ("COMPENSATING", None, None),
         ("COMPENSATED", 1, "reserve_inventory"),
         ("SAGA_CLOSED", None, None),
     ]
@@ -225,7 +225,7 @@ async def test_start_wait_json_prints_json_lines_then_the_result(cli: CliHarness
         ("COMPENSATED", 1),
         ("SAGA_CLOSED", 0),
     ]
-    assert [p["seq"] for p in progress] == list(range(1, 11))
+    assert [p["seq"] for p in progress] == list(range(1, 12))
     assert progress[2]["result"]["reservation"] == f"{saga_id}:1"  # values whole, as JSON
     assert lines[-1]["event"] == "result" and lines[-1]["result"]["status"] == "COMPENSATED"
     assert len(lines) == len(progress) + 2

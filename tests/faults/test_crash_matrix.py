@@ -494,13 +494,15 @@ async def test_one_kill_with_sagas_in_every_state(
                                             "AWAITING_APPROVAL", "APPROVED", "INTENT",
                                             "EXECUTED", "SAGA_CLOSED"]),
         reject.id: (SagaStatus.COMPENSATED, ["SAGA_OPENED", "INTENT", "EXECUTED",
-                                             "AWAITING_APPROVAL", "REJECTED", "COMPENSATED",
-                                             "SAGA_CLOSED"]),
+                                             "AWAITING_APPROVAL", "REJECTED", "COMPENSATING",
+                                             "COMPENSATED", "SAGA_CLOSED"]),
         **{h.id: (SagaStatus.UNRESOLVED, ["SAGA_OPENED", "INTENT", "EXECUTED", "INTENT",
-                                           "EXECUTED", "INTENT", "COMPENSATED", "COMPENSATED",
-                                           "NEEDS_HUMAN", "SAGA_CLOSED"]) for h in mid_tool},
+                                           "EXECUTED", "INTENT", "COMPENSATING", "COMPENSATED",
+                                           "COMPENSATED", "NEEDS_HUMAN", "SAGA_CLOSED"])
+           for h in mid_tool},
         **{h.id: (SagaStatus.COMPENSATED, ["SAGA_OPENED", "INTENT", "EXECUTED", "INTENT",
-                                           "FAILED", "COMPENSATED", "SAGA_CLOSED"])
+                                           "FAILED", "COMPENSATING", "COMPENSATED",
+                                           "SAGA_CLOSED"])
            for h in mid_comp},
     }  # fmt: skip
     handles = [done, *mid_tool, *mid_comp, approve, reject]
