@@ -218,11 +218,11 @@ class Wire:
 
 async def test_the_tool_runner_refuses_and_journals_a_call_whose_rule_cannot_tell() -> None:
     store, wire = MemoryJournalStore(), Wire()
-    store.append(EntryDraft.new("rule-saga", Phase.SAGA_OPENED))
+    opened = store.append(EntryDraft.new("rule-saga", Phase.SAGA_OPENED))
     runner = ToolRunner(store, Toolbox.build(wire))
     call = ToolCall(tool="wire", args={"amount": "50000"})
     outcome = await ActivityEnvironment().run(
-        runner.run, RunToolInput(saga_id="rule-saga", step=1, call=call)
+        runner.run, RunToolInput(saga_id="rule-saga", step=1, call=call), opened
     )
     assert outcome.kind is OutcomeKind.REFUSED and outcome.approval is None
     assert "answered NoneType" in (outcome.error or "")
