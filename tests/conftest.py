@@ -151,13 +151,40 @@ async def saga(
         yield SagaHarness(temporal_env.client, journal, shop, task_queue, worker)
 
 
+SERVER_MARKS = {"temporal_env": "temporal", "postgres_url": "postgres"}
+"""The fixture that reaches each server, and the marker a test using it must carry."""
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that uses the dev server or PostgreSQL (through any fixture) carries the
     `temporal` / `postgres` marker, so `-m "not temporal and not postgres"` (make
-    test-unit) leaves out exactly the tests that need a server."""
+    test-unit) leaves out exactly the tests that need a server. Only the fixtures named
+    in signatures are seen here: a parametrized fixture that reaches a server with
+    `request.getfixturevalue` for one of its params marks that param itself
+    (`pytest.param("postgres", marks=pytest.mark.postgres)`), and
+    `server_marks_are_honest` fails every test that forgot."""
     for item in items:
         names = getattr(item, "fixturenames", ())
-        if "temporal_env" in names:
-            item.add_marker(pytest.mark.temporal)
-        if "postgres_url" in names:
-            item.add_marker(pytest.mark.postgres)
+        for fixture, mark in SERVER_MARKS.items():
+            if fixture in names:
+                item.add_marker(mark)
+
+
+@pytest.fixture(autouse=True)
+def server_marks_are_honest(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fails a test that reached a server without its marker (through
+    `request.getfixturevalue`, which collection cannot see), in every run: otherwise
+    the normal run passes and only `make test-unit`, with no server, finds it."""
+    yield
+    unmarked = [
+        f"`{mark}` (it used the fixture {fixture})"
+        for fixture, mark in SERVER_MARKS.items()
+        if fixture in request.fixturenames and request.node.get_closest_marker(mark) is None
+    ]
+    if unmarked:
+        pytest.fail(
+            f"{request.node.nodeid} reached a server but is not marked "
+            + " and ".join(unmarked)
+            + ": give the fixture param that reaches it "
+            "`pytest.param(..., marks=pytest.mark.<marker>)`, or request the fixture by name"
+        )

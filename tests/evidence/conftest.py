@@ -261,7 +261,7 @@ def _fresh_schema_url(postgres_url: str) -> tuple[str, str]:
     return schema, f"{postgres_url}{'&' if '?' in postgres_url else '?'}schema={schema}"
 
 
-@pytest.fixture(params=["postgres", "sqlite"])
+@pytest.fixture(params=[pytest.param("postgres", marks=pytest.mark.postgres), "sqlite"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Tamperer]:
     """A fresh journal database (its URL in .url) and the tamperer of its owner."""
     if request.param == "sqlite":

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from sagacity.worker.inbox.formatting import group_thousands, iban_groups, payload_rows, shown_text
+from sagacity.worker.inbox.formatting import (
+    Cell,
+    amount_unit,
+    group_thousands,
+    iban_groups,
+    payload_rows,
+    shown_text,
+)
 
 
 @pytest.mark.parametrize(
@@ -61,6 +68,58 @@ def test_rows_name_the_currency_of_an_amount_and_mark_a_cyrillic_letter() -> Non
     assert [w.field for w in warnings] == ["iban", "iban"] and iban.warnings == warnings
     assert [w.kind for w in warnings] == ["mixed scripts", "IBAN check"]
     assert by_name["note"].warnings == []
+
+
+def _cells(payload: dict[str, object]) -> dict[str, Cell]:
+    rows, _ = payload_rows(payload)
+    return {"".join(s.text for s in r.name): r.value for r in rows}
+
+
+@pytest.mark.parametrize(
+    ("name", "note"),
+    [
+        ("amount", "JPY"),
+        ("total", "JPY"),
+        ("Price", "JPY"),
+        ("fee", "JPY"),
+        ("amount_usd", ""),  # its unit is in its name: never `9,000 JPY`
+        ("usd_amount", ""),
+        ("fee_cents", ""),
+        ("total_minor", ""),
+    ],
+)
+def test_a_sibling_currency_is_shown_only_beside_an_amount_named_exactly_so(
+    name: str, note: str
+) -> None:
+    cell = _cells({name: 9000, "currency": "JPY"})[name]
+    assert (cell.kind, cell.segments[0].text, cell.note) == ("amount", "9,000", note)
+
+
+@pytest.mark.parametrize(
+    ("currencies", "note"),
+    [
+        ({"currency": "EUR", "ccy": "USD"}, ""),  # two say different things: neither is shown
+        ({"currency": "EUR", "currency_code": "EUR"}, "EUR"),
+        ({"ccy": "CHF"}, "CHF"),
+        ({"currency": 978}, ""),  # not a code the page can show as one
+        ({}, ""),
+    ],
+)
+def test_an_amount_shows_the_one_currency_its_object_states(
+    currencies: dict[str, object], note: str
+) -> None:
+    assert _cells({"amount": 5, **currencies})["amount"].note == note
+
+
+def test_a_nested_object_keeps_its_own_currency_and_never_lends_it() -> None:
+    refund = {"amount": 9000, "currency": "EUR"}
+    payload = {"amount": 12, "currency": "JPY", "refund": refund, "order": {"ccy": "USD"}}
+    cells = _cells(payload)
+    assert (cells["amount"].note, amount_unit("amount", refund)) == ("JPY", "EUR")
+    shown = "".join(s.text for s in cells["refund"].segments)
+    assert (cells["refund"].kind, cells["refund"].note) == ("json", "")  # not JPY
+    assert '"amount":9000,"currency":"EUR"' in shown  # beside its own currency
+    assert _cells({"amount": 12, "order": {"ccy": "USD"}})["amount"].note == ""
 
 
 def test_hidden_characters_become_visible_escapes() -> None:

@@ -142,6 +142,16 @@ def test_amounts_and_ibans_are_grouped_on_the_page(client: TestClient, source: F
     assert '"amount":1234567' in page.replace("&#34;", '"')  # the canonical JSON is exact
 
 
+def test_the_page_puts_a_currency_only_beside_its_own_amount(
+    client: TestClient, source: FakeSource
+) -> None:
+    payload = {"amount_usd": 9000, "fee": 12, "currency": "JPY"}
+    source.pendings["w1"] = pending_of("w1", "wire", payload)
+    page = client.get("/sagas/w1/approval").text
+    assert '<td class="amount">9,000</td>' in page  # its unit is its name's, not JPY
+    assert '<td class="amount">12 <span class="unit">JPY</span></td>' in page
+
+
 def test_errors_are_pages_that_say_what_happened_never_a_traceback(
     client: TestClient, source: FakeSource
 ) -> None:

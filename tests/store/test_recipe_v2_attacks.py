@@ -107,7 +107,7 @@ def _pg_editor(postgres_url: str, schema: str) -> Any:
     return edit
 
 
-@pytest.fixture(params=["postgres", "sqlite"])
+@pytest.fixture(params=[pytest.param("postgres", marks=pytest.mark.postgres), "sqlite"])
 def rig(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Rig]:
     if request.param == "sqlite":
         path = tmp_path / "journal.db"

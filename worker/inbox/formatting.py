@@ -3,17 +3,17 @@
 The approver decides on the canonical JSON and its SHA-256 (shown in full on the page);
 this table is a reading aid on top of it, and must never make a value look like another.
 So nothing is rounded, converted or moved: a number keeps every digit, grouped by
-thousands with a comma (12,345.5); an amount shows the currency of its payload next to
-it; text is shown exactly as stored, spaces where they are. The one regrouping is of an
-IBAN field's value that is a valid IBAN (its mod-97 check digits hold) written without
-spaces: its groups of four are separate segments the page draws as shaded boxes set
-apart by spacing, never by a space character, so "DE89 3704 …" stored with spaces still
-reads differently from the same IBAN stored without them. Every hidden character
-(control, format, bidi, zero-width, default-ignorable such as a variation selector, a
-space that is not U+0020, a combining mark on an ASCII letter) is shown as its `\\uXXXX`
-escape (sagacity.visible), and every character that a look-alike warning names is
-marked, so the person sees where the Cyrillic letter in an IBAN sits. Pure functions,
-no HTML: the templates escape what they print (Jinja autoescape).
+thousands with a comma (12,345.5); a currency is shown only beside the amount it belongs
+to (`amount_unit`); text is shown exactly as stored, spaces where they are. The one
+regrouping is of an IBAN field's value that is a valid IBAN (its mod-97 check digits
+hold) written without spaces: its groups of four are separate segments the page draws
+as shaded boxes set apart by spacing, never by a space character, so "DE89 3704 …"
+stored with spaces still reads differently from the same IBAN stored without them.
+Every hidden character (control, format, bidi, zero-width, default-ignorable such as a
+variation selector, a space that is not U+0020, a combining mark on an ASCII letter) is
+shown as its `\\uXXXX` escape (sagacity.visible), and every character that a look-alike
+warning names is marked, so the person sees where the Cyrillic letter in an IBAN sits.
+Pure functions, no HTML: the templates escape what they print (Jinja autoescape).
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ __all__ = [
     "Cell",
     "Row",
     "Segment",
+    "amount_unit",
+    "currency_of",
     "group_thousands",
     "iban_groups",
     "payload_rows",
@@ -66,7 +68,7 @@ class Cell:
     kind: str = "text"
     """text, number, amount, iban, json, bool, null: how the value was read."""
     note: str = ""
-    """A unit or remark shown beside it (the amount's currency)."""
+    """A unit or remark shown beside it (the amount's own currency, `amount_unit`)."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,29 @@ def _is_amount_key(name: str) -> bool:
                for k in _AMOUNT_KEYS)  # fmt: skip
 
 
+def currency_of(fields: Mapping[str, Any]) -> str:
+    """The currency an object states for its own amounts: its `currency` (or `ccy`,
+    `currency_code`) field, a short string. Two such fields that disagree state none,
+    so the page never picks one of them for the reader."""
+    stated = {
+        value
+        for key in _CURRENCY_KEYS
+        if isinstance(value := fields.get(key), str) and 0 < len(value) <= 8
+    }
+    return stated.pop() if len(stated) == 1 else ""
+
+
+def amount_unit(name: str, fields: Mapping[str, Any]) -> str:
+    """The currency shown beside the number in field `name` of the object `fields`:
+    the object's own currency (`currency_of`), and only for a field named exactly as
+    an amount (`amount`, `total`, `price`, ...). A longer name such as `amount_usd`,
+    `usd_amount` or `fee_cents` may carry its own unit, which a sibling `currency`
+    does not describe: it gets none, rather than `amount_usd 9,000 JPY`. The fields of
+    a nested object are shown inside its JSON, beside its own currency, never with the
+    payload's."""
+    return currency_of(fields) if name.lower() in _AMOUNT_KEYS else ""
+
+
 def _is_iban_field(name: str) -> bool:
     return "iban" in name.lower()
 
@@ -139,15 +164,7 @@ def shown_text(text: str, flagged: frozenset[str] = frozenset()) -> list[Segment
     return segments
 
 
-def _currency(payload: Mapping[str, Any]) -> str:
-    for key in _CURRENCY_KEYS:
-        value = payload.get(key)
-        if isinstance(value, str) and 0 < len(value) <= 8:
-            return value
-    return ""
-
-
-def _cell(name: str, value: Any, flagged: frozenset[str], currency: str) -> Cell:
+def _cell(name: str, value: Any, flagged: frozenset[str], unit: str) -> Cell:
     if isinstance(value, bool):
         return Cell([Segment("true" if value else "false")], "bool")
     if value is None:
@@ -155,7 +172,7 @@ def _cell(name: str, value: Any, flagged: frozenset[str], currency: str) -> Cell
     if isinstance(value, int | float):
         grouped = [Segment(group_thousands(value))]
         if _is_amount_key(name):
-            return Cell(grouped, "amount", note=currency)
+            return Cell(grouped, "amount", note=unit)
         return Cell(grouped, "number")
     if isinstance(value, str):
         text = cut(value, MAX_CELL)
@@ -177,7 +194,6 @@ def payload_rows(payload: Mapping[str, Any]) -> tuple[list[Row], list[TextWarnin
     (worker.confusables, the same warnings the CLI prints). A row carries the warnings of
     its field and of everything nested in it; the characters they name are marked."""
     warnings = payload_warnings(dict(payload))
-    currency = _currency(payload)
     rows: list[Row] = []
     for name, value in list(payload.items())[:MAX_ROWS]:
         key = str(name)
@@ -186,7 +202,7 @@ def payload_rows(payload: Mapping[str, Any]) -> tuple[list[Row], list[TextWarnin
         rows.append(
             Row(
                 name=shown_text(key, flagged if _names_key(mine, key) else frozenset()),
-                value=_cell(key, value, flagged, currency),
+                value=_cell(key, value, flagged, amount_unit(key, payload)),
                 warnings=mine,
             )
         )
