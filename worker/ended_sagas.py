@@ -215,9 +215,47 @@ async def ended_saga(
     elif summary.status is None or SagaStatus(summary.status).is_final:
         return None  # closed as a saga closes (or not a saga): the attribute says so
     how = _how(summary, await _close_event(handle), desc.raw_description.execution_config)
-    parent = desc.raw_description.workflow_execution_info.parent_execution.workflow_id
+    info = desc.raw_description.workflow_execution_info
+    stranger = None
+    if entries and summary.execution_status in RESETTABLE:
+        owner = await owning_chain(client, saga_id, opening(entries))
+        if owner is not None and info.first_run_id and owner != info.first_run_id:
+            stranger = (
+                f"the workflow under this id in Temporal is another run chain (first run "
+                f"{info.first_run_id}) than the one that opened the saga (first run {owner}): "
+                "a reset of it could undo nothing; undo its executed steps by hand"
+            )
+    parent = info.parent_execution.workflow_id or None
     journal = store is not None
-    return _ended(saga_id, summary, entries, how=how, parent=parent or None, journal=journal)
+    return _ended(
+        saga_id, summary, entries, how=how, parent=parent, journal=journal, stranger=stranger
+    )
+
+
+def opening(entries: list[JournalEntry]) -> dict[str, Any]:
+    """What SAGA_OPENED recorded: the run that opened the saga (and the chain's first run
+    id, where recorded)."""
+    first = entries[0] if entries else None
+    if first is not None and first.phase is Phase.SAGA_OPENED and isinstance(first.input, dict):
+        return first.input
+    return {}
+
+
+async def owning_chain(client: Client, saga_id: str, opened: dict[str, Any]) -> str | None:
+    """The first run id of the run chain that opened the saga: as SAGA_OPENED records it,
+    else that of the run it names (None when neither can be known: that run is gone)."""
+    recorded = opened.get("first_run_id")
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    run_id = opened.get("run_id")
+    if not isinstance(run_id, str) or not run_id:
+        return None
+    try:
+        with _rpc(client, saga_id, call="describe"):
+            desc = await client.get_workflow_handle(saga_id, run_id=run_id).describe()
+    except SagaNotFoundError:
+        return None
+    return desc.raw_description.workflow_execution_info.first_run_id or run_id
 
 
 def _ended(
@@ -228,11 +266,14 @@ def _ended(
     how: str,
     parent: str | None = None,
     journal: bool = True,
+    stranger: str | None = None,
 ) -> EndedSaga:
     journaled = bool(entries)
     plan = plan_compensation(entries or [])
-    resettable = summary.execution_status in RESETTABLE
-    if summary.execution_status == "NOT_FOUND":
+    resettable = summary.execution_status in RESETTABLE and stranger is None
+    if stranger is not None:
+        note = stranger
+    elif summary.execution_status == "NOT_FOUND":
         note = (
             "Temporal has no workflow with this id in this namespace: its history is past "
             "the namespace's retention, or it runs in another namespace writing this journal; "
@@ -244,7 +285,7 @@ def _ended(
             if journal
             else "no journal was searched: its executed steps are in the worker's journal"
         )
-    elif not resettable:
+    elif summary.execution_status not in RESETTABLE:
         note = (
             f"its run ended {summary.execution_status} by its own code with the saga open; "
             "a reset would run the same code again: undo its executed steps by hand"

@@ -48,8 +48,7 @@ from sagacity.worker.client import (
     cancel_reason,
     handle_client,
 )
-from sagacity.worker.ended_sagas import RESETTABLE, EndedSaga, ended_saga
-from sagacity.worker.saga_runs import saga_run
+from sagacity.worker.ended_sagas import EndedSaga, ended_saga
 
 __all__ = ["CompensationStarted", "NotEndedError", "compensate_ended", "last_workflow_task"]
 
@@ -102,16 +101,6 @@ async def last_workflow_task(handle: SagaHandle) -> int:
     return completed or started
 
 
-def _opened_by(saga_id: str, store: JournalStore) -> str | None:
-    """The first run id of the chain that opened the saga, as SAGA_OPENED records it."""
-    for entry in store.entries(saga_id):
-        if entry.phase is Phase.SAGA_OPENED and isinstance(entry.input, dict):
-            owner = entry.input.get("first_run_id") or entry.input.get("run_id")
-            return owner if isinstance(owner, str) else None
-        break
-    return None
-
-
 async def compensate_ended(
     client: Client, store: JournalStore, saga_id: str, *, actor: str, reason: str
 ) -> CompensationStarted:
@@ -138,20 +127,10 @@ async def compensate_ended(
             f"saga {saga_id!r} is running: ask it to stop with `sagacity cancel {saga_id}` "
             "(it compensates), or see `sagacity status`"
         )
-    if ended.summary.execution_status not in RESETTABLE:
+    if not ended.resettable:
         raise NotEndedError(f"saga {saga_id!r} ended {ended.how}: {ended.note}")
-    handle, _ = await saga_run(client, saga_id)
     run_id = ended.summary.run_id
-    with _rpc(client, saga_id, call="describe"):
-        desc = await handle.describe()
-    first = desc.raw_description.workflow_execution_info.first_run_id
-    owner = _opened_by(saga_id, store)
-    if owner is not None and first and owner != first:
-        raise NotEndedError(
-            f"the workflow {saga_id!r} in Temporal is another run chain (first run {first}) "
-            f"than the one that opened the saga (first run {owner}): a reset of it could "
-            "undo nothing; undo the executed steps by hand"
-        )
+    handle = client.get_workflow_handle(saga_id, run_id=run_id)
     point = await last_workflow_task(handle)
     asked = cancel_reason(actor, f"compensate the saga that ended {ended.how}: {reason}")
     request = ResetWorkflowExecutionRequest(

@@ -26,7 +26,7 @@ from tests.cli.conftest import Ran, invoke_sync
 from tests.faults.conftest import pg_journal_url, pg_schema
 from tests.faults.support import eventually
 
-from .parents import OrdersParent
+from .parents import OrdersParent, Stranger
 
 __all__ = ["pg_journal_url", "pg_schema"]
 
@@ -111,7 +111,7 @@ async def ended(
         store=ended_store,
         toolbox=Toolbox.build(shop),
         task_queue=task_queue,
-        workflows=[OrderWorkflow, OrdersParent],
+        workflows=[OrderWorkflow, OrdersParent, Stranger],
     )
     async with worker:
         yield Ended(temporal_env.client, client, ended_store, journal_url, shop, task_queue, env)

@@ -45,3 +45,13 @@ class OrdersParent:
             await workflow.start_child_workflow(OrderWorkflow.run, inp.order, id=inp.child_id)
         await workflow.wait_condition(lambda: self.giving_up)
         raise ApplicationError("the parent gives up", type="ParentGaveUp", non_retryable=True)
+
+
+@workflow.defn(name="Stranger")
+class Stranger:
+    """Not a saga: started under a saga's id once the saga's own run ended, it is another
+    run chain, which no reset may take for the saga's."""
+
+    @workflow.run
+    async def run(self) -> None:
+        await workflow.wait_condition(lambda: False)

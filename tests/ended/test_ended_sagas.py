@@ -27,7 +27,7 @@ from sagacity.worker.saga_reset import NotEndedError
 from tests.faults.support import assert_chain_closed, eventually, phases
 
 from .conftest import Ended, order
-from .parents import OrdersParent, ParentInput
+from .parents import OrdersParent, ParentInput, Stranger
 
 pytestmark = [pytest.mark.temporal, pytest.mark.timeout(120)]
 
@@ -224,3 +224,28 @@ async def test_the_inbox_lists_it_with_its_steps_and_the_command(ended: Ended) -
     assert "step 4: awaited approval, nothing ran" in section
     assert f"sagacity compensate {saga_id} --actor NAME" in section
     assert 'id="searched"' in page and "open chain(s)" in page
+
+
+@pytest.mark.parametrize("journal_url", ["sqlite"], indirect=True)
+async def test_a_run_of_another_chain_under_the_saga_id_is_never_reset(ended: Ended) -> None:
+    """After the saga's run was terminated, a workflow of another type is started under
+    its id (and terminated): that run is another run chain. The saga is listed, with no
+    reset offered, and `compensate` refuses: it resets nothing."""
+    saga_id = ended.new_id()
+    await ended.start(saga_id)
+    await ended.awaiting_approval(saga_id)
+    await ended.client.handle(saga_id).terminate(reason="first")
+    stranger = await ended.temporal.start_workflow(
+        Stranger.run, id=saga_id, task_queue=ended.task_queue
+    )
+    await stranger.terminate(reason="second")
+
+    item = await listed(ended.client, saga_id)
+    assert item is not None and item.ended is not None
+    assert not item.ended.resettable and "another run chain" in item.ended.note
+    assert not any("compensate" in c for c in item.ended.commands)
+    with pytest.raises(NotEndedError, match="another run chain"):
+        await ended.client.compensate(saga_id, reason="try", actor="olivia")
+    current = await ended.temporal.get_workflow_handle(saga_id).describe()
+    assert current.run_id == stranger.result_run_id  # nothing was reset
+    assert ended.store.head(saga_id).phase is Phase.AWAITING_APPROVAL
