@@ -122,11 +122,9 @@ class EndedSearch:
 
 
 def open_chains(store: JournalStore) -> list[str]:
-    """Ids of the sagas whose chain has no SAGA_CLOSED (one walk over the journal's
-    heads; blocking: call it off the event loop)."""
-    with store.reading():
-        ids = list(store.sagas())
-        return [s for s in ids if (head := store.head(s)) and head.phase is not Phase.SAGA_CLOSED]
+    """Ids of the sagas whose chain has no SAGA_CLOSED (JournalStore.open_sagas; blocking:
+    call it off the event loop)."""
+    return list(store.open_sagas())
 
 
 def _pending_approvals(entries: Iterable[JournalEntry]) -> tuple[int, ...]:

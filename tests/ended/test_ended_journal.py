@@ -4,15 +4,20 @@ from its entries alone (worker.ended_sagas)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
 from sagacity.entry import EntryDraft
 from sagacity.phases import Phase
-from sagacity.stores import MemoryJournalStore
+from sagacity.stores import JournalStore, MemoryJournalStore, open_store
 from sagacity.worker.client import SagaSummary
 from sagacity.worker.ended_sagas import _ended, ended_json, live_lines, open_chains
 
 
-def journal() -> MemoryJournalStore:
-    store = MemoryJournalStore()
+def journal(store: JournalStore | None = None) -> JournalStore:
+    store = store if store is not None else MemoryJournalStore()
     drafts = [
         ("open", Phase.SAGA_OPENED, 0, "", None, None),
         ("open", Phase.INTENT, 1, "reserve_inventory", {"sku": "w"}, None),
@@ -30,8 +35,23 @@ def journal() -> MemoryJournalStore:
     return store
 
 
-def test_open_chains_are_those_without_saga_closed() -> None:
-    assert open_chains(journal()) == ["open"]
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[JournalStore]:
+    """Each store's own `open_sagas` (PostgreSQL and SQLite answer in one query, the
+    memory store over its heads)."""
+    if request.param == "postgres":
+        url = request.getfixturevalue("pg_journal_url")
+    else:
+        url = "memory://" if request.param == "memory" else f"sqlite:///{tmp_path}/j.db"
+    store = open_store(url)
+    yield store
+    store.close()
+
+
+def test_open_chains_are_those_without_saga_closed(any_store: JournalStore) -> None:
+    store = journal(any_store)
+    store.append(EntryDraft.new("also-open", Phase.SAGA_OPENED))
+    assert open_chains(store) == ["also-open", "open"]
 
 
 def test_an_ended_saga_shows_what_is_live_from_its_journal() -> None:
