@@ -53,7 +53,7 @@ from sagacity.worker.client import (
     handle_client,
     summary_of,
 )
-from sagacity.worker.saga_runs import _quoted, saga_run
+from sagacity.worker.saga_runs import _quoted, opening, owning_chain, saga_run
 
 __all__ = [
     "ENDED_QUERY",
@@ -228,32 +228,6 @@ async def ended_saga(
     return _ended(
         saga_id, summary, entries, how=how, parent=parent, journal=journal, stranger=stranger
     )
-
-
-def opening(entries: list[JournalEntry]) -> dict[str, Any]:
-    """What SAGA_OPENED recorded: the run that opened the saga (and the chain's first run
-    id, where recorded)."""
-    first = entries[0] if entries else None
-    if first is not None and first.phase is Phase.SAGA_OPENED and isinstance(first.input, dict):
-        return first.input
-    return {}
-
-
-async def owning_chain(client: Client, saga_id: str, opened: dict[str, Any]) -> str | None:
-    """The first run id of the run chain that opened the saga: as SAGA_OPENED records it,
-    else that of the run it names (None when neither can be known: that run is gone)."""
-    recorded = opened.get("first_run_id")
-    if isinstance(recorded, str) and recorded:
-        return recorded
-    run_id = opened.get("run_id")
-    if not isinstance(run_id, str) or not run_id:
-        return None
-    try:
-        with _rpc(client, saga_id, call="describe"):
-            desc = await client.get_workflow_handle(saga_id, run_id=run_id).describe()
-    except SagaNotFoundError:
-        return None
-    return desc.raw_description.workflow_execution_info.first_run_id or run_id
 
 
 def _ended(
