@@ -11,8 +11,8 @@ run is closed in Temporal is a saga that ended without closing. Two searches fin
 and `EndedSearch` says which ran and what each covered, so an empty answer is never a
 silent one:
 
-- the journal's open chains, each looked up in Temporal by its id (one visibility list
-  of the running sagas first, so only chains not listed running are described);
+- the journal's open chains, each looked up in Temporal by its id (described, not taken
+  from visibility, which lags a terminate by a moment);
 - Temporal visibility alone: runs closed while their SagaStatus search attribute still
   said RUNNING, AWAITING_APPROVAL, COMPENSATING or NEEDS_HUMAN (a saga that closes sets
   a final status first). It needs no journal, so a caller without one still finds them;
@@ -74,15 +74,17 @@ ENDED_QUERY = (
 )
 """Runs that closed while their saga said it was not done (paste it into the Temporal
 UI's search). A run reset away from is listed too; its id's current run decides."""
-RUNNING_QUERY = "SagaStatus IS NOT NULL AND ExecutionStatus = 'Running'"
 RESETTABLE = frozenset(
     {WorkflowExecutionStatus.TERMINATED.name, WorkflowExecutionStatus.TIMED_OUT.name}
 )
 """How a run ended that `sagacity compensate` can undo: reset to its last workflow task
 and cancelled, the saga's own cancellation path compensates. A run that failed, completed
 or was cancelled by its own code would run the same code again."""
-LOOKUPS = 8
-"""Sagas looked up in Temporal at once."""
+LOOKUPS = 16
+"""Sagas looked up in Temporal at once. Every open chain is described, running or not:
+visibility lags a terminate by a moment, so a run it still lists as running may have
+ended. Measured on a busy 2-core machine: 40 open chains of running sagas looked up in
+0.13-0.65 s, 40 ended sagas listed in 0.3-0.8 s."""
 
 
 @dataclass(frozen=True)
@@ -311,12 +313,10 @@ async def find_ended(
         search.not_searched.append(f"the journal ({why_no_journal})")
     else:
         chains = await asyncio.to_thread(open_chains, store)
-        running = {wf.id for wf in await _listed(client, RUNNING_QUERY, "the running sagas")}
-        unlisted = [s for s in chains if s not in running]
-        candidates = list(dict.fromkeys([*unlisted, *candidates]))
+        candidates = list(dict.fromkeys([*chains, *candidates]))
         search.searched.append(
-            f"the journal {journal_name or store.url}: {len(chains)} open chain(s), "
-            f"{len(chains) - len(unlisted)} of them listed running in Temporal"
+            f"the journal {journal_name or store.url}: {len(chains)} open chain(s), each "
+            "looked up in Temporal"
         )
     gate = asyncio.Semaphore(LOOKUPS)
 

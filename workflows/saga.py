@@ -93,17 +93,18 @@ def _warn_of_timeouts(info: workflow.Info) -> None:
     """Log (never a command: nothing in history changes) that this run has a timeout
     that would end its saga without compensating it."""
     limits = [
-        f"{name} timeout {value}"
+        f"{name} {value}"
         for name, value in (("run", info.run_timeout), ("execution", info.execution_timeout))
         if value
     ]
     if limits:
         workflow.logger.warning(
-            "saga %s runs with a %s: when it passes, Temporal ends the run without running "
-            "its code, so nothing is compensated and its journal stays open (`sagacity "
-            "dirty` lists it, `sagacity compensate` undoes it); start sagas without one",
+            "saga %s runs with a timeout (%s): when it passes, Temporal ends the run without "
+            "running its code, so nothing is compensated and its journal stays open "
+            "(`sagacity dirty` lists it, `sagacity compensate` undoes it); start sagas "
+            "without one",
             info.workflow_id,
-            " and a ".join(limits),
+            ", ".join(limits),
         )
 
 

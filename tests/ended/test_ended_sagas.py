@@ -18,7 +18,7 @@ from temporalio.client import WorkflowFailureError
 from sagacity.examples.order_workflow import OrderWorkflow
 from sagacity.examples.orders import INITIAL_STOCK
 from sagacity.phases import Phase
-from sagacity.worker.client_resolutions import DirtyItem
+from sagacity.worker.client_resolutions import DirtyItem, NeedingHuman
 from sagacity.worker.ended_sagas import EndedSaga
 from sagacity.worker.inbox import InboxConfig, create_app
 from sagacity.worker.inbox.source import SagaSource
@@ -102,20 +102,24 @@ async def test_a_terminated_saga_is_listed_and_compensated_from_the_cli(ended: E
 
 @pytest.mark.parametrize("timeout", ["run_timeout", "execution_timeout"])
 async def test_a_saga_ended_by_a_timeout_is_listed_and_compensated(
-    ended: Ended, timeout: str
+    ended: Ended, timeout: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The reset run gets a fresh timeout of the same length (measured): compensating
     within it closes the saga; a compensation cut off again is listed again, and
     compensating again goes on where it stopped."""
     saga_id = ended.new_id()
-    handle = await ended.start(saga_id, **{timeout: timedelta(seconds=6)})
+    handle = await ended.start(saga_id, **{timeout: timedelta(seconds=8)})
     await ended.awaiting_approval(saga_id)
     with pytest.raises(WorkflowFailureError):
         await handle.result()
 
+    kind = timeout.split("_")[0]
+    warned = [r.getMessage() for r in caplog.records if saga_id in r.getMessage()]
+    said = f"runs with a timeout ({'run 0:00:08, ' if kind == 'execution' else ''}{kind} 0:00:08)"
+    assert any(said in m for m in warned), warned  # Saga.open said so
     found = assert_found(await listed(ended.client, saga_id), "timed out")
     assert found.summary.execution_status == "TIMED_OUT"
-    assert timeout.split("_")[0] + " timeout 6s" in found.how
+    assert f"{kind} timeout 8s" in found.how
 
     for _attempt in range(3):
         await ended.client.compensate(saga_id, reason="the order timed out", actor="olivia")
@@ -169,7 +173,12 @@ async def test_without_the_journal_it_is_still_found_and_the_gap_is_said(ended: 
     await ended.client.handle(saga_id).terminate(reason="gone")
 
     blind = SagaClient(ended.temporal, task_queue=ended.task_queue)  # no journal store
-    found = await blind.needing_human()
+
+    async def seen() -> NeedingHuman | None:  # visibility lags the terminate a moment
+        found = await blind.needing_human()
+        return found if any(i.summary.saga_id == saga_id for i in found) else None
+
+    found = await eventually(seen, 20, "the terminated saga in visibility")
     item = next(i for i in found if i.summary.saga_id == saga_id)
     assert item.ended is not None and not item.ended.journaled and not item.ended.resettable
     assert any("journal" in gap and "store" in gap for gap in found.not_searched)
