@@ -204,7 +204,9 @@ async def ended_saga(
         summary = SagaSummary(saga_id, None, None, "NOT_FOUND", None, None, None, "")
         return _ended(saga_id, summary, entries, how="not found in Temporal")
     summary = summary_of(saga_id, desc)
-    if summary.running:
+    info = desc.raw_description.workflow_execution_info
+    stranger = await _stranger(client, saga_id, entries, info.first_run_id)
+    if summary.running and stranger is None:
         return None
     if store is not None and entries:
         # Read again now that the run is known closed: a saga closes its chain before its
@@ -212,23 +214,36 @@ async def ended_saga(
         head = await asyncio.to_thread(store.head, saga_id)
         if head is not None and head.phase is Phase.SAGA_CLOSED:
             return None
-    elif summary.status is None or SagaStatus(summary.status).is_final:
+    elif summary.status not in NON_FINAL:
         return None  # closed as a saga closes (or not a saga): the attribute says so
-    how = _how(summary, await _close_event(handle), desc.raw_description.execution_config)
-    info = desc.raw_description.workflow_execution_info
-    stranger = None
-    if entries and summary.execution_status in RESETTABLE:
-        owner = await owning_chain(client, saga_id, opening(entries))
-        if owner is not None and info.first_run_id and owner != info.first_run_id:
-            stranger = (
-                f"the workflow under this id in Temporal is another run chain (first run "
-                f"{info.first_run_id}) than the one that opened the saga (first run {owner}): "
-                "a reset of it could undo nothing; undo its executed steps by hand"
-            )
+    if summary.running:
+        how = f"replaced: a {desc.workflow_type} run of another run chain runs under its id"
+    else:
+        how = _how(summary, await _close_event(handle), desc.raw_description.execution_config)
     parent = info.parent_execution.workflow_id or None
     journal = store is not None
     return _ended(
         saga_id, summary, entries, how=how, parent=parent, journal=journal, stranger=stranger
+    )
+
+
+async def _stranger(
+    client: Client, saga_id: str, entries: list[JournalEntry] | None, first_run_id: str
+) -> str | None:
+    """Why the run Temporal holds under the saga's id is not the saga's (another run chain
+    than the one that journaled SAGA_OPENED), or None. A run started under the id once the
+    saga's own run ended would otherwise hide it, or be reset in its place."""
+    opened = opening(entries or [])
+    known = (opened.get("first_run_id"), opened.get("run_id"))
+    if not opened or not first_run_id or first_run_id in known:
+        return None  # the common case, without a lookup: the saga opened in its first run
+    owner = await owning_chain(client, saga_id, opened)
+    if owner is None or owner == first_run_id:
+        return None
+    return (
+        f"the workflow under this id in Temporal is another run chain (first run "
+        f"{first_run_id}) than the one that opened the saga (first run {owner}): a reset of "
+        "it could undo nothing; undo its executed steps by hand"
     )
 
 

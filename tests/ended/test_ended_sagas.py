@@ -238,8 +238,9 @@ async def test_the_inbox_lists_it_with_its_steps_and_the_command(ended: Ended) -
 @pytest.mark.parametrize("journal_url", ["sqlite"], indirect=True)
 async def test_a_run_of_another_chain_under_the_saga_id_is_never_reset(ended: Ended) -> None:
     """After the saga's run was terminated, a workflow of another type is started under
-    its id (and terminated): that run is another run chain. The saga is listed, with no
-    reset offered, and `compensate` refuses: it resets nothing."""
+    its id: that run is another run chain. Running, it does not hide the saga; ended, it
+    is never reset in the saga's place: the saga is listed with no reset offered, and
+    `compensate` refuses."""
     saga_id = ended.new_id()
     await ended.start(saga_id)
     await ended.awaiting_approval(saga_id)
@@ -247,6 +248,9 @@ async def test_a_run_of_another_chain_under_the_saga_id_is_never_reset(ended: En
     stranger = await ended.temporal.start_workflow(
         Stranger.run, id=saga_id, task_queue=ended.task_queue
     )
+    hidden = await listed(ended.client, saga_id)  # the stranger runs: it hides nothing
+    assert hidden is not None and hidden.ended is not None and not hidden.ended.resettable
+    assert "another run chain runs under its id" in hidden.ended.how
     await stranger.terminate(reason="second")
 
     item = await listed(ended.client, saga_id)
