@@ -80,7 +80,11 @@ def searched_note(found: NeedingHuman) -> str:
 
 def _started_line(done: CompensationStarted) -> str:
     undo = ", ".join(str(s.step) for s in sorted(done.executed, key=lambda s: -s.seq))
-    what = f"it compensates steps {undo} newest first" if undo else "nothing executed to undo"
+    what = (
+        f"it undoes its executed steps ({undo}) newest first, those whose tool can be undone"
+        if undo
+        else "nothing executed to undo"
+    )
     return (
         f"saga {done.saga_id}: reset its run {done.ended.summary.run_id} (ended "
         f"{done.ended.summary.execution_status}) to event {done.reset_to_event} as run "
