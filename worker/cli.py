@@ -17,6 +17,7 @@ import typer
 
 from sagacity.worker import (
     cli_approvals,
+    cli_ended,
     cli_inbox,
     cli_journal,
     cli_keys,
@@ -84,6 +85,7 @@ app.command()(cli_resolutions.dirty)
 app.command()(cli_resolutions.resolve)
 app.command("retry-compensation")(cli_resolutions.retry_compensation)
 app.command()(cli_resolutions.close)
+app.command()(cli_ended.compensate)
 app.command()(cli_journal.journal)
 app.command()(cli_verify.verify)
 app.command()(cli_journal.export)

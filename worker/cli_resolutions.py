@@ -2,9 +2,11 @@
 terminal cleaning up a saga that needs a human.
 
 `dirty` lists every saga flagged as needing a human with its dirty steps (what is known,
-since when, what can be done). The other three send one action through SagaClient (its
-`resolve` update), named by `--actor` or signed with `--key` (required where the worker
-has an approver registry), after showing the step and asking for confirmation.
+since when, what can be done), and every saga whose workflow ended without closing its
+journal (worker.cli_ended), and says what it searched. The other three send one action
+through SagaClient (its `resolve` update), named by `--actor` or signed with `--key`
+(required where the worker has an approver registry), after showing the step and asking
+for confirmation.
 """
 
 from __future__ import annotations
@@ -30,13 +32,17 @@ from sagacity.worker.cli_common import (
     fail,
     global_options,
     load_signer,
+    located,
     note,
     print_json,
     run,
     say,
     settings_of,
 )
+from sagacity.worker.cli_ended import dirty_rows, ended_lines, searched_note
 from sagacity.worker.client import connect
+from sagacity.worker.client_resolutions import NeedingHuman, needing_human
+from sagacity.worker.progress_follow import readable_journal
 from sagacity.worker.render import dirty_table
 from sagacity.worker.saga_client import SagaClient
 from sagacity.workflows.models import DirtyStep, ResolutionResult
@@ -51,34 +57,48 @@ def dirty(
     limit: Annotated[int, typer.Option(min=1, help="at most this many sagas")] = 100,
     as_json: JsonOpt = False,
 ) -> None:
-    """Every saga that needs a human, with each dirty step: what is known and what to do."""
+    """Every saga that needs a human, with each dirty step: what is known and what to do;
+    and every saga whose workflow ended without closing its journal (terminated, timed
+    out), with its live steps read from the journal and the command that compensates it.
+    Says what it searched: Temporal, and the journal (--journal) when it can be read."""
     settings = settings_of(ctx)
 
-    async def main() -> list[Any]:
-        client = SagaClient(await connect(settings), task_queue=settings.task_queue)
-        return await client.needing_human(limit=limit)
+    async def main() -> NeedingHuman:
+        store, why_not = readable_journal(settings)
+        try:
+            return await needing_human(
+                await connect(settings),
+                store,
+                limit=limit,
+                journal_name=located(store) if store is not None else None,
+                why_no_journal=why_not,
+            )
+        finally:
+            if store is not None:
+                store.close()
 
-    items = run(main())
+    found = run(main())
+    flagged = [i for i in found if i.dirty or i.error is not None or i.ended is None]
+    ended = [i.ended for i in found if i.ended is not None]
     if as_json:
-        rows = [
-            {
-                "saga_id": i.summary.saga_id,
-                "status": i.summary.status,
-                "waiting": i.summary.running,
-                "dirty": [d.model_dump(mode="json") for d in i.dirty],
-                "error": i.error,
-            }
-            for i in items
-        ]
-        print_json(rows)
-    elif not items:
+        print_json(dirty_rows(found))
+    elif not found:
         note("no saga needs a human")
     else:
-        console.print(dirty_table(items))
-        note(
-            "resolve with `sagacity resolve SAGA STEP --happened|--did-not-happen`, "
-            "`sagacity retry-compensation SAGA STEP` or `sagacity close SAGA --accept REASON`"
-        )
+        if flagged:
+            console.print(dirty_table(flagged))
+            note(
+                "resolve with `sagacity resolve SAGA STEP --happened|--did-not-happen`, "
+                "`sagacity retry-compensation SAGA STEP` or `sagacity close SAGA --accept REASON`"
+            )
+        if ended:
+            for line in ended_lines(ended):
+                console.print(line, soft_wrap=True)
+            note(
+                "their executed steps are live; `sagacity compensate` resets each ended run "
+                "and cancels it, so the saga undoes them and closes its journal"
+            )
+    note(searched_note(found))
 
 
 def _signer(actor: str | None, key: Path | None) -> tuple[SigningKey | None, str]:

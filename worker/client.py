@@ -215,10 +215,14 @@ def saga_handle(client: Client, saga_id: str) -> SagaHandle:
     return client.get_workflow_handle(saga_id, result_type=SagaResult)
 
 
-def _client_of(handle: SagaHandle) -> Client:
-    # WorkflowHandle has no public accessor for its client; the messages need its address.
+def handle_client(handle: SagaHandle) -> Client:
+    """The client a handle was made by (WorkflowHandle has no public accessor for it;
+    the messages need its address)."""
     client: Client = handle._client
     return client
+
+
+_client_of = handle_client
 
 
 @contextlib.contextmanager
@@ -356,7 +360,8 @@ async def start_once(
             ) from exc
 
 
-def _summary(saga_id: str, desc: Any) -> SagaSummary:
+def summary_of(saga_id: str, desc: Any) -> SagaSummary:
+    """A visibility listing or a description of a run as a SagaSummary."""
     attrs = desc.typed_search_attributes
     status = desc.status
     return SagaSummary(
@@ -375,7 +380,7 @@ async def describe_saga(handle: SagaHandle) -> SagaSummary:
     """What Temporal knows of the saga without asking a worker."""
     with _rpc(_client_of(handle), handle.id, call="describe"):
         desc = await handle.describe()
-    return _summary(handle.id, desc)
+    return summary_of(handle.id, desc)
 
 
 async def _query(handle: SagaHandle, name: str, result_type: Any) -> Any:
@@ -473,7 +478,7 @@ async def list_sagas(
     found: list[SagaSummary] = []
     with _rpc(client, call="the visibility list"):
         async for wf in client.list_workflows(query, limit=limit):
-            found.append(_summary(wf.id, wf))
+            found.append(summary_of(wf.id, wf))
     return found
 
 

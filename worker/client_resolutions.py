@@ -2,7 +2,9 @@
 
 A saga left dirty (an unknown outcome, a compensation that failed) waits in
 NEEDS_HUMAN; `dirty_sagas` lists every saga flagged as needing a human (waiting, and
-closed UNRESOLVED) with what is dirty, and `resolve` sends one action through the
+closed UNRESOLVED) with what is dirty, `needing_human` adds the sagas whose workflow
+ended without closing their journal (terminated, timed out: worker.ended_sagas) and says
+what it searched, and `resolve` sends one action through the
 `resolve` update, which answers once the saga has applied and journaled it — or with a
 refusal (ResolutionRefusedError, journaled by the saga as RESOLUTION_REFUSED). With a
 signer the action is a statement signed by the person's key (required where the
@@ -12,7 +14,8 @@ worker has an approver registry).
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from temporalio.client import Client
@@ -21,6 +24,7 @@ from sagacity.decision_statement import signed_resolution
 from sagacity.errors import SagacityError
 from sagacity.resolutions import ACTIONS, Action
 from sagacity.signing import SigningKey
+from sagacity.stores import JournalStore
 from sagacity.worker.client import (
     RefusedError,
     SagaClientError,
@@ -31,13 +35,16 @@ from sagacity.worker.client import (
     saga_handle,
     send_update,
 )
+from sagacity.worker.ended_sagas import EndedSaga, find_ended
 from sagacity.workflows.models import DirtyStep, ResolutionResult
 
 __all__ = [
     "Action",
     "DirtyItem",
+    "NeedingHuman",
     "ResolutionRefusedError",
     "dirty_sagas",
+    "needing_human",
     "resolution_body",
     "resolve",
     "saga_dirty",
@@ -56,6 +63,26 @@ class DirtyItem:
     summary: SagaSummary
     dirty: list[DirtyStep]
     error: str | None = None
+    ended: EndedSaga | None = None
+    """Set when the saga's workflow ended without closing its journal (terminated, timed
+    out): its executed steps, how it ended and what resolves it."""
+
+
+class NeedingHuman(list[DirtyItem]):
+    """Every saga needing a human, and what was searched to find them: `searched` says
+    each search and what it covered, `not_searched` what could not be searched and why.
+    An empty list is "none found in what was searched", never more."""
+
+    def __init__(
+        self,
+        items: Iterable[DirtyItem] = (),
+        *,
+        searched: Iterable[str] = (),
+        not_searched: Iterable[str] = (),
+    ) -> None:
+        super().__init__(items)
+        self.searched = list(searched)
+        self.not_searched = list(not_searched)
 
 
 async def saga_dirty(handle: SagaHandle) -> list[DirtyStep]:
@@ -76,6 +103,31 @@ async def dirty_sagas(client: Client, *, limit: int | None = None) -> list[Dirty
             return DirtyItem(summary, [], str(exc))
 
     return list(await asyncio.gather(*(one(s) for s in listed)))
+
+
+async def needing_human(
+    client: Client,
+    store: JournalStore | None,
+    *,
+    limit: int | None = None,
+    journal_name: str | None = None,
+    why_no_journal: str = "no journal was given",
+) -> NeedingHuman:
+    """The sagas flagged as needing a human (`dirty_sagas`) and those whose workflow ended
+    without closing their journal (worker.ended_sagas), one item per saga, with what was
+    searched. A flagged saga that also ended carries both."""
+    flagged = await dirty_sagas(client, limit=limit)
+    search = await find_ended(
+        client, store, journal_name=journal_name, why_no_journal=why_no_journal, limit=limit
+    )
+    ended = {e.saga_id: e for e in search.found}
+    items = [replace(i, ended=ended.pop(i.summary.saga_id, None)) for i in flagged]
+    items += [DirtyItem(e.summary, [], ended=e) for e in ended.values()]
+    flags = (
+        f"Temporal visibility of namespace {client.namespace!r}: sagas flagged "
+        f"SagaNeedsHuman ({len(flagged)})"
+    )
+    return NeedingHuman(items, searched=[flags, *search.searched], not_searched=search.not_searched)
 
 
 def resolution_body(

@@ -26,9 +26,9 @@ from sagacity.worker.client import (
     PendingItem,
     SagaSummary,
     _rpc,
-    _summary,
     pending_approval,
     saga_handle,
+    summary_of,
 )
 from sagacity.worker.settings import Settings
 
@@ -114,7 +114,7 @@ async def pending_page(
     listed: list[SagaSummary] = []
     with _rpc(client, call="the visibility list"):
         async for wf in client.list_workflows(scope.query(), limit=limit + 1):
-            listed.append(_summary(wf.id, wf))
+            listed.append(summary_of(wf.id, wf))
     more = len(listed) > limit
     listed = listed[:limit]
 

@@ -22,7 +22,9 @@ reason left in its cause.
 A saga that needs a human (an unknown outcome, a failed compensation) is listed by
 `needing_human` and `dirty`, and cleaned up by `resolve`, `retry_compensation` and
 `accept` (worker.client_resolutions; refusals raise ResolutionRefusedError), signed with
-the client's signer when it has one.
+the client's signer when it has one. A saga whose workflow ended without closing its
+journal (terminated, timed out) is listed by `needing_human` too, and compensated by
+`compensate` (worker.saga_reset).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from sagacity.stores import JournalStore
 from sagacity.worker import client as api
 from sagacity.worker import client_resolutions as fixes
 from sagacity.worker.plugin import saga_converter
+from sagacity.worker.saga_reset import CompensationStarted, compensate_ended
 from sagacity.worker.saga_runs import saga_run
 from sagacity.workflows.models import (
     DecisionResult,
@@ -367,9 +370,35 @@ class SagaClient:
         """The steps of `saga_id` that need a person (its `dirty` query)."""
         return await fixes.saga_dirty(self.handle(saga_id))
 
-    async def needing_human(self, *, limit: int | None = None) -> list[fixes.DirtyItem]:
-        """Every saga flagged as needing a human, with what is dirty (`sagacity dirty`)."""
-        return await fixes.dirty_sagas(self.temporal, limit=limit)
+    async def needing_human(self, *, limit: int | None = None) -> fixes.NeedingHuman:
+        """Every saga needing a human (`sagacity dirty`): those flagged, with what is
+        dirty, and those whose workflow ended without closing their journal
+        (terminated, timed out; `item.ended` says how, what is live and what resolves
+        it). `.searched` and `.not_searched` say what was looked at: without a journal
+        store, only Temporal's visibility is (see worker.ended_sagas)."""
+        return await fixes.needing_human(
+            self.temporal,
+            self.store,
+            limit=limit,
+            why_no_journal="this SagaClient has no journal store: SagaClient(store=...)",
+        )
+
+    async def compensate(
+        self, saga_id: str, *, reason: str, actor: str | None = None
+    ) -> CompensationStarted:
+        """Compensate a saga whose workflow ended without closing its journal (terminated,
+        timed out): its run is reset to its last workflow task and cancelled at once, so
+        the saga's own cancellation path undoes its executed steps and closes its journal
+        (worker.saga_reset). Who asks (`actor`, default the signer's owner) and why are
+        journaled with the cancel. Raises NotEndedError when the saga runs, is closed, or
+        ended in a way a reset cannot undo."""
+        if actor is None and self.signer is not None:
+            actor = self.signer.approver
+        if not actor or not actor.strip():
+            raise api.SagaClientError("compensating a saga needs an actor: it is journaled")
+        return await compensate_ended(
+            self.temporal, self._store(), saga_id, actor=actor, reason=reason
+        )
 
     async def resolve(
         self,

@@ -5,7 +5,8 @@ client, its UI, `temporal workflow start`): the saga refuses such a run (SagaIdR
 and it fails at once, becoming the workflow id's latest run. `saga_run` finds the run
 that holds the saga behind it, so `sagacity status` never shows the refused run in the
 saga's place. `cancel_request` reads the cancel request (reason, client identity) from a
-run's history, read without a worker.
+run's history, read without a worker. `owning_chain` names the run chain that opened the
+saga (a run of another chain under its id can act for nothing: worker.saga_reset).
 """
 
 from __future__ import annotations
@@ -16,10 +17,26 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
-from sagacity.worker.client import SagaHandle, _client_of, _rpc, describe_saga, saga_handle
+from sagacity.entry import JournalEntry
+from sagacity.phases import Phase
+from sagacity.worker.client import (
+    SagaHandle,
+    SagaNotFoundError,
+    _client_of,
+    _rpc,
+    describe_saga,
+    saga_handle,
+)
 from sagacity.workflows.models import SagaResult
 
-__all__ = ["SAGA_ID_REUSED", "CancelRequest", "cancel_request", "saga_run"]
+__all__ = [
+    "SAGA_ID_REUSED",
+    "CancelRequest",
+    "cancel_request",
+    "opening",
+    "owning_chain",
+    "saga_run",
+]
 
 
 @dataclass(frozen=True)
@@ -92,3 +109,29 @@ async def _refused_reuse(handle: SagaHandle) -> bool:
 def _quoted(text: str) -> str:
     """A visibility query string literal."""
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def opening(entries: list[JournalEntry]) -> dict[str, Any]:
+    """What SAGA_OPENED recorded: the run that opened the saga (and the chain's first run
+    id, where recorded)."""
+    first = entries[0] if entries else None
+    if first is not None and first.phase is Phase.SAGA_OPENED and isinstance(first.input, dict):
+        return first.input
+    return {}
+
+
+async def owning_chain(client: Client, saga_id: str, opened: dict[str, Any]) -> str | None:
+    """The first run id of the run chain that opened the saga: as SAGA_OPENED records it,
+    else that of the run it names (None when neither can be known: that run is gone)."""
+    recorded = opened.get("first_run_id")
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    run_id = opened.get("run_id")
+    if not isinstance(run_id, str) or not run_id:
+        return None
+    try:
+        with _rpc(client, saga_id, call="describe"):
+            desc = await client.get_workflow_handle(saga_id, run_id=run_id).describe()
+    except SagaNotFoundError:
+        return None
+    return desc.raw_description.workflow_execution_info.first_run_id or run_id

@@ -26,6 +26,14 @@ undone, and the saga goes on once the fix is deployed.
 One saga per workflow run: the saga id is the workflow id, and its journal closes with
 the saga, so a second `Saga.open` in the same run is refused (SagaUsageError). A long
 workflow hands the saga to its next run with `handover()` and `Saga.open(state=...)`.
+Another saga runs as a child workflow started with `start_child_saga` or
+`execute_child_saga` (workflows.child_saga): their parent-close policy lets the child
+compensate when its parent ends, where Temporal's default would terminate it.
+
+A run or execution timeout ends a saga as a terminate does, without running its code:
+nothing is compensated and its journal stays open (`sagacity dirty` lists it, and
+`sagacity compensate` undoes it). SagaClient starts sagas without one; a run started
+with one is logged as a warning when it opens its saga.
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.phases import SagaStatus
     from sagacity.workflows.models import SagaOptions, SagaState
 
+from sagacity.workflows.child_saga import execute_child_saga, start_child_saga
 from sagacity.workflows.compensator import failure_type
 from sagacity.workflows.saga_engine import SagaCore, cancel_failure
 from sagacity.workflows.saga_errors import (
@@ -53,7 +62,16 @@ from sagacity.workflows.saga_errors import (
     StepError,
 )
 
-__all__ = ["Saga", "SagaFailedError", "SagaOptions", "SagaState", "SagaUsageError", "StepError"]
+__all__ = [
+    "Saga",
+    "SagaFailedError",
+    "SagaOptions",
+    "SagaState",
+    "SagaUsageError",
+    "StepError",
+    "execute_child_saga",
+    "start_child_saga",
+]
 
 _OPEN_MARK = "__sagacity_saga__"
 
@@ -69,6 +87,25 @@ async def _cancelled_during(work: Awaitable[Any]) -> bool:
             cancelled = True
     task.result()
     return cancelled
+
+
+def _warn_of_timeouts(info: workflow.Info) -> None:
+    """Log (never a command: nothing in history changes) that this run has a timeout
+    that would end its saga without compensating it."""
+    limits = [
+        f"{name} {value}"
+        for name, value in (("run", info.run_timeout), ("execution", info.execution_timeout))
+        if value
+    ]
+    if limits:
+        workflow.logger.warning(
+            "saga %s runs with a timeout (%s): when it passes, Temporal ends the run without "
+            "running its code, so nothing is compensated and its journal stays open "
+            "(`sagacity dirty` lists it, `sagacity compensate` undoes it); start sagas "
+            "without one",
+            info.workflow_id,
+            ", ".join(limits),
+        )
 
 
 class Saga(SagaCore):
@@ -107,6 +144,7 @@ class Saga(SagaCore):
                 "returned in the run before"
             )
         setattr(instance, _OPEN_MARK, True)
+        _warn_of_timeouts(info)
         saga = cls(options or SagaOptions(), state)
         saga.gate.bound()  # before any await of the run (see ApprovalGate.bound)
         saga.desk.enabled()  # likewise (see HumanDesk.enabled)

@@ -160,6 +160,16 @@ class JournalStore(ABC):
     def sagas(self) -> Iterator[str]:
         """Every saga id with at least one entry, sorted."""
 
+    def open_sagas(self) -> Iterator[str]:
+        """Every saga whose chain has no SAGA_CLOSED (its newest entry is not one), sorted:
+        a saga running, or one whose workflow ended without closing. Over `sagas` and
+        `head` here; a store may answer in one query."""
+        with self.reading():
+            for saga_id in self.sagas():
+                head = self.head(saga_id)
+                if head is not None and head.phase is not Phase.SAGA_CLOSED:
+                    yield saga_id
+
     @abstractmethod
     def step_entries(self, saga_id: str, step: int) -> list[JournalEntry]:
         """Entries of one step in seq order (small: a handful per step)."""

@@ -369,6 +369,11 @@ class PostgresJournalStore(JournalStore):
                 return
             rows = self._fetch(self._q.next_sagas, (rows[-1][0], self.batch_size))
 
+    def open_sagas(self) -> Iterator[str]:
+        """One query over every chain's head (a head read per saga cost ~0.6 ms each)."""
+        for row in self._fetch(self._q.open_sagas, ()):
+            yield row[0]
+
     def step_entries(self, saga_id: str, step: int) -> list[JournalEntry]:
         return [row_to_entry(row) for row in self._fetch(self._q.step, (saga_id, step))]
 

@@ -177,6 +177,10 @@ class _Queries:
         self.next_sagas = self._q(
             "SELECT DISTINCT saga_id FROM {journal} WHERE saga_id > %s ORDER BY saga_id LIMIT %s"
         )
+        self.open_sagas = self._q(
+            "SELECT saga_id FROM (SELECT DISTINCT ON (saga_id) saga_id, phase FROM {journal}"
+            " ORDER BY saga_id, seq DESC) AS heads WHERE phase <> 'SAGA_CLOSED' ORDER BY saga_id"
+        )
         self.fence = self._q(
             "INSERT INTO {fences} (saga_id, step) VALUES (%s, %s) ON CONFLICT DO NOTHING"
         )

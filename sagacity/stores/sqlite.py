@@ -402,6 +402,16 @@ class SqliteJournalStore(JournalStore):
             match, last = saga_match(saga_name(rows[-1][0]))
             after = f">{match}"
 
+    def open_sagas(self) -> Iterator[str]:
+        """One query over every chain's head (SQLite takes `phase` from the row of the
+        group's max(seq)); odd saga ids named as `sagas()` names them."""
+        rows = self._rows(
+            "SELECT saga_id, phase, max(seq) FROM journal GROUP BY saga_id ORDER BY saga_id", ()
+        )
+        for saga, phase, _ in rows:
+            if phase != Phase.SAGA_CLOSED.value:
+                yield saga_name(saga)
+
     def step_entries(self, saga_id: str, step: int) -> list[JournalEntry]:
         rows = self._rows(
             f"SELECT {_COLUMNS} FROM journal WHERE saga_id=? AND step=? ORDER BY seq",

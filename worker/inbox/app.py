@@ -35,6 +35,7 @@ from sagacity.registry import ApproverRegistry, EnrolledKey, RegistryError
 from sagacity.visible import visible
 from sagacity.worker import client as api
 from sagacity.worker.client_resolutions import ResolutionRefusedError
+from sagacity.worker.ended_sagas import live_lines
 from sagacity.worker.inbox.formatting import payload_rows, shown_text
 from sagacity.worker.inbox.passkey_registry import usable_passkeys
 from sagacity.worker.inbox.security import (
@@ -79,6 +80,7 @@ def _environment() -> Environment:
     )
     env.filters["vis"] = lambda value: visible("" if value is None else str(value))
     env.filters["when"] = _when
+    env.globals["live_lines"] = live_lines
     return env
 
 
