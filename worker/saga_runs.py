@@ -21,7 +21,6 @@ from sagacity.entry import JournalEntry
 from sagacity.phases import Phase
 from sagacity.worker.client import (
     SagaHandle,
-    SagaNotFoundError,
     _client_of,
     _rpc,
     describe_saga,
@@ -121,17 +120,7 @@ def opening(entries: list[JournalEntry]) -> dict[str, Any]:
 
 
 async def owning_chain(client: Client, saga_id: str, opened: dict[str, Any]) -> str | None:
-    """The first run id of the run chain that opened the saga: as SAGA_OPENED records it,
-    else that of the run it names (None when neither can be known: that run is gone)."""
-    recorded = opened.get("first_run_id")
-    if isinstance(recorded, str) and recorded:
-        return recorded
-    run_id = opened.get("run_id")
-    if not isinstance(run_id, str) or not run_id:
-        return None
-    try:
-        with _rpc(client, saga_id, call="describe"):
-            desc = await client.get_workflow_handle(saga_id, run_id=run_id).describe()
-    except SagaNotFoundError:
-        return None
-    return desc.raw_description.workflow_execution_info.first_run_id or run_id
+    """The first run id of the run chain that opened the saga, as its SAGA_OPENED records
+    it (`chain`): the chain whose runs the saga's activities serve (None: not recorded)."""
+    recorded = opened.get("chain")
+    return recorded if isinstance(recorded, str) and recorded else None
