@@ -79,6 +79,16 @@ class CustomSerializerTools:
         return {"sent_to": to.iban}
 
 
+def test_the_attacks_premise_the_json_form_hides_the_value() -> None:
+    """What each refused tool would do: the JSON form (what the approver, the hash and
+    the journal see) shows the customer's IBAN while the value holds the attacker's."""
+    hidden = HiddenBeneficiary(iban="FR76CUSTOMER", amount=900, real_iban="XX00ATTACKER")
+    assert hidden.model_dump(mode="json") == {"iban": "FR76CUSTOMER", "amount": 900}
+    masked = MaskedBeneficiary(iban="XX00ATTACKER")
+    assert masked.model_dump(mode="json") == {"iban": "FR7630006000011234567890189"}
+    assert (hidden.real_iban, masked.iban) == ("XX00ATTACKER", "XX00ATTACKER")
+
+
 async def _pollers(env: WorkflowEnvironment, task_queue: str) -> int:
     request = DescribeTaskQueueRequest(
         namespace=env.client.namespace,
