@@ -8,7 +8,8 @@ out of the dump (`exclude=True`), a custom serializer, a computed field, a priva
 attribute or an `InitVar` (in the value, never in the JSON), a secret (dumped as
 `'**********'`), a set (ordered by the hash seed), a lazy iterator, `Json[...]` (dumped
 parsed, validated as text), an alias the dump writes and validation does not read, a
-`default_factory` that may give another value on every validation. Each is refused when
+`default_factory` that may give another value on every validation, a default whose JSON
+form does not read back (`note: str = None`). Each is refused when
 the toolbox is built, by walking the core schema of the tool's arguments model through
 nested models, dataclasses, TypedDicts, named tuples, lists, dicts, unions and
 definitions, with the path of the field and what to do.
@@ -29,6 +30,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic import types as pydantic_types
 from pydantic.types import _SecretBase
+from pydantic_core import SchemaSerializer, SchemaValidator, ValidationError, core_schema
 
 SAFE_FACTORIES: frozenset[object] = frozenset(
     {list, dict, tuple, str, int, float, bool, bytes, decimal.Decimal}
@@ -156,6 +158,9 @@ class _Walker:
         self.definitions = {
             s["ref"]: s for s in _schemas_in(root) if isinstance(s.get("ref"), str) and "type" in s
         }
+        self._root_definitions: list[Any] = (
+            list(root["definitions"]) if root.get("type") == "definitions" else []
+        )
         self.problems: list[RoundTripProblem] = []
         self._seen: set[tuple[str, str]] = set()
         self._visited: set[str] = set()
@@ -369,7 +374,35 @@ class _Walker:
                 "use a plain default=... (pydantic copies mutable defaults), or make the "
                 "parameter required and pass the value",
             )
+        if "default" in schema:
+            self._default_value(schema["schema"], schema["default"], path)
         self.visit(schema.get("schema"), path)
+
+    def _default_value(self, inner: Mapping[str, Any], default: object, path: str) -> None:
+        """A default fills the payload when the caller leaves the field out, so its JSON
+        form must validate back to it (`x: str = None` does not: null is not a str)."""
+        full: Any = inner
+        if self._root_definitions:
+            full = core_schema.definitions_schema(inner, self._root_definitions)
+        try:
+            serializer = SchemaSerializer(full)
+            dumped = serializer.to_json(default, warnings=False)
+            again = serializer.to_json(SchemaValidator(full).validate_json(dumped), warnings=False)
+        except ValidationError as exc:
+            problem = f"it reads back as invalid: {exc.errors()[0]['msg']}"
+        except Exception as exc:  # any other failure to dump or read back is the finding
+            problem = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+        else:
+            if again == dumped:
+                return
+            problem = f"it reads back as {again.decode()}"
+        self.report(
+            path,
+            f"has the default {default!r}, whose JSON form does not validate back to it "
+            f"({problem})",
+            "give it a default of its own type, or widen the type (`... | None` for a None "
+            "default)",
+        )
 
 
 __all__ = ["SAFE_FACTORIES", "RoundTripProblem", "round_trip_problems"]

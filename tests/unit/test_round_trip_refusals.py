@@ -138,6 +138,10 @@ class Chain(BaseModel):
     hidden: Annotated[str, Field(exclude=True)] = ""
 
 
+class Sloppy(BaseModel):
+    note: str = None  # type: ignore[assignment]
+
+
 class Formatted:
     """A type whose serializer writes it with a format string (two decimals)."""
 
@@ -175,6 +179,7 @@ CASES: list[tuple[str, object, str, str]] = [
     ("serialization_alias", SerializedAs, "to.iban is written to JSON as 'account'", "alias="),
     ("validation_alias", ReadFrom, "to.iban is written to JSON as 'iban' but read", "alias="),
     ("default_factory", Generated, "to.ref has default_factory", "plain default="),
+    ("default not of its type", Sloppy, "to.note has the default None", "`... | None`"),
     (
         "top-level default_factory",
         Annotated[str, Field(default_factory=lambda: uuid.uuid4().hex)],
@@ -214,6 +219,22 @@ def test_a_toolbox_made_from_specs_by_hand_is_checked_too() -> None:
     spec = _tool_spec("wire", mark, wire, None)
     with pytest.raises(ParameterRoundTripError, match=r"to\.real_iban"):
         Toolbox([spec])
+
+
+def typed_defaults(text: str | None = None, count: float = 1.5, tags: list[str] = []) -> None:  # noqa: B006
+    """Defaults of their own type are accepted (pydantic copies the list)."""
+
+
+def test_a_parameter_default_whose_json_form_does_not_read_back_is_refused() -> None:
+    """Left out by the caller, the default fills the payload: null is not a str."""
+
+    def note(text: str = None, count: float = float("nan")) -> None: ...  # type: ignore[assignment]  # noqa: RUF013
+
+    with pytest.raises(ParameterRoundTripError) as info:
+        Toolbox.build(irreversible(note))
+    assert [p.path for p in info.value.problems] == ["text", "count"]
+    assert "has the default None" in str(info.value)
+    assert Toolbox.build(irreversible(typed_defaults)).names() == ["typed_defaults"]
 
 
 def test_every_problem_of_a_tool_is_listed() -> None:
