@@ -302,7 +302,7 @@ class ToolRunner:
 
         unjournalable: str | None = None
         try:
-            result = await spec.invoke(req.call.args, ctx, payload=args)
+            result = await spec.invoke(args, ctx)
         except asyncio.CancelledError:
             raise
         except ToolResultError as exc:  # it ran: its effect is live, only the result is bad

@@ -6,6 +6,12 @@ every error a user can cause has its own class rather than a bare ValueError.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sagacity.round_trip import RoundTripProblem
+
 
 class SagacityError(Exception):
     """Base of every error sagacity raises on purpose."""
@@ -65,6 +71,22 @@ class ToolboxError(SagacityError):
     """A toolbox is declared wrongly; raised when it is built, never at refund time."""
 
 
+class ParameterRoundTripError(ToolboxError):
+    """A tool's parameter type has a JSON form that is not the value the tool would
+    receive (an excluded field, a custom serializer, a computed field, a secret...), so
+    the approver, the hash and the journal could show one value while the tool gets
+    another. `problems` says where (the field's path from the parameter) and what to do."""
+
+    def __init__(self, tool: str, where: str, problems: Sequence[RoundTripProblem]) -> None:
+        self.tool = tool
+        self.problems = list(problems)
+        listed = "; ".join(str(p) for p in self.problems)
+        super().__init__(
+            f"tool {tool!r} ({where}): a parameter's JSON form is not the value the tool "
+            f"would receive: {listed}"
+        )
+
+
 class UnknownToolError(SagacityError, LookupError):
     """A tool name that is not in the toolbox (or not allowed for this saga)."""
 
@@ -93,8 +115,8 @@ class ForgedStateError(SagacityError):
 
 
 class PayloadMismatchError(ToolInputError):
-    """A call's arguments no longer validate to the payload that was approved and
-    journaled (a validator that is not deterministic): the tool is not run."""
+    """A payload given to a tool does not validate back to itself, so the value the tool
+    would receive is not the one approved and journaled: the tool is not run."""
 
 
 class ApprovalPolicyError(SagacityError, ValueError):

@@ -1,24 +1,23 @@
 """The toolbox: decorated callables collected, checked and turned into runnable specs.
 
 Building is where declarations are judged. A compensation name that does not resolve, a
-compensation that cannot take its context, two tools with one name, or a parameter the
-model cannot be told about is a `ToolboxError` at startup, because the alternative is
-finding out at refund time, with money already moved.
+compensation that cannot take its context, two tools with one name, a parameter the
+model cannot be told about, or a parameter type whose JSON form is not the value the tool
+would receive (sagacity.round_trip) is a `ToolboxError` at startup, because the
+alternative is finding out at refund time, with money already moved.
 
 A spec validates arguments with a pydantic model built from the type hints and returns
 the JSON dump of the validated values. That dump is the canonical payload: what the
-journal records and what an approver's hash covers. The tool receives the values
-validated from the call's own arguments — never a re-validation of the dump, which would
-run a converting validator twice (euros to cents, then cents to "cents of cents") — and
-`invoke` checks, byte for byte, that their dump is the payload that was approved and
-journaled. So validation must be deterministic (`validate` runs it twice and refuses a
-call whose two results differ), and types whose JSON form hides the value the tool gets
-(secrets) are refused when the toolbox is built.
+approver sees, what the hash covers and what INTENT journals. `invoke` takes only that
+payload and gives the tool what validating its canonical bytes yields, never the caller's
+arguments, so the approval, the hash, the journal and the tool's input are one value.
+`validate` therefore refuses a call whose payload does not validate back to itself (a
+validator that converts its own output again, euros to cents to "cents of cents") or
+whose validation is not deterministic (a validator reading a clock).
 """
 
 from __future__ import annotations
 
-import collections.abc
 import copy
 import dataclasses
 import difflib
@@ -29,18 +28,20 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, NamedTuple
 
+import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, ValidationError, create_model
-from pydantic.types import _SecretBase
 
 from sagacity.approval_policy import ApprovalPolicy, check_rules
 from sagacity.canonical import JsonValue, canonical_bytes
 from sagacity.errors import (
     NotCanonicalError,
+    ParameterRoundTripError,
     PayloadMismatchError,
     ToolboxError,
     ToolInputError,
     UnknownToolError,
 )
+from sagacity.round_trip import round_trip_problems
 from sagacity.tools import (
     CompensationContext,
     ToolContext,
@@ -170,47 +171,59 @@ class ToolSpec:
     def validate(self, args: object) -> dict[str, Any]:
         """The canonical payload for `args`: validated, defaults filled in, JSON mode.
 
-        Raises ToolInputError naming the tool and every bad field, or when validating the
-        same arguments twice gives two payloads (a generated default, a clock or a random
-        value in a validator): what was approved could then never be what runs.
+        Raises ToolInputError naming the tool and every bad field; when validating the
+        same arguments twice gives two payloads (a clock or a random value in a
+        validator); or when the payload does not validate back to itself (a validator
+        that converts its own output again): what was approved could then never be what
+        runs.
         """
         payload = self._payload(self._validated(args))
         again = self._payload(self._validated(args))
         if canonical_bytes(again) != canonical_bytes(payload):
-            differ = sorted(k for k in payload if payload.get(k) != again.get(k))[:5]
             raise ToolInputError(
                 f"arguments for tool {self.name!r} validate differently each time "
-                f"(parameters {differ}): a generated default or a validator reading a clock "
-                "or random source. Pass the value explicitly, or derive it inside the tool "
+                f"(parameters {_differing(payload, again)}): a validator reading a clock or "
+                "random source. Pass the value explicitly, or derive it inside the tool "
                 "from ctx.idempotency_key"
+            )
+        parsed = self._payload(self._parsed(payload))
+        if canonical_bytes(parsed) != canonical_bytes(payload):
+            raise ToolInputError(
+                f"arguments for tool {self.name!r} do not survive their own JSON form "
+                f"(parameters {_differing(payload, parsed)} change when the payload is "
+                "validated again): a validator that converts its own output again (euros "
+                "to cents, then cents to 'cents of cents'). The tool receives what the "
+                "approved payload validates to, so make the validator accept its own "
+                "output unchanged, or convert inside the tool"
             )
         return payload
 
     def _payload(self, instance: BaseModel) -> dict[str, Any]:
-        payload: dict[str, Any] = instance.model_dump(mode="json", by_alias=True)
         try:
+            payload: dict[str, Any] = instance.model_dump(mode="json", by_alias=True)
             canonical_bytes(payload, what=f"arguments for tool {self.name!r}")
         except NotCanonicalError as exc:
             raise ToolInputError(str(exc)) from exc
+        except pydantic_core.PydanticSerializationError as exc:
+            raise ToolInputError(
+                f"arguments for tool {self.name!r} have no JSON form ({exc}); a validator "
+                "returned a value of a type pydantic cannot dump"
+            ) from exc
         return payload
 
-    async def invoke(
-        self,
-        call_args: Mapping[str, Any],
-        ctx: ToolContext,
-        *,
-        payload: dict[str, Any] | None = None,
-    ) -> JsonValue:
-        """Validate the call's own arguments, check their payload is `payload` (the one
-        approved and journaled; by default, what `validate` gives) byte for byte, call the
-        tool with those values and return its result as JSON. The context is passed only
-        if the tool declares one."""
-        instance = self._validated(call_args)
-        expected = self.validate(call_args) if payload is None else payload
-        if canonical_bytes(self._payload(instance)) != canonical_bytes(expected):
+    async def invoke(self, payload: Mapping[str, Any], ctx: ToolContext) -> JsonValue:
+        """Run the tool on the canonical `payload` (the one approved and journaled, as
+        `validate` gave it) and return its result as JSON.
+
+        The tool receives what validating the payload's canonical bytes yields — never the
+        caller's own arguments, whose Python values could hold what the payload does not
+        show — and nothing runs unless that value dumps back to the same bytes. The
+        context is passed only if the tool declares one."""
+        instance = self._parsed(payload)
+        if canonical_bytes(self._payload(instance)) != canonical_bytes(dict(payload)):
             raise PayloadMismatchError(
-                f"the arguments of tool {self.name!r} no longer validate to the approved and "
-                "journaled payload; nothing ran"
+                f"the payload of tool {self.name!r} does not validate back to itself, so it "
+                "is not what was approved and journaled; nothing ran"
             )
         if not self.is_async:
             ctx = dataclasses.replace(ctx, heartbeat=thread_safe_heartbeat(ctx.heartbeat))
@@ -231,24 +244,57 @@ class ToolSpec:
         return call_summary(self.name, args, limit)
 
     def _validated(self, args: object) -> BaseModel:
+        """The caller's arguments validated as JSON, lax ("100" becomes 100): the same
+        mode as the payload is validated in for the tool (`_parsed`), so a type that
+        validates JSON differently from Python objects (bytes | str) gives one value."""
         if not isinstance(args, Mapping):
             raise ToolInputError(
                 f"tool {self.name!r} takes a JSON object of named arguments, "
                 f"got {type(args).__name__}"
             )
         try:
-            return self.model.model_validate(dict(args))
-        except ValidationError as exc:
-            errors = exc.errors(include_url=False, include_input=False)
-            problems = [
-                f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}"
-                for e in errors[:_MAX_LISTED_PROBLEMS]
-            ]
-            if len(errors) > _MAX_LISTED_PROBLEMS:
-                problems.append(f"and {len(errors) - _MAX_LISTED_PROBLEMS} more")
+            data = pydantic_core.to_json(dict(args), inf_nan_mode="constants")
+        except pydantic_core.PydanticSerializationError as exc:
             raise ToolInputError(
-                f"invalid arguments for tool {self.name!r}: {'; '.join(problems)}"
+                f"arguments for tool {self.name!r} are not JSON values ({exc})"
             ) from exc
+        return self._from_json(data)
+
+    def _parsed(self, payload: Mapping[str, Any]) -> BaseModel:
+        """What the tool receives for a canonical payload: its canonical bytes validated
+        as JSON, as anyone re-reading the journal would validate them."""
+        if not isinstance(payload, Mapping):
+            raise ToolInputError(
+                f"tool {self.name!r} takes a JSON object of named arguments, "
+                f"got {type(payload).__name__}"
+            )
+        try:
+            data = canonical_bytes(dict(payload), what=f"arguments for tool {self.name!r}")
+        except NotCanonicalError as exc:
+            raise ToolInputError(str(exc)) from exc
+        return self._from_json(data)
+
+    def _from_json(self, data: bytes) -> BaseModel:
+        try:
+            return self.model.model_validate_json(data)
+        except ValidationError as exc:
+            raise self._invalid(exc) from exc
+
+    def _invalid(self, exc: ValidationError) -> ToolInputError:
+        errors = exc.errors(include_url=False, include_input=False)
+        problems = [
+            f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}"
+            for e in errors[:_MAX_LISTED_PROBLEMS]
+        ]
+        if len(errors) > _MAX_LISTED_PROBLEMS:
+            problems.append(f"and {len(errors) - _MAX_LISTED_PROBLEMS} more")
+        return ToolInputError(f"invalid arguments for tool {self.name!r}: {'; '.join(problems)}")
+
+
+def _differing(first: Mapping[str, Any], second: Mapping[str, Any]) -> list[str]:
+    """Up to five top-level keys whose values differ between two payloads."""
+    keys = set(first) | set(second)
+    return sorted(k for k in keys if first.get(k, ...) != second.get(k, ...))[:5]
 
 
 def _type_hints(fn: Callable[..., Any], what: str) -> dict[str, Any]:
@@ -259,31 +305,6 @@ def _type_hints(fn: Callable[..., Any], what: str) -> dict[str, Any]:
             f"{what}: cannot resolve its type hints ({type(exc).__name__}: {exc}); "
             "import every annotated type at module level"
         ) from exc
-
-
-def _mentions_set(annotation: object) -> bool:
-    """True if a set or frozenset appears anywhere in the annotation."""
-    origin = typing.get_origin(annotation) or annotation
-    if origin in (set, frozenset, collections.abc.Set, collections.abc.MutableSet):
-        return True
-    return any(_mentions_set(arg) for arg in typing.get_args(annotation))
-
-
-def _mentions_secret(annotation: object, seen: set[int] | None = None) -> bool:
-    """True if a pydantic secret appears in the annotation, its arguments, or the fields of
-    a model or dataclass it names (recursively)."""
-    seen = set() if seen is None else seen
-    if id(annotation) in seen:
-        return False
-    seen.add(id(annotation))
-    origin = typing.get_origin(annotation) or annotation
-    if isinstance(origin, type) and issubclass(origin, _SecretBase):
-        return True
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return any(_mentions_secret(f.annotation, seen) for f in annotation.model_fields.values())
-    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
-        return any(_mentions_secret(f.type, seen) for f in dataclasses.fields(annotation))
-    return any(_mentions_secret(arg, seen) for arg in typing.get_args(annotation))
 
 
 def _tool_spec(
@@ -311,19 +332,6 @@ def _tool_spec(
             raise ToolboxError(
                 f"{what}: parameter {p.name!r} has no type hint; annotate it "
                 f"(e.g. `{p.name}: str`) so it can be validated and described to the model"
-            )
-        if _mentions_secret(annotation):
-            raise ToolboxError(
-                f"{what}: parameter {p.name!r} is (or contains) a pydantic secret; its JSON "
-                "form is '**********', so the approver, the hash and the journal would not "
-                "see the value the tool receives. Pass a reference to the secret (a vault "
-                "key name) and read it inside the tool"
-            )
-        if _mentions_set(annotation):
-            raise ToolboxError(
-                f"{what}: parameter {p.name!r} is a set; its JSON form depends on the process's "
-                "hash seed, so the approved payload could differ from the one that runs. Use "
-                "a list (sorted if order does not matter)"
             )
         # Internal field names with the parameter name as alias: any parameter name works,
         # even ones pydantic reserves (model_config, schema, _private).
@@ -381,11 +389,14 @@ class Toolbox:
     __slots__ = ("_tools",)
 
     def __init__(self, tools: Iterable[ToolSpec] = ()) -> None:
+        """A toolbox of `tools`; ParameterRoundTripError when a tool's parameter type has a
+        JSON form that is not the value the tool would receive (sagacity.round_trip)."""
         self._tools: dict[str, ToolSpec] = {}
         for spec in tools:
             check_rules(spec.name, spec.policy, spec.parameters)  # a rule that could never apply
             if spec.name in self._tools:
                 raise ToolboxError(f"two tools are named {spec.name!r}")
+            _check_round_trip(spec)
             self._tools[spec.name] = spec
 
     @classmethod
@@ -464,7 +475,9 @@ class Toolbox:
         if unknown:
             listed = ", ".join(map(repr, unknown))
             raise UnknownToolError(f"cannot allow unknown tool(s) {listed}; {self._known()}")
-        return Toolbox(spec for name, spec in self._tools.items() if name in wanted)
+        kept = Toolbox()
+        kept._tools = {name: spec for name, spec in self._tools.items() if name in wanted}
+        return kept  # these specs were checked when this toolbox was made
 
     def schemas(self) -> list[dict[str, Any]]:
         """Every tool in the chat-completions "tools" format, in toolbox order."""
@@ -484,6 +497,13 @@ class Toolbox:
 
     def __repr__(self) -> str:
         return f"Toolbox({', '.join(self._tools)})"
+
+
+def _check_round_trip(spec: ToolSpec) -> None:
+    names = {p.field: p.name for p in spec.params if p.field is not None}
+    problems = round_trip_problems(spec.model, names)
+    if problems:
+        raise ParameterRoundTripError(spec.name, _qualname(spec.fn), problems)
 
 
 def _unresolved(

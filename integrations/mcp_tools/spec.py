@@ -81,19 +81,16 @@ class McpToolSpec(ToolSpec):
         server's input schema; ToolInputError naming every problem otherwise."""
         return self._parts()[0].input.payload(args)
 
-    async def invoke(
-        self,
-        call_args: Mapping[str, Any],
-        ctx: ToolContext,
-        *,
-        payload: dict[str, Any] | None = None,
-    ) -> JsonValue:
+    async def invoke(self, payload: Mapping[str, Any], ctx: ToolContext) -> JsonValue:
+        """Send the canonical `payload` (the one approved and journaled), once it is
+        checked to validate back to itself against the server's schema."""
         remote, connection = self._parts()
-        own = self.validate(call_args)
-        if payload is not None and canonical_bytes(own) != canonical_bytes(payload):
+        own = self.validate(payload)
+        if canonical_bytes(own) != canonical_bytes(dict(payload)):
             raise PayloadMismatchError(
-                f"the arguments of MCP tool {self.name!r} no longer validate to the approved "
-                "and journaled payload; nothing was sent"
+                f"the payload of MCP tool {self.name!r} does not validate back to itself "
+                "against the server's schema, so it is not what was approved and "
+                "journaled; nothing was sent"
             )
         meta = call_meta(ctx.saga_id, ctx.step, ctx.idempotency_key)
         answer = await connection.call(remote.definition, own, meta)

@@ -292,29 +292,25 @@ async def test_a_deep_tool_result_after_a_charge_is_compensated(hostile: Harness
     assert await failed_workflow_tasks(handle) == 0
 
 
-async def test_the_euros_to_cents_tool_sends_exactly_the_approved_amount(hostile: Harness) -> None:
-    """The approver sees 1250 (cents, the validated payload); the tool must send 1250 —
-    not 125000, which re-validating the approved payload would give."""
-    handle = await hostile.start_raw({"plan": [{"tool": "pay_euros", "args": {"amount": "12.50"}}]})
-
-    async def pending() -> Any:
-        return await handle.query("pending_approval", result_type=dict | None)
-
-    from tests.workflows.helpers import eventually
-
-    p = await eventually(pending)
-    assert p["payload"] == {"amount": 1250}
-    decision = {
-        "saga_id": p["saga_id"],
-        "step": p["step"],
-        "payload_sha256": p["payload_sha256"],
-        "approver": "alice",
-    }
-    await handle.signal("approve", decision)
+async def test_the_euros_to_cents_tool_is_refused_never_run_with_another_amount(
+    hostile: Harness,
+) -> None:
+    """The approver would see 1250 (cents, the validated payload), and validating 1250
+    again gives 125000. The tool receives what the approved payload validates to, so the
+    call is refused (CALL_REFUSED) before any approval is asked, and nothing is sent."""
+    hostile.attacker.turns[:] = [
+        ModelTurn(tool_calls=[ToolCall(tool="pay_euros", args={"amount": "12.50"})]),
+        ModelTurn(final="gave up"),
+    ]
+    handle = await hostile.start_raw({"goal": "pay", "model": {"provider": "attacker"}})
     result = await saga_result(handle)
 
     assert result.status is SagaStatus.COMPLETED
-    assert hostile.tools.sent == [1250]
-    entries = {e.phase.value: e for e in hostile.store.entries(handle.id)}
-    assert entries["INTENT"].input == p["payload"] == {"amount": 1250}
-    assert entries["EXECUTED"].result == {"sent_cents": 1250}
+    [step] = result.steps
+    assert step.status == "REFUSED"
+    assert "do not survive their own JSON form" in (step.error or "")
+    assert hostile.tools.sent == []
+    journaled = phases(hostile.store, handle.id)
+    assert "CALL_REFUSED" in journaled and "AWAITING_APPROVAL" not in journaled
+    assert "INTENT" not in journaled
+    assert await failed_workflow_tasks(handle) == 0

@@ -1,10 +1,12 @@
 """One validation, one payload: what is approved, hashed and journaled is what the tool
-receives. A converting validator runs once on the call's own arguments (never on its own
-output), non-deterministic validation is refused, and secrets are refused at build."""
+receives. The tool gets what validating the approved payload yields (never the caller's
+arguments), a payload that does not validate back to itself is refused per call, and
+non-deterministic validation is refused."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import uuid
 from datetime import date
 from decimal import Decimal
@@ -13,21 +15,23 @@ from typing import Annotated, Any, Literal
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, BeforeValidator, Field, SecretStr, TypeAdapter
+from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, TypeAdapter
 
 from sagacity.canonical import canonical_bytes
-from sagacity.errors import ToolboxError, ToolInputError
-from sagacity.toolbox import Toolbox
-from sagacity.tools import ToolContext, irreversible, tool
+from sagacity.errors import ParameterRoundTripError, PayloadMismatchError, ToolInputError
+from sagacity.toolbox import Toolbox, _tool_spec
+from sagacity.tools import ToolContext, irreversible, tool, tool_mark
 
 
 def _cents(value: Any) -> Any:
-    """Euros ("12.50", 12.5) to integer cents. Applied to its own output (1250) it would
-    give 125000: exactly what re-validating the payload used to do."""
+    """Euros ("12.50", 12.5) to integer cents. Applied to its own output (1250) it gives
+    125000: the tool would receive what validating the approved 1250 yields."""
     return round(float(value) * 100)
 
 
 Cents = Annotated[int, BeforeValidator(_cents)]
+Upper = Annotated[str, AfterValidator(str.upper)]
+"""A converting validator that accepts its own output unchanged: allowed."""
 
 
 class Address(BaseModel):
@@ -49,18 +53,17 @@ class Recorder:
     @irreversible
     def pay(
         self,
-        amount: Cents,
+        amount: Decimal,
         currency: Literal["EUR", "USD"],
         when: date,
-        ratio: Decimal,
         ref: uuid.UUID,
         to: Address,
-        tags: list[str],
+        tags: list[Upper],
         note: str | None = None,
     ) -> str:
         self.received.append(
-            {"amount": amount, "currency": currency, "when": when, "ratio": ratio,
-             "ref": ref, "to": to, "tags": tags, "note": note}
+            {"amount": amount, "currency": currency, "when": when, "ref": ref, "to": to,
+             "tags": tags, "note": note}
         )  # fmt: skip
         return "ok"
 
@@ -70,10 +73,9 @@ RECEIVED = TypeAdapter(dict[str, Any])
 
 @settings(max_examples=60, deadline=None)
 @given(
-    euros=st.decimals(min_value=0, max_value=10_000, places=2).map(str),
+    amount=st.decimals(min_value=0, max_value=10_000, places=2),
     currency=st.sampled_from(["EUR", "USD"]),
     when=st.dates(),
-    ratio=st.decimals(min_value=-1000, max_value=1000, places=3, allow_nan=False),
     ref=st.uuids(),
     street=st.text(max_size=30),
     zip_code=st.from_regex(r"^[0-9]{5}$", fullmatch=True),
@@ -81,65 +83,115 @@ RECEIVED = TypeAdapter(dict[str, Any])
     note=st.none() | st.text(max_size=20),
 )
 def test_the_tool_receives_exactly_the_approved_payload(
-    euros: str, currency: str, when: date, ratio: Decimal, ref: uuid.UUID, street: str,
-    zip_code: str, tags: list[str], note: str | None,
+    amount: Decimal, currency: str, when: date, ref: uuid.UUID, street: str, zip_code: str,
+    tags: list[str], note: str | None,
 ) -> None:  # fmt: skip
     recorder = Recorder()
     spec = Toolbox.build(recorder).get("pay")
     raw = {
-        "amount": euros, "currency": currency, "when": when.isoformat(), "ratio": str(ratio),
+        "amount": str(amount), "currency": currency, "when": when.isoformat(),
         "ref": str(ref), "to": {"street": street, "zip": zip_code}, "tags": tags, "note": note,
     }  # fmt: skip
     approved = spec.validate(raw)  # what the approver sees and the hash covers
-    asyncio.run(spec.invoke(raw, ctx(), payload=approved))
+    asyncio.run(spec.invoke(approved, ctx()))
     [got] = recorder.received
     got["to"] = got["to"].model_dump()
     assert canonical_bytes(RECEIVED.dump_python(got, mode="json")) == canonical_bytes(approved)
-    assert got["amount"] == approved["amount"] == round(float(euros) * 100)
+    assert got["tags"] == [t.upper() for t in tags]
 
 
-def test_a_converting_validator_runs_once() -> None:
-    recorder = Recorder()
-    spec = Toolbox.build(recorder).get("pay")
-    raw = {"amount": "12.50", "currency": "EUR", "when": "2026-01-01", "ratio": "1",
-           "ref": str(uuid.uuid4()), "to": {"street": "x", "zip": "12345"}, "tags": []}  # fmt: skip
-    payload = spec.validate(raw)
-    asyncio.run(spec.invoke(raw, ctx(), payload=payload))
-    assert payload["amount"] == 1250 and recorder.received[0]["amount"] == 1250  # not 125000
+def test_a_converting_validator_that_changes_its_own_output_is_refused_per_call() -> None:
+    """Approved 1250 (cents); validating 1250 again gives 125000. The tool receives what
+    the approved payload validates to, so such a call is refused before anything runs."""
+    sent: list[int] = []
+
+    @irreversible
+    def pay_euros(amount: Cents) -> None:
+        sent.append(amount)
+
+    spec = Toolbox.build(pay_euros).get("pay_euros")
+    with pytest.raises(ToolInputError, match=r"do not survive their own JSON form.*'amount'"):
+        spec.validate({"amount": "12.50"})
+    with pytest.raises(PayloadMismatchError):
+        asyncio.run(spec.invoke({"amount": 1250}, ctx()))
+    assert sent == []
 
 
-def test_generated_defaults_are_refused_per_call() -> None:
+TICKS = itertools.count()
+Stamped = Annotated[str, AfterValidator(lambda v: f"{v}-{next(TICKS)}")]
+"""A validator whose output changes at every call, like one reading a clock."""
+
+
+def test_validation_reading_a_clock_is_refused_per_call() -> None:
     @tool
-    def stamp(ref: Annotated[str, Field(default_factory=lambda: uuid.uuid4().hex)]) -> str:
+    def stamp(ref: Stamped) -> str:
         return ref
 
     spec = Toolbox.build(stamp).get("stamp")
     with pytest.raises(ToolInputError, match="validate differently each time"):
-        spec.validate({})
-    assert spec.validate({"ref": "given"}) == {"ref": "given"}
+        spec.validate({"ref": "a"})
 
 
-def test_a_payload_that_no_longer_matches_is_not_run() -> None:
+def test_a_payload_the_tool_does_not_validate_back_is_not_run() -> None:
+    """invoke takes the canonical payload only: an altered or raw one is refused."""
     recorder = Recorder()
     spec = Toolbox.build(recorder).get("pay")
-    raw = {"amount": "1", "currency": "EUR", "when": "2026-01-01", "ratio": "1",
-           "ref": str(uuid.uuid4()), "to": {"street": "x", "zip": "12345"}, "tags": []}  # fmt: skip
-    approved = {**spec.validate(raw), "amount": 1}
-    with pytest.raises(ToolInputError, match="approved and journaled payload"):
-        asyncio.run(spec.invoke(raw, ctx(), payload=approved))
+    raw = {"amount": "1.50", "currency": "EUR", "when": "2026-01-01", "ref": str(uuid.uuid4()),
+           "to": {"street": "x", "zip": "12345"}, "tags": ["a"]}  # fmt: skip
+    approved = spec.validate(raw)
+    assert approved["tags"] == ["A"]
+    with pytest.raises(PayloadMismatchError, match="does not validate back to itself"):
+        asyncio.run(spec.invoke({**approved, "tags": ["a"]}, ctx()))  # not a dump
+    with pytest.raises(ToolInputError, match="amount"):
+        asyncio.run(spec.invoke({**approved, "amount": "lots"}, ctx()))
     assert recorder.received == []
 
 
-class Login(BaseModel):
-    user: str
-    password: SecretStr
+class Target(BaseModel):
+    iban: str
+    amount: int
+    real_iban: str | None = Field(default=None, exclude=True)
 
 
-@pytest.mark.parametrize("annotation", [SecretStr, list[SecretStr], Login, SecretStr | None])
-def test_secrets_are_refused_when_the_toolbox_is_built(annotation: Any) -> None:
-    def use(secret: Any) -> None:
-        pass
+def test_the_hidden_field_attack_is_refused_at_build() -> None:
+    @irreversible
+    def wire(to: Target) -> None: ...
 
-    use.__annotations__ = {"secret": annotation, "return": None}
-    with pytest.raises(ToolboxError, match="pydantic secret"):
-        Toolbox.build(tool(use))
+    with pytest.raises(ParameterRoundTripError) as info:
+        Toolbox.build(wire)
+    assert info.value.tool == "wire"
+    assert "to.real_iban is left out of the JSON form" in str(info.value)
+    assert "remove exclude=True" in str(info.value)
+
+
+def test_invoke_gives_the_tool_the_payload_even_past_the_build_check() -> None:
+    """The second line of defence: a spec made without the toolbox's check still gives
+    the tool only what the approved payload says, never the attacker's hidden IBAN."""
+    got: list[Target] = []
+
+    def wire(to: Target) -> None:
+        got.append(to)
+
+    wire = irreversible(wire)
+    mark = tool_mark(wire)
+    assert mark is not None
+    spec = _tool_spec("wire", mark, wire, None)  # no Toolbox(...): no round-trip check
+    raw = {"to": {"iban": "FR76CUSTOMER", "amount": 900, "real_iban": "XX00ATTACKER"}}
+    approved = spec.validate(raw)
+    assert approved == {"to": {"iban": "FR76CUSTOMER", "amount": 900}}
+    asyncio.run(spec.invoke(approved, ctx()))
+    assert got[0].real_iban is None and got[0].iban == "FR76CUSTOMER"
+
+
+def test_a_whole_float_beyond_2_53_in_an_int_or_float_union_is_refused_per_call() -> None:
+    """1e20 is written "100000000000000000000" in canonical JSON, which `int | float`
+    reads back as an int with no exact JSON form: refused, never silently changed."""
+
+    @tool
+    def scale(factor: int | float) -> float:
+        return factor
+
+    spec = Toolbox.build(scale).get("scale")
+    assert spec.validate({"factor": 2.5}) == {"factor": 2.5}
+    with pytest.raises(ToolInputError, match="safe integer"):
+        spec.validate({"factor": 1e20})

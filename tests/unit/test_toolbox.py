@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
-from sagacity.errors import ToolboxError, ToolInputError, UnknownToolError
+from sagacity.errors import PayloadMismatchError, ToolboxError, ToolInputError, UnknownToolError
 from sagacity.toolbox import CompensationSpec, Toolbox, ToolResultError, ToolSpec
 from sagacity.tools import (
     CompensationContext,
@@ -322,7 +322,7 @@ def test_context_parameter_any_name_optional_is_excluded_and_injected() -> None:
     spec = Toolbox.build(audit).get("audit")
     assert spec.takes_context
     assert list(spec.parameters["properties"]) == ["note"]
-    assert asyncio.run(spec.invoke({"note": "hi"}, ctx(step=4))) == "hi@saga-1:4"
+    assert asyncio.run(spec.invoke(spec.validate({"note": "hi"}), ctx(step=4))) == "hi@saga-1:4"
     with pytest.raises(ToolInputError, match="runtime: Extra inputs are not permitted"):
         spec.validate({"note": "hi", "runtime": {}})
 
@@ -384,7 +384,8 @@ def test_reserved_parameter_names_work() -> None:
 
     spec = Toolbox.build(configure).get("configure")
     assert spec.validate({"model_config": "a", "schema": 2}) == {"model_config": "a", "schema": 2}
-    assert asyncio.run(spec.invoke({"model_config": "a", "schema": 2}, ctx())) == "a/2"
+    payload = spec.validate({"model_config": "a", "schema": 2})
+    assert asyncio.run(spec.invoke(payload, ctx())) == "a/2"
 
 
 # --- invocation -----------------------------------------------------------------------
@@ -392,7 +393,8 @@ def test_reserved_parameter_names_work() -> None:
 
 async def test_sync_tool_runs_in_a_thread_with_validated_values() -> None:
     shop, box = build_shop()
-    result = await box.get("reserve").invoke({"sku": "A1", "qty": "3"}, ctx("reserve"))
+    reserve = box.get("reserve")
+    result = await reserve.invoke(reserve.validate({"sku": "A1", "qty": "3"}), ctx("reserve"))
     assert result == {"sku": "A1", "qty": 3}
     assert shop.threads and shop.threads[0] != threading.get_ident()
 
@@ -405,9 +407,9 @@ async def test_async_tool_is_awaited_with_the_context_and_result_made_json() -> 
 
 async def test_tool_receives_python_values_and_pydantic_results_become_json() -> None:
     _, box = build_shop()
-    result = await box.get("ship_to").invoke(
-        {"address": {"city": "Lyon", "zip": "69001"}}, ctx("ship_to")
-    )
+    ship_to = box.get("ship_to")
+    payload = ship_to.validate({"address": {"city": "Lyon", "zip": "69001"}})
+    result = await ship_to.invoke(payload, ctx("ship_to"))
     assert result == {"city": "Lyon", "zip": "69001"}
 
 
@@ -445,13 +447,23 @@ async def test_positional_only_parameters_are_passed_positionally() -> None:
     def add(a: int, b: int, /, scale: int = 1) -> int:
         return (a + b) * scale
 
-    assert await Toolbox.build(add).get("add").invoke({"a": 1, "b": "2", "scale": 10}, ctx()) == 30
+    spec = Toolbox.build(add).get("add")
+    assert await spec.invoke(spec.validate({"a": 1, "b": "2", "scale": 10}), ctx()) == 30
 
 
-async def test_invoke_revalidates_and_never_calls_the_tool_with_bad_args() -> None:
+async def test_invoke_validates_the_payload_and_never_calls_the_tool_with_bad_args() -> None:
     shop, box = build_shop()
     with pytest.raises(ToolInputError, match="qty"):
         await box.get("reserve").invoke({"sku": "A1", "qty": "x"}, ctx())
+    assert shop.threads == []
+
+
+async def test_invoke_takes_only_a_canonical_payload() -> None:
+    """Raw arguments ("3" for an int) are not a payload: their dump differs, so they are
+    not what an approver saw, and the tool is not called."""
+    shop, box = build_shop()
+    with pytest.raises(PayloadMismatchError, match="does not validate back to itself"):
+        await box.get("reserve").invoke({"sku": "A1", "qty": "3"}, ctx())
     assert shop.threads == []
 
 
@@ -565,5 +577,5 @@ def test_set_parameters_are_refused_at_build_time(hint: object) -> None:
         {"HINT": hint, "set": set, "frozenset": frozenset},
         namespace,
     )
-    with pytest.raises(ToolboxError, match="'labels' is a set"):
+    with pytest.raises(ToolboxError, match=r"labels\S* is a (frozen)?set"):
         Toolbox.build(namespace["tag"])

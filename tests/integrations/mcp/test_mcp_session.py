@@ -180,13 +180,13 @@ async def test_a_streamable_http_server_serves_the_same_tools(mcp_shop: McpShop)
             assert toolset.name == "shop"
             charge = toolset.toolbox.get("charge_card")
             ctx = ToolContext(saga_id="http", step=1, attempt=1, tool="charge_card")
-            assert await charge.invoke({"amount": 7}, ctx) == {
+            assert await charge.invoke(charge.validate({"amount": 7}), ctx) == {
                 "charge": "http:1", "amount": 7, "currency": "EUR",
             }  # fmt: skip
             ship = toolset.toolbox.get("ship_order")
             with pytest.raises(McpToolError, match="carrier refused"):
                 await ship.invoke(
-                    {"address": "nowhere"},
+                    ship.validate({"address": "nowhere"}),
                     ToolContext(saga_id="http", step=2, attempt=1, tool="ship_order"),
                 )
             assert charge.compensation is not None
