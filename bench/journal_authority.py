@@ -152,7 +152,10 @@ async def _timed(work: Callable[[str], Awaitable[None]], sagas: list[str]) -> fl
 
 
 async def measure(bench: Bench) -> dict[str, list[float]]:
+    """Per kind of activity: the ratio of each round, then (as context, not a figure)
+    the median time per activity with and without the check, in microseconds."""
     ratios: dict[str, list[float]] = {"irreversible step": [], "compensation": []}
+    times: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in ratios}
     for _ in range(ROUNDS):
         for name, make, work in (
             ("irreversible step", bench.approved_sagas, bench.pay),
@@ -163,11 +166,19 @@ async def measure(bench: Bench) -> dict[str, list[float]]:
                 plain = await _timed(work, plain_sagas)
             checked = await _timed(work, checked_sagas)
             ratios[name].append(checked / plain)
+            times[name][0].append(plain / SAGAS * 1e6)
+            times[name][1].append(checked / SAGAS * 1e6)
+    for name, (plain_us, checked_us) in times.items():
+        ratios[f"{name} (us, unchecked)"] = plain_us
+        ratios[f"{name} (us, checked)"] = checked_us
     return ratios
 
 
 def _report(backend: str, ratios: dict[str, list[float]]) -> None:
     for name, got in ratios.items():
+        if "(us" in name:
+            print(f"{backend:10} {name:32} median {statistics.median(got):,.0f} us per activity")
+            continue
         shown = ", ".join(f"{r:.2f}" for r in got)
         print(
             f"{backend:10} {name:18} checked / unchecked: median {statistics.median(got):.2f} "
