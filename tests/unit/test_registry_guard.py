@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from sagacity.decision_statement import signed_request
 from sagacity.entry import EntryDraft
 from sagacity.errors import StoreUnavailableError
 from sagacity.phases import Phase
-from sagacity.registry import ApproverRegistry, RegistryFile, RegistryRolledBackError
+from sagacity.registry import ApproverRegistry, KeyLookup, RegistryFile, RegistryRolledBackError
 from sagacity.registry_marks import (
     JournaledMark,
     RegistryMark,
@@ -22,8 +23,10 @@ from sagacity.registry_marks import (
     older_than,
     top_mark,
 )
+from sagacity.requester import judge_requester
 from sagacity.signing import SigningKey
 from sagacity.stores import MemoryJournalStore
+from sagacity.workflows.models import RequesterClaim
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 A, B = "a" * 64, "b" * 64
@@ -188,3 +191,24 @@ def test_a_journal_that_cannot_answer_keeps_the_registry_in_force_until_it_can(
     assert "cannot be read (the journal is down)" in (live.problem or "")
     down[0] = False
     assert live.lookup(None).version == v2.version  # asked again, the same file taken
+
+
+def test_a_start_judged_by_a_registry_older_than_the_journal_is_refused(
+    registries: tuple[ApproverRegistry, ...],
+) -> None:
+    """A worker that started before a newer registry was journaled (elsewhere) must not
+    verify requesters with its older one: a revoked requester key would count again."""
+    v1, _, v3 = registries
+    rita = SigningKey.generate("rita")
+    v1 = v1.enroll("rita", rita.public_key, valid_from=NOW)
+    claim = RequesterClaim.model_validate(signed_request(rita, "s", now=NOW))
+    answer = KeyLookup(
+        configured=True, version=v1.version, sha256=v1.sha256, key=v1.key(rita.key_id)
+    )
+    refused, evidence = judge_requester("s", claim, answer, NOW)
+    assert refused is None and evidence is not None and evidence["requester"] == "rita"
+    newer_journaled = answer.model_copy(update={"journaled": mark(v3.version + 1)})
+    refused, evidence = judge_requester("s", claim, newer_journaled, NOW)
+    assert evidence is None and refused is not None
+    assert f"judged with approver registry version {v1.version}" in refused
+    assert f"its journal records version {v3.version + 1}" in refused
