@@ -301,11 +301,11 @@ class SagaState(_Model):
     resolution_refusals: dict[int, int] = Field(default_factory=dict)
     """Refused resolutions counted per bucket (their journal attempt numbers go on)."""
     registry_seen: RegistryMark | None = None
-    """The newest approver registry (version, SHA-256) the saga has seen, journaled or
-    not (a refused decision's answer is not): the next run refuses an older one, so a
-    registry file put back after continue-as-new cannot undo a revocation. Bounded by
-    RegistryMark; a lower one than the journal records cannot help, as every registry
-    answer also carries the newest version the journal records."""
+    """The newest approver registry (version, SHA-256) the saga has seen, also in answers
+    no entry records (the registry a refused decision was judged with): the next run
+    refuses an older one, so a registry file put back after continue-as-new cannot undo
+    a revocation. Bounded by RegistryMark. A forged lower value cannot help: every
+    registry answer also carries the newest registry the journal records."""
 
 
 class SagaCarry(SagaState):
