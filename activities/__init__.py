@@ -47,6 +47,7 @@ from sagacity.errors import (
 )
 from sagacity.phases import Phase
 from sagacity.registry import KeyLookup, RegistryFile
+from sagacity.registry_marks import top_mark
 from sagacity.resolutions import DirtyKind
 from sagacity.stores.base import JournalStore
 from sagacity.toolbox import Toolbox
@@ -268,7 +269,11 @@ class SagaActivities:
             ) from exc
         if self.registry.problem:
             activity.logger.error("approver registry: %s", self.registry.problem)
-        return lookup
+        # With the answer, the newest registry the journal records (an index read): the
+        # saga refuses to judge with an older one, e.g. on a worker that started before
+        # another worker journaled the newer file.
+        journaled = top_mark(await store_call(self.store.registry_marks))
+        return lookup.model_copy(update={"journaled": journaled})
 
     @activity.defn(name=RUN_TOOL)
     async def run_tool(self, req: RunToolInput) -> ToolOutcome:

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 from sagacity.checkpoint_log import CheckpointLog, LoggedCheckpoint
 from sagacity.entry import EntryDraft, JournalEntry
+from sagacity.registry_marks import JournaledMark
 from sagacity.stores.base import JournalStore, StepClaim
 
 DEFAULT_CHECKPOINT_EVERY = 1000
@@ -65,6 +66,9 @@ class CheckpointedStore(JournalStore):
 
     def step_entries(self, saga_id: str, step: int) -> list[JournalEntry]:
         return self.inner.step_entries(saga_id, step)
+
+    def registry_marks(self) -> list[JournaledMark]:
+        return self.inner.registry_marks()
 
     def fence(self, saga_id: str, step: int) -> None:
         self.inner.fence(saga_id, step)

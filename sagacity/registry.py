@@ -19,6 +19,7 @@ import json
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal, Self
@@ -39,6 +40,7 @@ from sagacity.canonical import canonical_bytes, sha256_hex
 from sagacity.entry import check_name
 from sagacity.errors import SagacityError
 from sagacity.passkey_models import PasskeyCredential, PasskeyMaterialError, passkey_key_id
+from sagacity.registry_marks import JournaledMark, RegistryMark, rollback_problem
 from sagacity.signing import KeyMaterialError, key_id_of
 
 REGISTRY_TYPE: Literal["sagacity/approver-registry/v1"] = "sagacity/approver-registry/v1"
@@ -48,6 +50,16 @@ MAX_GROUPS = 64
 
 class RegistryError(SagacityError, ValueError):
     """A registry file that is not a valid approver registry, or a change it refuses."""
+
+
+class RegistryRolledBackError(RegistryError):
+    """The registry file is older than a registry the worker's journal records (or has
+    the same version with other content): taking it would undo revocations. Restore the
+    newer file; the message names both versions."""
+
+
+JournalMarks = Callable[[], list[JournaledMark]]
+"""Reads the newest registries a journal records (JournalStore.registry_marks)."""
 
 
 def _person(value: str) -> str:
@@ -279,6 +291,9 @@ class KeyLookup(BaseModel):
     version: int | None = None
     sha256: str | None = None
     key: EnrolledKey | None = None
+    journaled: RegistryMark | None = None
+    """The newest registry the worker's journal records, read with this answer: a saga
+    refuses to judge with a registry older than it (REGISTRY_ROLLED_BACK)."""
 
     @property
     def registry_ref(self) -> dict[str, object] | None:
@@ -300,6 +315,28 @@ class RegistryFile:
         self._take(ApproverRegistry.load(path))  # a bad file fails the worker's start
         self._stamp = self._stat()
         self.problem: str | None = None
+        self._journal: tuple[JournalMarks, str] | None = None
+
+    def guard(self, marks: JournalMarks, journal: str) -> None:
+        """Hold this file, now and at every reload, to the newest registry the journal
+        `journal` records (`marks` reads it): a worker never takes an older one. Raises
+        RegistryRolledBackError (naming both versions) when the one in force is older."""
+        with self._lock:
+            problem = rollback_problem(self._registry.version, self._sha256, marks(), journal)
+            if problem is not None:
+                raise RegistryRolledBackError(f"{self.path}: {problem}")
+            self._journal = (marks, journal)
+
+    def _below_journal(self, fresh: ApproverRegistry) -> str | None:
+        """Why the journal forbids taking `fresh` (None: it may be taken)."""
+        if self._journal is None:
+            return None
+        marks, journal = self._journal
+        try:
+            return rollback_problem(fresh.version, fresh.sha256, marks(), journal)
+        except SagacityError as exc:  # cannot tell now: keep the one in force, ask again
+            self._stamp = None
+            return f"the journal's registry versions cannot be read ({exc})"
 
     def _take(self, registry: ApproverRegistry) -> None:
         """Put `registry` in force, with what every lookup needs computed once: its hash
@@ -321,30 +358,35 @@ class RegistryFile:
             return self._registry
 
     def _refresh(self) -> None:
-        """Take the file if it changed and is newer (the caller holds the lock)."""
+        """Take the file if it changed and is newer than the one in force and than every
+        registry the journal records (the caller holds the lock)."""
         stamp = self._stat()
-        if stamp is not None and stamp != self._stamp:
-            try:
-                fresh = ApproverRegistry.load(self.path)
-            except RegistryError as exc:
-                self.problem = str(exc)
-            else:
-                in_force = self._registry
-                if fresh.version < in_force.version or (
-                    fresh.version == in_force.version and fresh.sha256 != self._sha256
-                ):
-                    # An older file put back (a revocation undone), or a change that
-                    # did not bump the version: neither replaces the one in force.
-                    self.problem = (
-                        f"{self.path} has version {fresh.version} (sha256 "
-                        f"{fresh.sha256[:12]}…), not newer than version "
-                        f"{in_force.version} in force; kept the one in force. Every "
-                        "change must raise the version"
-                    )
-                else:
-                    self._take(fresh)
-                    self.problem = None
-            self._stamp = stamp
+        if stamp is None or stamp == self._stamp:
+            return
+        self._stamp = stamp
+        try:
+            fresh = ApproverRegistry.load(self.path)
+        except RegistryError as exc:
+            self.problem = str(exc)
+            return
+        in_force = self._registry
+        if fresh.version < in_force.version or (
+            fresh.version == in_force.version and fresh.sha256 != self._sha256
+        ):
+            # An older file put back (a revocation undone), or a change that did not
+            # bump the version: neither replaces the one in force.
+            self.problem = (
+                f"{self.path} has version {fresh.version} (sha256 {fresh.sha256[:12]}…), "
+                f"not newer than version {in_force.version} in force; kept the one in "
+                "force. Every change must raise the version"
+            )
+            return
+        refused = self._below_journal(fresh)
+        if refused is not None:
+            self.problem = f"{self.path} not taken, the one in force kept: {refused}"
+            return
+        self._take(fresh)
+        self.problem = None
 
     def lookup(self, key_id: str | None) -> KeyLookup:
         with self._lock:
@@ -363,4 +405,5 @@ __all__ = [
     "KeyLookup",
     "RegistryError",
     "RegistryFile",
+    "RegistryRolledBackError",
 ]

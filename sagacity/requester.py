@@ -17,6 +17,7 @@ from sagacity.bounds import echo
 from sagacity.decision_statement import request_statement, statement_bytes
 from sagacity.entry import parse_timestamp
 from sagacity.registry import KeyLookup
+from sagacity.registry_marks import older_than
 from sagacity.signing import verify_signature
 
 HOW = (
@@ -54,6 +55,14 @@ def judge_requester(
         return (
             "the requester claim is signed, but this worker has no approver registry to "
             "check it against; configure one (SAGACITY_APPROVERS) or start unsigned"
+        ), None
+    journaled = lookup.journaled
+    if lookup.version is not None and older_than(lookup.version, lookup.sha256, journaled):
+        assert journaled is not None
+        return (
+            f"the worker judged with approver registry version {lookup.version}, but its "
+            f"journal records {journaled.describe()}: a revoked requester key could count "
+            "again; restore the newer registry on the worker"
         ), None
     key = lookup.key
     if key is None or key.key_id != claim.key_id:

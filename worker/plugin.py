@@ -18,7 +18,9 @@ says so at construction otherwise). It sets:
   toolbox and journal): an activity that reached a worker with another toolbox is
   refused there and runs again on that queue (see activities.identity);
 - at worker start, the SagaStatus and SagaNeedsHuman search attributes, registered when
-  the server lets it (a managed namespace has them registered by an operator).
+  the server lets it (a managed namespace has them registered by an operator);
+- when built, the approver registry held to the newest one its journal records: an
+  older file (a revocation undone) refuses the start with RegistryRolledBackError.
 
 The user's own workflows and activities stay on the worker, on its own task queue.
 """
@@ -97,8 +99,9 @@ def saga_runner(existing: WorkflowRunner | None) -> WorkflowRunner:
 
 
 def _registry(approvers: RegistryFile | Path | str | None) -> RegistryFile | None:
-    """The approver registry to judge decisions with (a path is loaded now: a bad file
-    fails the worker's start, not a decision)."""
+    """The approver registry to judge decisions with (a path is loaded now: a bad file,
+    or one older than a registry the journal records, fails the worker's start, not a
+    decision)."""
     if approvers is None or isinstance(approvers, RegistryFile):
         return approvers
     return RegistryFile(Path(approvers))
@@ -121,12 +124,17 @@ class SagacityPlugin(SimplePlugin):
         identity_queue: bool = True,
         register_attributes: bool = True,
     ) -> None:
+        registry = _registry(approvers)
+        if registry is not None and store is not None:
+            # A registry older than one the journal records would undo its revocations:
+            # refused here, before anything polls (RegistryRolledBackError names both).
+            registry.guard(store.registry_marks, store.url)
         self.saga_activities = (
             SagaActivities(
                 store,
                 toolbox,
                 models,
-                registry=_registry(approvers),
+                registry=registry,
                 checkpoints=store.checkpoint_log(log_key) if log_key is not None else None,
                 checkpoint_every=checkpoint_every,
             )

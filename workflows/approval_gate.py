@@ -59,6 +59,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.errors import SagacityError
     from sagacity.phases import Phase
     from sagacity.registry import KeyLookup
+    from sagacity.registry_marks import RegistryMark, newer, older_than
     from sagacity.workflows.models import DecisionResult, PendingApproval
 
 from sagacity.workflows.approval_evidence import bounded, cap_note, field, message
@@ -125,7 +126,7 @@ class ApprovalGate(Voting):
         self._approvals_journaled = 0
         self._requirement = ApprovalRequirement()
         self._registry: KeyLookup | None = None
-        self._registry_seen: tuple[int, str] | None = None
+        self._registry_seen: RegistryMark | None = None
         self._reached = reached  # the step the saga is at (the last one it started)
         self._deferred = 0
         self._released = False
@@ -301,11 +302,17 @@ class ApprovalGate(Voting):
     def refusals(self) -> dict[int, int]:
         return self._refusals
 
-    def restore(self, decided_steps: list[int], refusals: dict[int, int]) -> None:
-        """State carried across continue-as-new (so late decisions stay refused and
-        refusal attempt numbers stay unique)."""
+    def restore(
+        self,
+        decided_steps: list[int],
+        refusals: dict[int, int],
+        registry_seen: RegistryMark | None = None,
+    ) -> None:
+        """State carried across continue-as-new (so late decisions stay refused, refusal
+        attempt numbers stay unique, and a registry older than one seen stays refused)."""
         self._decided_steps = set(decided_steps)
         self._refusals = dict(refusals)
+        self._registry_seen = registry_seen
 
     # ---- decisions ---------------------------------------------------------------------------
 
@@ -400,21 +407,29 @@ class ApprovalGate(Voting):
         return step, count, cap
 
     def rolled_back(self, lookup: KeyLookup | None) -> Refusal | None:
-        """A registry answer older than one this saga has seen is refused: putting an
-        old file back (and restarting the worker) must not undo a revocation."""
+        """A registry answer older than one this saga has seen, or than the newest one its
+        worker's journal records (sent with the answer), is refused: putting an old file
+        back (and restarting the worker) must not undo a revocation. What the saga has
+        seen is carried across continue-as-new (`registry_seen`)."""
         if lookup is None or not lookup.configured or lookup.version is None:
             return None
-        seen = self._registry_seen
-        if seen is not None and (
-            lookup.version < seen[0] or (lookup.version == seen[0] and lookup.sha256 != seen[1])
-        ):
+        seen = newer(self._registry_seen, lookup.journaled)
+        if older_than(lookup.version, lookup.sha256, seen):
+            assert seen is not None
+            self._registry_seen = seen
             return Refusal(
                 reason=RefusalReason.REGISTRY_ROLLED_BACK,
                 detail=f"the worker judged with approver registry version {lookup.version}, "
-                f"but this saga has seen version {seen[0]}; restore the newer registry",
+                f"but this saga has seen {seen.describe()}; restore the newer registry",
             )
-        self._registry_seen = (lookup.version, lookup.sha256 or "")
+        answered = RegistryMark(version=lookup.version, sha256=lookup.sha256)
+        self._registry_seen = newer(seen, answered)
         return None
+
+    @property
+    def registry_seen(self) -> RegistryMark | None:
+        """The newest approver registry this saga has seen (handed over on continue-as-new)."""
+        return self._registry_seen
 
     def _caught_up(self, step: int) -> bool:
         pending = self._pending

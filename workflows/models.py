@@ -28,6 +28,7 @@ from sagacity.activities.io_models import (
 )
 from sagacity.approval_policy import ApprovalRequirement
 from sagacity.phases import SagaStatus, StepStatus
+from sagacity.registry_marks import RegistryMark
 from sagacity.resolutions import DirtyKind, ResolutionPolicy
 from sagacity.tools import ToolKind
 
@@ -299,6 +300,12 @@ class SagaState(_Model):
     """The requester as checked at the saga's start (kept: later runs do not re-check)."""
     resolution_refusals: dict[int, int] = Field(default_factory=dict)
     """Refused resolutions counted per bucket (their journal attempt numbers go on)."""
+    registry_seen: RegistryMark | None = None
+    """The newest approver registry (version, SHA-256) the saga has seen, also in answers
+    no entry records (the registry a refused decision was judged with): the next run
+    refuses an older one, so a registry file put back after continue-as-new cannot undo
+    a revocation. Bounded by RegistryMark. A forged lower value cannot help: every
+    registry answer also carries the newest registry the journal records."""
 
 
 class SagaCarry(SagaState):

@@ -153,7 +153,7 @@ class SagaCore(SagaDisplay):
             self.next_step = state.next_step
             self.steps = {s.step: s for s in state.steps}
             # The steps are the one record (older runs also carried `outcomes`: ignored).
-            self.gate.restore(state.decided_steps, state.refusals)
+            self.gate.restore(state.decided_steps, state.refusals, state.registry_seen)
             self._head = state.head
             self.pinned.worker = state.worker
             self.gate.requester = state.requester
@@ -272,6 +272,7 @@ class SagaCore(SagaDisplay):
             from_run=workflow.info().run_id,
             requester=self.gate.requester,
             resolution_refusals=dict(self.desk.refusals),
+            registry_seen=self.gate.registry_seen,
         )
 
     async def finish(self) -> SagaResult:

@@ -7,7 +7,7 @@ lock, a Postgres advisory lock); what to append is decided here, once, by `next_
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,6 +18,7 @@ from sagacity.chain import CURRENT_RECIPE, RECIPES, genesis, seal
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import JournalConflictError, SagaClosedError
 from sagacity.phases import Phase
+from sagacity.registry_marks import MARKED_PHASES, JournaledMark, RegistryMark, mark_in
 
 if TYPE_CHECKING:
     from sagacity.checkpoint_log import CheckpointLog
@@ -65,6 +66,21 @@ def next_entry(
     if head is None:
         return seal(draft, seq=1, prev_hash=genesis(recipe), recorded_at=now, recipe=recipe)
     return seal(draft, seq=head.seq + 1, prev_hash=head.hash, recorded_at=now, recipe=head.recipe)
+
+
+def entry_mark(entry: JournalEntry) -> RegistryMark | None:
+    """The approver registry `entry` records it was judged with (sagacity.registry_marks),
+    which its store keeps as a high-water mark in the append's own transaction."""
+    if entry.phase not in MARKED_PHASES:
+        return None
+    return mark_in(entry.phase, entry.input, entry.result)
+
+
+def newest_marks(rows: Iterable[tuple[int, str, str, int]]) -> list[JournaledMark]:
+    """(version, sha256, saga_id, seq) rows cut to those of the highest version, by sha256."""
+    found = [JournaledMark(version=v, sha256=h, saga_id=s, seq=q) for v, h, s, q in rows]
+    top = max((m.version for m in found), default=None)
+    return sorted((m for m in found if m.version == top), key=lambda m: m.sha256)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +189,14 @@ class JournalStore(ABC):
     @abstractmethod
     def step_entries(self, saga_id: str, step: int) -> list[JournalEntry]:
         """Entries of one step in seq order (small: a handful per step)."""
+
+    @abstractmethod
+    def registry_marks(self) -> list[JournaledMark]:
+        """The newest approver-registry version any entry of this journal records: one
+        JournaledMark per SHA-256 recorded at that version (two or more: a fork), each
+        with the first entry that recorded it; empty when none records a registry.
+        Kept in the append's own transaction, so it is one small indexed read, never a
+        scan of the journal (a worker asks at start and with every registry answer)."""
 
     @abstractmethod
     def fence(self, saga_id: str, step: int) -> None:

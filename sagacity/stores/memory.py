@@ -8,7 +8,16 @@ from typing import TYPE_CHECKING, Any
 
 from sagacity.chain import CURRENT_RECIPE
 from sagacity.entry import EntryDraft, JournalEntry
-from sagacity.stores.base import Clock, JournalStore, StepClaim, decide_step, next_entry
+from sagacity.registry_marks import JournaledMark
+from sagacity.stores.base import (
+    Clock,
+    JournalStore,
+    StepClaim,
+    decide_step,
+    entry_mark,
+    newest_marks,
+    next_entry,
+)
 
 if TYPE_CHECKING:
     from sagacity.checkpoint_log import CheckpointLog
@@ -25,6 +34,8 @@ class MemoryJournalStore(JournalStore):
         self._chains: dict[str, list[JournalEntry]] = {}
         self._keys: dict[tuple[str, int, str, int], JournalEntry] = {}
         self._fences: set[tuple[str, int]] = set()
+        self._marks: dict[tuple[int, str], tuple[str, int]] = {}
+        """(registry version, sha256) -> (saga, seq) of the first entry recording it."""
         self._log_database: Any = None
 
     def append(self, draft: EntryDraft) -> JournalEntry:
@@ -41,8 +52,7 @@ class MemoryJournalStore(JournalStore):
             if entry is None:
                 assert existing is not None
                 return existing
-            self._chains.setdefault(draft.saga_id, []).append(entry)
-            self._keys[entry.key] = entry
+            self._add(entry)
             return entry
 
     def begin_step(self, draft: EntryDraft) -> StepClaim:
@@ -57,9 +67,21 @@ class MemoryJournalStore(JournalStore):
                 recipe=self.recipe,
             )
             if entry is not None:
-                self._chains.setdefault(draft.saga_id, []).append(entry)
-                self._keys[entry.key] = entry
+                self._add(entry)
             return claim
+
+    def _add(self, entry: JournalEntry) -> None:
+        """Insert under the lock: the entry, its key and the registry it records."""
+        self._chains.setdefault(entry.saga_id, []).append(entry)
+        self._keys[entry.key] = entry
+        mark = entry_mark(entry)
+        if mark is not None and mark.sha256 is not None:
+            self._marks.setdefault((mark.version, mark.sha256), (entry.saga_id, entry.seq))
+
+    def registry_marks(self) -> list[JournaledMark]:
+        with self._lock:
+            rows = [(v, h, s, q) for (v, h), (s, q) in self._marks.items()]
+        return newest_marks(rows)
 
     def entries(self, saga_id: str, *, after_seq: int = 0) -> Iterator[JournalEntry]:
         with self._lock:

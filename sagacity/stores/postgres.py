@@ -53,7 +53,9 @@ from sagacity.errors import (
     SagaClosedError,
     StoreUnavailableError,
 )
+from sagacity.registry_marks import JournaledMark
 from sagacity.stores.base import Clock, JournalStore, StepClaim, next_entry
+from sagacity.stores.mark_tables import marks_of
 from sagacity.stores.migrations import migrate
 from sagacity.stores.postgres_claim import claim_locked, claim_optimistic, locked_transaction
 from sagacity.stores.postgres_sql import (
@@ -63,10 +65,10 @@ from sagacity.stores.postgres_sql import (
     COLUMNS,
     DEFAULT_SCHEMA,
     Conn,
-    _entry_params,
     _one_line,
     _Queries,
     _session_setup,
+    append_args,
     lock_key,
     redact_url,
     retry_note,
@@ -219,7 +221,7 @@ class PostgresJournalStore(JournalStore):
             return None
         if entry is None:
             return None
-        row = conn.execute(self._q.append, (key, *_entry_params(entry)), prepare=True).fetchone()
+        row = conn.execute(self._q.append, append_args(key, entry), prepare=True).fetchone()
         if row is None or row[0] != 0:
             return None
         self._remember(entry, True)
@@ -242,8 +244,7 @@ class PostgresJournalStore(JournalStore):
                 draft, existing=existing, head=head, now=self.clock(), recipe=self.recipe
             )
             if entry is not None:
-                params = (key, *_entry_params(entry))
-                inserted = conn.execute(self._q.append, params, prepare=True)
+                inserted = conn.execute(self._q.append, append_args(key, entry), prepare=True)
         # Optimistic next time only if nobody else wrote since our last append here.
         alone = previous is None or (head is not None and head.hash == previous.hash)
         if entry is None:
@@ -376,6 +377,9 @@ class PostgresJournalStore(JournalStore):
 
     def step_entries(self, saga_id: str, step: int) -> list[JournalEntry]:
         return [row_to_entry(row) for row in self._fetch(self._q.step, (saga_id, step))]
+
+    def registry_marks(self) -> list[JournaledMark]:
+        return marks_of(self._fetch(self._q.newest_marks, ()))
 
     def fence(self, saga_id: str, step: int) -> None:
         try:

@@ -29,7 +29,14 @@ from psycopg.pq import TransactionStatus
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import JournalConflictError, JournalWriteError, SagaClosedError
 from sagacity.stores.base import Clock, StepClaim, decide_step
-from sagacity.stores.postgres_sql import _RETRY, Conn, _entry_params, _Queries, row_to_entry
+from sagacity.stores.postgres_sql import (
+    _RETRY,
+    Conn,
+    _entry_params,
+    _Queries,
+    append_args,
+    row_to_entry,
+)
 
 __all__ = ["claim_locked", "claim_optimistic", "locked_transaction"]
 
@@ -98,7 +105,7 @@ def claim_locked(
             recipe=recipe,
         )
         if entry is not None:
-            inserted = conn.execute(q.append, (key, *_entry_params(entry)), prepare=True)
+            inserted = conn.execute(q.append, append_args(key, entry), prepare=True)
     if entry is None:
         return claim, None, head
     outcome = inserted.fetchone() if inserted is not None else None

@@ -19,6 +19,7 @@ from sagacity.entry import JournalEntry, parse_timestamp, render_timestamp
 from sagacity.errors import UnreadableEntryError
 from sagacity.phases import Phase
 from sagacity.recipe_v2 import stored_entry
+from sagacity.stores.mark_tables import mark_params
 
 DEFAULT_SCHEMA = "public"
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -126,6 +127,12 @@ def _entry_params(e: JournalEntry) -> tuple[Any, ...]:
     return (*head, *payload, stamp, e.prev_hash, e.hash, e.material or None)
 
 
+def append_args(key: int, e: JournalEntry) -> tuple[Any, ...]:
+    """sagacity_append_v3's arguments: the saga's lock key, the entry, and the approver
+    registry the entry records (NULLs for none), which the function inserts with it."""
+    return (key, *_entry_params(e), *mark_params(e))
+
+
 class _Queries:
     """Every statement, rendered once per store with the schema quoted in, as bytes so
     psycopg prepares each one once per connection."""
@@ -135,13 +142,18 @@ class _Queries:
             "cols": sql.SQL(", ").join(map(sql.Identifier, COLUMNS)),
             "journal": sql.Identifier(schema, "sagacity_journal"),
             "fences": sql.Identifier(schema, "sagacity_fences"),
-            "append_fn": sql.Identifier(schema, "sagacity_append_v2"),
+            "append_fn": sql.Identifier(schema, "sagacity_append_v3"),
+            "marks": sql.Identifier(schema, "sagacity_registry_marks"),
             "begin_step_fn": sql.Identifier(schema, "sagacity_begin_step_v2"),
             "nulls": sql.SQL(", ").join([sql.SQL("NULL")] * len(COLUMNS)),
         }
         self.lock = self._q("SELECT pg_advisory_xact_lock(%s)")
         args = ", ".join(["%s"] * (len(COLUMNS) + 1))
-        self.append = self._q("SELECT {append_fn}(") + args.encode() + b")"
+        self.append = self._q("SELECT {append_fn}(") + args.encode() + b", %s, %s)"
+        self.newest_marks = self._q(
+            "SELECT version, sha256, saga_id, seq FROM {marks}"
+            " WHERE version = (SELECT max(version) FROM {marks})"
+        )
         self.begin_step = self._q("SELECT {begin_step_fn}(") + args.encode() + b")"
         self.lookup = self._q(
             "SELECT 0, {cols} FROM {journal} WHERE saga_id = %(saga)s AND step = %(step)s"

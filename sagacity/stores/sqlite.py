@@ -29,8 +29,15 @@ from sagacity.errors import (
 )
 from sagacity.phases import Phase
 from sagacity.recipe_v2 import stored_entry
+from sagacity.registry_marks import JournaledMark
 from sagacity.stores.base import Clock, JournalStore, StepClaim, decide_step, next_entry
 from sagacity.stores.checkpoint_tables import SQLITE_LOG_SCHEMA, sqlite_log
+from sagacity.stores.mark_tables import (
+    SQLITE_MARKS_SCHEMA,
+    SQLITE_NEWEST,
+    marks_of,
+    sqlite_record_mark,
+)
 from sagacity.stores.sqlite_values import (
     NotUtf8Text,
     check_row_types,
@@ -202,7 +209,7 @@ class SqliteJournalStore(JournalStore):
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             with self._using() as conn:
-                conn.executescript(_SCHEMA + SQLITE_LOG_SCHEMA)
+                conn.executescript(_SCHEMA + SQLITE_LOG_SCHEMA + SQLITE_MARKS_SCHEMA)
                 _add_material_column(conn)
         except (OSError, sqlite3.Error) as exc:
             self.close()
@@ -320,6 +327,7 @@ class SqliteJournalStore(JournalStore):
                         f"INSERT INTO journal ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                         _params(entry),
                     )
+                    sqlite_record_mark(conn, entry)  # commits with its entry
                 conn.execute("COMMIT")
                 return result
             except BaseException as exc:
@@ -418,6 +426,9 @@ class SqliteJournalStore(JournalStore):
             (saga_id, step),
         )
         return [_row_to_entry(row) for row in rows]
+
+    def registry_marks(self) -> list[JournaledMark]:
+        return marks_of(self._rows(SQLITE_NEWEST, ()))
 
     def fence(self, saga_id: str, step: int) -> None:
         with self._using() as conn:

@@ -302,7 +302,8 @@ def test_the_init_script_creates_what_the_services_connect_to(compose: dict[str,
     grants = config_content(compose, "journal-grants.sql")
     assert re.findall(r"^GRANT [^;]*;$", grants, re.M) == [
         "GRANT SELECT ON ALL TABLES IN SCHEMA public TO sagacity_app;",
-        "GRANT INSERT ON sagacity_journal, sagacity_fences TO sagacity_app;",
+        "GRANT INSERT ON sagacity_journal, sagacity_fences, sagacity_registry_marks TO "
+        "sagacity_app;",
         "GRANT INSERT ON sagacity_checkpoints, sagacity_log_nodes, sagacity_log_heads\n"
         "    TO sagacity_app;",
     ]

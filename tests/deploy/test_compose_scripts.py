@@ -262,6 +262,7 @@ FORBIDDEN_TO_THE_WORKER = [
     "DROP TABLE sagacity_journal",
     "CREATE TABLE sagacity_shadow (x int)",
     "UPDATE sagacity_fences SET step = 0",
+    "DELETE FROM sagacity_registry_marks",
     # A version row the worker wrote would make a future migration look applied.
     "INSERT INTO sagacity_schema_version (version, name) VALUES (999, 'forged')",
     "DELETE FROM sagacity_schema_version",
@@ -286,10 +287,14 @@ def test_init_script_gives_the_worker_append_only_access(
     try:
         store.append(EntryDraft.new(saga, Phase.SAGA_OPENED, input={"plan": []}))
         store.append(EntryDraft.new(saga, Phase.INTENT, step=1, tool="t", input={"a": 1}))
+        registry = {"version": 2, "sha256": "a" * 64}  # the worker raises the registry mark
+        asked = {"registry": registry}
+        store.append(EntryDraft.new(saga, Phase.AWAITING_APPROVAL, step=2, tool="t", result=asked))
+        assert [(m.version, m.seq) for m in store.registry_marks()] == [(2, 3)]
         store.fence(saga, 1)
         assert store.is_fenced(saga, 1)
         report = verify_store(store, saga)
-        assert report.ok and report.entries == 2
+        assert report.ok and report.entries == 3
     finally:
         store.close()
 
@@ -312,6 +317,7 @@ WORKER_PRIVILEGES = {
     ("schema", "public"): {"USAGE"},
     ("table", "sagacity_journal"): {"SELECT", "INSERT"},
     ("table", "sagacity_fences"): {"SELECT", "INSERT"},
+    ("table", "sagacity_registry_marks"): {"SELECT", "INSERT"},
     ("table", "sagacity_checkpoints"): {"SELECT", "INSERT"},
     ("table", "sagacity_log_nodes"): {"SELECT", "INSERT"},
     ("table", "sagacity_log_heads"): {"SELECT", "INSERT"},
@@ -320,6 +326,7 @@ WORKER_PRIVILEGES = {
     # they can do nothing the role could not do itself.
     ("function", "sagacity_append"): {"EXECUTE"},
     ("function", "sagacity_append_v2"): {"EXECUTE"},
+    ("function", "sagacity_append_v3"): {"EXECUTE"},
     ("function", "sagacity_begin_step_v2"): {"EXECUTE"},
     ("function", "sagacity_journal_refuse"): {"EXECUTE"},
 }

@@ -28,6 +28,7 @@ from sagacity.compensation import plan_compensation
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.examples.orders import Shop
 from sagacity.phases import Phase, SagaStatus
+from sagacity.registry_marks import JournaledMark
 from sagacity.stores import JournalStore
 from sagacity.stores.base import StepClaim
 from sagacity.workflows.models import SagaResult, ToolCall
@@ -284,6 +285,9 @@ class CountingStore(JournalStore):
 
     def step_entries(self, saga_id: str, step: int) -> list[JournalEntry]:
         return self._call("step_entries", saga_id, step)  # type: ignore[no-any-return]
+
+    def registry_marks(self) -> list[JournaledMark]:
+        return self._call("registry_marks")  # type: ignore[no-any-return]
 
     def fence(self, saga_id: str, step: int) -> None:
         self._call("fence", saga_id, step)
