@@ -41,6 +41,7 @@ from sagacity.checkpoint_log import CheckpointLog, LoggedCheckpoint
 from sagacity.decision_audit import DecisionAudit
 from sagacity.errors import JournalError
 from sagacity.evidence import LogAudit
+from sagacity.evidence_pending import PendingWindow
 from sagacity.evidence_walk import SagaEvidence, _grouped, _with_misfiled, check_saga
 from sagacity.note_keys import NoteVerifier
 from sagacity.registry import ApproverRegistry
@@ -88,6 +89,7 @@ class _Job:
     snapshot: str | None = None
     """The main process's snapshot (JournalStore.share_snapshot): every worker reads the
     chains as of it, the moment the checkpoints were read."""
+    window: PendingWindow | None = None
 
 
 @dataclass
@@ -140,6 +142,7 @@ def _check(
             audit.observe,
             expect_close=job.expect_close,
             log=job.log_key,
+            window=job.window,
         )
         for saga_id, leaves in chunk
     ]
@@ -215,6 +218,7 @@ def check_all_parallel(
     sagas: int,
     expect_close: bool = True,
     audit: LogAudit,
+    window: PendingWindow | None = None,
     workers: dict[int, float] | None = None,
     wait_for_workers: bool = False,
 ) -> Iterator[SagaEvidence]:
@@ -246,6 +250,7 @@ def check_all_parallel(
         audit.log_key,
         os.getpid(),
         store.share_snapshot(),
+        window,
     )
     size = chunk_size(sagas, jobs)
     helpers = jobs - 1
