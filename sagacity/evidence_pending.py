@@ -61,10 +61,8 @@ def uncovered_detail(entries: int, closed: datetime | None, window: PendingWindo
         "key)"
     )
     if window is None or closed is None:
-        return said.format("") + (
-            ", unless it was read in the moment between its close and its checkpoint "
-            "(look again)"
-        )
+        moment = ", unless it was read in the moment between its close and its checkpoint"
+        return said.format("") + moment + " (look again)"
     age = window.now - closed
     ago = f"{_duration(age)} {'before' if age >= timedelta(0) else 'after'}"
     when = (
