@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 
 from sagacity.chain import VerifyReport
@@ -28,6 +29,7 @@ from sagacity.checkpoint import (
 )
 from sagacity.checkpoint_log import LoggedCheckpoint
 from sagacity.entry import JournalEntry
+from sagacity.evidence_pending import PendingWindow, uncovered_detail
 from sagacity.merkle import EMPTY_ROOT, leaf_hash, node_hash, verify_inclusion
 from sagacity.note_keys import NoteVerifier
 
@@ -42,8 +44,9 @@ class Problem(StrEnum):
     DELETED = "deleted"
     """A checkpointed saga has no entries in the journal."""
     NOT_CHECKPOINTED = "not_checkpointed"
-    """A closed chain whose close no checkpoint covers: inserted by hand (or closed by a
-    worker with no log key)."""
+    """A closed chain whose close no checkpoint covers, closed longer ago than the
+    pending window: inserted by hand (or closed by a worker with no log key, or one that
+    stopped between the close and its checkpoint and has not run since)."""
     BAD_CHECKPOINT = "bad_checkpoint"
     """A checkpoint that does not verify under the log key, or whose stored columns say
     something else than its signed note."""
@@ -76,7 +79,10 @@ class ChainCheckpoints:
     saga_id: str
     checkpoints: list[SagaCheckpoint]
     findings: list[Finding] = field(default_factory=list)
+    pending: datetime | None = None
+    """When the chain closed, if its close's checkpoint is pending (see PendingWindow)."""
     _at: dict[int, SagaCheckpoint] = field(default_factory=dict)
+    _last_at: datetime | None = None
 
     def __post_init__(self) -> None:
         self._at = {cp.entries: cp for cp in self.checkpoints}
@@ -86,6 +92,7 @@ class ChainCheckpoints:
         self._at[checkpoint.entries] = checkpoint
 
     def observe(self, entry: JournalEntry) -> None:
+        self._last_at = entry.recorded_at
         checkpoint = self._at.get(entry.seq)
         if (
             checkpoint is not None
@@ -98,10 +105,17 @@ class ChainCheckpoints:
                 f"{_when(checkpoint)} says {checkpoint.head_hash[:16]}…: the chain was rewritten",
             )
 
-    def finish(self, report: VerifyReport, *, expect_close: bool = True) -> list[Finding]:
+    def finish(
+        self,
+        report: VerifyReport,
+        *,
+        expect_close: bool = True,
+        window: PendingWindow | None = None,
+    ) -> list[Finding]:
         """Compare the chain's end with the checkpoints. With `expect_close` (the journal
         is checkpointed: its log is in use, or a log key is configured), a closed chain
-        whose close no checkpoint covers is a finding too."""
+        whose close no checkpoint covers is a finding too, unless the close (the last
+        entry observed) is within `window`: then its checkpoint is `pending`."""
         covered = max((cp.entries for cp in self.checkpoints), default=0)
         if report.entries == 0 and self.checkpoints:
             self._found(
@@ -116,13 +130,13 @@ class ChainCheckpoints:
                 f"{_when(self.checkpoints[-1])} covers {covered}: its tail was cut",
             )
         elif expect_close and report.ok and report.closed and covered != report.entries:
-            self._found(
-                Problem.NOT_CHECKPOINTED,
-                f"the chain is closed at {report.entries} entries but no checkpoint covers its "
-                "close: written without the log key (inserted by hand, or closed by a worker "
-                "with no log key), unless it was read in the moment between its close and "
-                "its checkpoint (look again)",
-            )
+            closed = self._last_at
+            if window is not None and closed is not None and window.allows(closed):
+                self.pending = closed
+            else:
+                self._found(
+                    Problem.NOT_CHECKPOINTED, uncovered_detail(report.entries, closed, window)
+                )
         return self.findings
 
     def _found(self, problem: Problem, detail: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from sagacity.audit import verify_store
 from sagacity.chain import VerifyReport
@@ -16,6 +17,7 @@ from sagacity.checkpoint import LogKey, SagaCheckpoint
 from sagacity.checkpoint_log import CheckpointLog, LoggedCheckpoint
 from sagacity.entry import JournalEntry
 from sagacity.evidence import ChainCheckpoints, Finding, LogAudit, open_leaf
+from sagacity.evidence_pending import PendingWindow
 from sagacity.note_keys import NoteVerifier
 from sagacity.stores.base import JournalStore
 
@@ -31,6 +33,8 @@ class SagaEvidence:
     report: VerifyReport | None
     findings: list[Finding] = field(default_factory=list)
     checkpoints: int = 0
+    pending: datetime | None = None
+    """When it closed, if the checkpoint of its close is on its way (PendingWindow)."""
 
 
 def _opened(
@@ -58,11 +62,13 @@ def check_saga(
     *,
     expect_close: bool = True,
     log: tuple[LogKey, ...] = (),
+    window: PendingWindow | None = None,
 ) -> SagaEvidence:
-    """Verify one saga's chain and compare it with its checkpoints (`expect_close`: see
-    ChainCheckpoints.finish; `log`: the key every checkpoint must be signed by, see
-    open_leaf). `leaves` are trusted to be all of the saga's: `check_one` finds them by
-    what their notes say, not by the log's saga_id column."""
+    """Verify one saga's chain and compare it with its checkpoints (`expect_close` and
+    `window`: see ChainCheckpoints.finish; `log`: the key every checkpoint must be signed
+    by, see open_leaf). `leaves` are trusted to be all of the saga's: `check_one` finds
+    them by what their notes say, not by the log's saga_id column. The chain and the
+    leaves must come from one snapshot (`JournalStore.reading()`)."""
     checkpoints, findings = _opened(leaves, verifiers, log)
     check = ChainCheckpoints(saga_id, checkpoints)
 
@@ -72,8 +78,9 @@ def check_saga(
             observe(entry)
 
     report = verify_store(store, saga_id, both)
-    findings += check.finish(report, expect_close=expect_close)
-    return SagaEvidence(saga_id, report if report.entries else None, findings, len(leaves))
+    findings += check.finish(report, expect_close=expect_close, window=window)
+    shown = report if report.entries else None
+    return SagaEvidence(saga_id, shown, findings, len(leaves), check.pending)
 
 
 def check_one(
@@ -84,6 +91,7 @@ def check_one(
     observe: Observe | None = None,
     *,
     expect_close: bool = True,
+    window: PendingWindow | None = None,
 ) -> tuple[SagaEvidence, LogAudit]:
     """One saga against the whole log: the log is audited (its leaves against its signed
     heads, each leaf's columns against its note) and the saga's checkpoints are the
@@ -100,6 +108,7 @@ def check_one(
         observe,
         expect_close=expect_close,
         log=audit.log_key,
+        window=window,
     )
     return saga, audit
 
@@ -146,11 +155,13 @@ def check_all(
     *,
     expect_close: bool = True,
     audit: LogAudit | None = None,
+    window: PendingWindow | None = None,
 ) -> Iterator[SagaEvidence]:
     """Every saga of the journal, and every checkpointed saga missing from it, in id
     order, each compared with its checkpoints (none when `log` is None). The checkpoints
     are filed by what their notes say, and must be signed by the log's own key, as
-    `audit` (of this log; made here when not given) found them."""
+    `audit` (of this log; made here when not given) found them. Walk it inside the
+    store's `reading()`, the audit too: one snapshot of chains, leaves and heads."""
     if log is not None and audit is None:
         audit = audit_log(log, verifiers)
     sagas = iter(store.sagas())
@@ -171,6 +182,7 @@ def check_all(
                 observe,
                 expect_close=expect_close,
                 log=key,
+                window=window,
             )
             group = next(groups, None)
             continue
@@ -180,7 +192,14 @@ def check_all(
             leaves = group[1]
             group = next(groups, None)
         yield check_saga(
-            store, saga, leaves, verifiers, observe, expect_close=expect_close, log=key
+            store,
+            saga,
+            leaves,
+            verifiers,
+            observe,
+            expect_close=expect_close,
+            log=key,
+            window=window,
         )
         saga = next(sagas, None)
 

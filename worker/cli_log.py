@@ -11,8 +11,9 @@
 
 Each first audits the whole log as `verify` does (sagacity.evidence.LogAudit): its
 leaves must rebuild every signed head and every row's columns must be its note's, so
-none of them vouches for a head the stored leaves do not make. They do not compare the
-journal's chains with the checkpoints: that is `sagacity verify`.
+none of them vouches for a head the stored leaves do not make; like `verify`, each reads
+the log from one snapshot, so a worker appending meanwhile is no broken log. They do not
+compare the journal's chains with the checkpoints: that is `sagacity verify`.
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ def head(ctx: typer.Context, log_key: LogKeyOpt = None, as_json: JsonOpt = False
     output: `log consistency` checks later that the log only grew since (with --json,
     keep the "tree_head" text). The journal's chains are not compared: `verify` does."""
     keys = _verifiers(ctx, log_key)
-    with user_errors(), open_journal(settings_of(ctx)) as store:
+    with user_errors(), open_journal(settings_of(ctx)) as store, store.reading():
         log_db = store.checkpoint_log()
         current = _current_head(log_db, _audited(log_db, keys))
         where = located(store)
@@ -191,7 +192,7 @@ def prove(
     saga_id column is only an index, and every leaf's columns are checked against its
     note), as `verify` finds them."""
     keys = _verifiers(ctx, log_key)
-    with user_errors(), open_journal(settings_of(ctx)) as store:
+    with user_errors(), open_journal(settings_of(ctx)) as store, store.reading():
         where = located(store)
         log_db = store.checkpoint_log()
         audit = _audited(log_db, keys, want=saga_id)
@@ -260,7 +261,7 @@ def consistency(
             old = read_tree_head(old_head, keys)
         except CheckpointError as exc:
             raise fail(str(exc)) from None
-    with user_errors(), open_journal(settings_of(ctx)) as store:
+    with user_errors(), open_journal(settings_of(ctx)) as store, store.reading():
         where = located(store)
         log_db = store.checkpoint_log()
         audit = _audited(log_db, keys)

@@ -10,15 +10,16 @@ so "verified" never claims more than was looked at; every problem names the saga
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Generator, Iterator, Sequence
-from typing import TYPE_CHECKING, Annotated, Any
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from sagacity.checkpoint import LogKey
 from sagacity.checkpoint_log import CheckpointLog
 from sagacity.decision_audit import DecisionAudit
-from sagacity.evidence import Finding, LogAudit
+from sagacity.evidence_pending import PendingWindow
 from sagacity.evidence_walk import SagaEvidence, audit_log, check_all, check_one, checkpointed
 from sagacity.note_keys import NoteVerifier
 from sagacity.stores import JournalStore
@@ -55,11 +56,11 @@ from sagacity.worker.cli_journal import (
     _progress,
     conclude,
     decisions_json,
-    finding_json,
     report_json,
 )
+from sagacity.worker.cli_verify_evidence import Evidence
 from sagacity.worker.log_keys import log_verifiers
-from sagacity.worker.render import finding_line, shown, verify_line
+from sagacity.worker.render import verify_line
 from sagacity.worker.settings import Settings
 from sagacity.worker.verify_parallel import auto_jobs, check_all_parallel, shareable
 
@@ -120,88 +121,6 @@ def auditor_keys(settings: Settings, log_key: str | None, skip: bool) -> list[No
     if log_key:
         raise typer.BadParameter("--skip-signatures and --log-key contradict each other; drop one")
     return []
-
-
-def describe_keys(verifiers: Sequence[NoteVerifier]) -> str:
-    """Keys as the summaries name them: a name can be shared, its key hash cannot."""
-    return ", ".join(str(LogKey(v.name, v.key_hash)) for v in verifiers)
-
-
-class Evidence:
-    """What was checked beyond the chains, and what it found."""
-
-    def __init__(self, verifiers: Sequence[NoteVerifier]) -> None:
-        self.verifiers: Sequence[NoteVerifier] | None = verifiers or None
-        self.findings: list[Finding] = []
-        self.checkpointed = 0
-        self.log: LogAudit | None = None
-        self.witnessed: str | None = None
-        self.expected = True
-        """Whether closed chains must be checkpointed (see evidence_walk.checkpointed)."""
-
-    def add(self, saga: SagaEvidence) -> None:
-        self.findings += saga.findings
-        self.checkpointed += saga.checkpoints > 0
-
-    def kinds(self) -> str:
-        parts = ["hash chains"]
-        keyed = (
-            f"signatures checked with {describe_keys(self.verifiers)}"
-            if self.verifiers
-            else "signatures NOT checked (--skip-signatures): they vouch for nothing"
-        )
-        if self.expected:
-            parts.append(f"checkpoints of {self.checkpointed} saga(s) ({keyed})")
-        else:
-            parts.append(
-                "NO checkpoints: the checkpoint log is empty and no log key is known, so only "
-                "the chains vouch (a rewritten, cut or deleted saga would not show; give "
-                "--log-key)"
-            )
-        if self.log is not None and (self.log.read or self.log.heads):
-            head = self.log.latest
-            parts.append(
-                f"checkpoint log of {self.log.read} leaves"
-                + (
-                    f" against its signed tree head of size {head.size} (log {head.log})"
-                    if head is not None and head.log is not None
-                    else ""
-                )
-            )
-        if self.witnessed is not None:
-            parts.append(self.witnessed)
-        return "evidence checked: " + "; ".join(parts)
-
-    def conclude(self, *, quiet: bool = False) -> None:
-        """Print the findings and the kinds checked; exit 1 on any finding (with `quiet`,
-        print only: the caller fails with its own message)."""
-        for finding in self.findings[:50]:
-            console.print(finding_line(finding), soft_wrap=True)
-        if len(self.findings) > 50:
-            note(f"… and {len(self.findings) - 50} more findings")
-        mark = "[red]✗[/] " if self.findings else "  " if self.expected else "[yellow]![/] "
-        console.print(mark + shown(self.kinds()), soft_wrap=True)
-        if not quiet:
-            conclude(self.verdict())
-
-    def verdict(self) -> Verdict:
-        if not self.findings:
-            return None
-        first = self.findings[0]
-        return (
-            f"{len(self.findings)} evidence problem(s); first: {first.saga_id}: "
-            f"{first.problem.value}",
-            EXIT_OPEN,
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "checked": self.kinds().removeprefix("evidence checked: "),
-            "signatures_checked": self.verifiers is not None,
-            "checkpointed_sagas": self.checkpointed,
-            "witnessed_sagas": self.witnessed,
-            "findings": [finding_json(f) for f in self.findings],
-        }
 
 
 def _witness(
@@ -266,6 +185,11 @@ def verify(
     and the checkpoint log (and, with --witness temporal, with Temporal history); exit 1
     naming the saga and what is wrong.
 
+    Chains, checkpoints and tree heads are read from one snapshot of the journal, so a
+    busy journal verifies as a quiet one. A saga closed moments ago whose checkpoint the
+    worker has not signed yet is "checkpoint pending", not a failure, for
+    SAGACITY_CHECKPOINT_PENDING_SECONDS (600) after its close; then it is a finding.
+
     The summary counts closed and open chains and lists the open ones, and says which
     kinds of evidence were checked. Checking one saga reads the whole checkpoint log
     once: its checkpoints are the leaves whose signed notes name it. With --json, all of
@@ -282,72 +206,38 @@ def verify(
         evidence = Evidence(auditor_keys(settings, log_key, skip_signatures))
         store = open_journal(settings)
     with user_errors(), store:
-        log: CheckpointLog = store.checkpoint_log()
-        if not evidence.verifiers and not skip_signatures and log.in_use():
-            raise fail(
-                f"the checkpoint log at {store.url} holds signed checkpoints, but {NO_KEY_KNOWN}"
+        with store.reading() as snapshot:
+            evidence.window = PendingWindow(
+                snapshot.taken_at, timedelta(seconds=settings.checkpoint_pending_seconds)
             )
-        expect = checkpointed(log, evidence.verifiers)
-        evidence.expected = expect
-        if saga_id is not None:
-            saga, evidence.log = check_one(
-                store, log, saga_id, evidence.verifiers, decisions.observe, expect_close=expect
-            )
-            evidence.findings += evidence.log.findings
-            if saga.report is None and not saga.findings:
-                raise UnknownSagaError(
-                    f"no journal entries for saga {saga_id!r} in {located(store)}"
+            log: CheckpointLog = store.checkpoint_log()
+            if not evidence.verifiers and not skip_signatures and log.in_use():
+                raise fail(
+                    f"the checkpoint log at {store.url} holds signed checkpoints, but "
+                    f"{NO_KEY_KNOWN}"
                 )
-            evidence.add(saga)
-            if witness:
-                _witness(settings, store, [saga_id], evidence)
-            if as_json:
-                _json_one(located(store), saga, evidence, decisions, require_closed)
+            evidence.expected = checkpointed(log, evidence.verifiers)
+            if saga_id is not None:
+                saga = _walk_one(store, log, saga_id, evidence, decisions)
             else:
-                _conclude_one(saga, evidence, decisions, require_closed, located(store))
-            return
-        evidence.log = audit_log(log, evidence.verifiers)
-        evidence.findings += evidence.log.findings
-        tally = Tally(keep=as_json)
-        ids = list(store.sagas())
-        with _progress(visible=not as_json) as progress:
-            task = progress.add_task("verifying", total=len(ids))
-            processes = jobs if jobs is not None else auto_jobs(len(ids))
-            walk = (
-                check_all_parallel(
-                    store,
-                    settings.journal_url,
-                    log,
-                    evidence.verifiers,
-                    decisions,
-                    registry,
-                    jobs=processes,
-                    sagas=len(ids),
-                    expect_close=expect,
-                    audit=evidence.log,
+                tally = Tally(keep=as_json)
+                _walk_all(
+                    _Walk(settings, store, log, evidence, decisions, registry, jobs),
+                    tally,
+                    verbose=verbose,
+                    as_json=as_json,
                 )
-                if processes > 1 and shareable(settings.journal_url)
-                else check_all(
-                    store,
-                    log,
-                    evidence.verifiers,
-                    decisions.observe,
-                    expect_close=expect,
-                    audit=evidence.log,
-                )
-            )
-            with sigterm_raises(), _closing(walk):
-                for saga in walk:
-                    evidence.add(saga)
-                    if saga.report is None:
-                        continue
-                    tally.add(saga.report)
-                    if (verbose or not saga.report.ok) and not as_json:
-                        console.print(verify_line(saga.report), soft_wrap=True)
-                    progress.advance(task)
+        # Temporal history runs on while the snapshot does not: the witness reads the
+        # journal after it, as it is now (a saga's history never runs ahead of it).
         if witness:
-            _witness(settings, store, None, evidence)
+            _witness(settings, store, None if saga_id is None else [saga_id], evidence)
         where = located(store)
+    if saga_id is not None:
+        if as_json:
+            _json_one(where, saga, evidence, decisions, require_closed)
+        else:
+            _conclude_one(saga, evidence, decisions, require_closed, where)
+        return
     if as_json:
         verdicts = (
             _decisions_verdict(decisions),
@@ -368,6 +258,88 @@ def verify(
     _conclude_decisions(decisions)
     evidence.conclude()
     tally.conclude(where, require_closed=require_closed)
+
+
+def _walk_one(
+    store: JournalStore,
+    log: CheckpointLog,
+    saga_id: str,
+    evidence: Evidence,
+    decisions: DecisionAudit,
+) -> SagaEvidence:
+    saga, evidence.log = check_one(
+        store,
+        log,
+        saga_id,
+        evidence.verifiers,
+        decisions.observe,
+        expect_close=evidence.expected,
+        window=evidence.window,
+    )
+    evidence.findings += evidence.log.findings
+    if saga.report is None and not saga.findings:
+        raise UnknownSagaError(f"no journal entries for saga {saga_id!r} in {located(store)}")
+    evidence.add(saga)
+    return saga
+
+
+@dataclass(frozen=True)
+class _Walk:
+    """What a walk over every saga reads and where it tallies."""
+
+    settings: Settings
+    store: JournalStore
+    log: CheckpointLog
+    evidence: Evidence
+    decisions: DecisionAudit
+    registry: str | None
+    jobs: int | None
+
+
+def _walk_all(walk: _Walk, tally: Tally, *, verbose: bool, as_json: bool) -> None:
+    """Audit the log and check every saga, in this process or in `jobs` (inside the
+    caller's snapshot: every process reads as of it)."""
+    evidence, store = walk.evidence, walk.store
+    evidence.log = audit_log(walk.log, evidence.verifiers)
+    evidence.findings += evidence.log.findings
+    ids = list(store.sagas())
+    with _progress(visible=not as_json) as progress:
+        task = progress.add_task("verifying", total=len(ids))
+        processes = walk.jobs if walk.jobs is not None else auto_jobs(len(ids))
+        sagas = (
+            check_all_parallel(
+                store,
+                walk.settings.journal_url,
+                walk.log,
+                evidence.verifiers,
+                walk.decisions,
+                walk.registry,
+                jobs=processes,
+                sagas=len(ids),
+                expect_close=evidence.expected,
+                audit=evidence.log,
+                window=evidence.window,
+            )
+            if processes > 1 and shareable(walk.settings.journal_url)
+            else check_all(
+                store,
+                walk.log,
+                evidence.verifiers,
+                walk.decisions.observe,
+                expect_close=evidence.expected,
+                audit=evidence.log,
+                window=evidence.window,
+            )
+        )
+        with sigterm_raises(), _closing(sagas):
+            for saga in sagas:
+                evidence.add(saga)
+                if saga.report is None:
+                    continue
+                tally.add(saga.report)
+                if (verbose or not saga.report.ok) and not as_json:
+                    console.print(verify_line(saga.report), soft_wrap=True)
+                progress.advance(task)
 
 
 @contextlib.contextmanager

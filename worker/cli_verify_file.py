@@ -52,8 +52,8 @@ from sagacity.worker.cli_verify import (
     LogKeyOpt,
     SkipSignaturesOpt,
     auditor_keys,
-    describe_keys,
 )
+from sagacity.worker.cli_verify_evidence import describe_keys
 from sagacity.worker.log_keys import read_tree_head
 from sagacity.worker.render import finding_line, shown, verify_line
 

@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from sagacity.data_home import HOME_VARIABLE, data_home, embedded_journal_url, ensure_private
 from sagacity.errors import StoreUnavailableError
+from sagacity.evidence_pending import PENDING_BOUND
 from sagacity.stores.sqlite import sqlite_path
 
 
@@ -62,6 +63,12 @@ class Settings(BaseSettings):
     )
     checkpoint_every: int = Field(
         default=1000, ge=1, description="also checkpoint a long saga every N entries"
+    )
+    checkpoint_pending_seconds: float = Field(
+        default=PENDING_BOUND.total_seconds(),
+        ge=0,
+        description="verify: how long after its close a saga's checkpoint may still be on "
+        "its way ('checkpoint pending', not a failure); older unsigned closes are findings",
     )
     graceful_shutdown_seconds: float = Field(
         default=60, ge=0, description="how long running tool calls may finish on shutdown"

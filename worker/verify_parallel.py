@@ -32,6 +32,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,10 +41,12 @@ from sagacity.checkpoint_log import CheckpointLog, LoggedCheckpoint
 from sagacity.decision_audit import DecisionAudit
 from sagacity.errors import JournalError
 from sagacity.evidence import LogAudit
+from sagacity.evidence_pending import PendingWindow
 from sagacity.evidence_walk import SagaEvidence, _grouped, _with_misfiled, check_saga
 from sagacity.note_keys import NoteVerifier
 from sagacity.registry import ApproverRegistry
 from sagacity.stores import JournalStore, open_store
+from sagacity.stores.base import Snapshot
 from sagacity.worker import verify_lifeline
 
 __all__ = ["AUTO_MIN_SAGAS", "MAX_AUTO_JOBS", "auto_jobs", "check_all_parallel", "shareable"]
@@ -83,6 +86,10 @@ class _Job:
     log_key: tuple[LogKey, ...]
     main_pid: int
     """The process that hands out the chunks: a worker exits when it is gone."""
+    snapshot: str | None = None
+    """The main process's snapshot (JournalStore.share_snapshot): every worker reads the
+    chains as of it, the moment the checkpoints were read."""
+    window: PendingWindow | None = None
 
 
 @dataclass
@@ -101,6 +108,7 @@ class _Worker:
 
     job: _Job
     store: JournalStore
+    reading: AbstractContextManager[Snapshot]
     registry: ApproverRegistry | None
 
 
@@ -108,6 +116,10 @@ def _init(job: _Job) -> None:
     verify_lifeline.watch_main(job.main_pid)
     _Worker.job = job
     _Worker.store = open_store(job.journal_url)
+    # Held for the process's life (kept referenced: a collected generator would end it);
+    # the main process's walk, which exported the snapshot, outlives every worker.
+    _Worker.reading = _Worker.store.reading(job.snapshot)
+    _Worker.reading.__enter__()
     _Worker.registry = ApproverRegistry.load(Path(job.registry)) if job.registry else None
 
 
@@ -130,6 +142,7 @@ def _check(
             audit.observe,
             expect_close=job.expect_close,
             log=job.log_key,
+            window=job.window,
         )
         for saga_id, leaves in chunk
     ]
@@ -205,6 +218,7 @@ def check_all_parallel(
     sagas: int,
     expect_close: bool = True,
     audit: LogAudit,
+    window: PendingWindow | None = None,
     workers: dict[int, float] | None = None,
     wait_for_workers: bool = False,
 ) -> Iterator[SagaEvidence]:
@@ -221,10 +235,23 @@ def check_all_parallel(
     given, receives the CPU seconds each process (by pid) spent checking chunks, this
     one included; `wait_for_workers`
     starts them before any chunk is checked (so they take part however small the
-    journal)."""
+    journal).
+
+    Called inside `store.reading()`, the workers read the chains as of its snapshot
+    (`share_snapshot`), so the walk is the one a single process makes; outside one,
+    each process reads the journal as it is then."""
     if jobs < 2:
         raise ValueError(f"check_all_parallel needs at least 2 processes, got {jobs}")
-    job = _Job(journal_url, verifiers, registry, expect_close, audit.log_key, os.getpid())
+    job = _Job(
+        journal_url,
+        verifiers,
+        registry,
+        expect_close,
+        audit.log_key,
+        os.getpid(),
+        store.share_snapshot(),
+        window,
+    )
     size = chunk_size(sagas, jobs)
     helpers = jobs - 1
     pending: deque[Future[_ChunkResult] | _ChunkResult] = deque()

@@ -84,6 +84,17 @@ def newest_marks(rows: Iterable[tuple[int, str, str, int]]) -> list[JournaledMar
 
 
 @dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A `reading()` block: everything read in it (chains, the saga list, the checkpoint
+    log) is the journal as of one moment, so a walk never pairs a chain with checkpoints
+    or tree heads of another moment."""
+
+    taken_at: datetime
+    """The store's clock (the one entries are stamped with) just after the snapshot was
+    taken: how old a close read in it is (sagacity.evidence.PendingWindow)."""
+
+
+@dataclass(frozen=True, slots=True)
 class StepClaim:
     """What `begin_step` found or did for one tool step, decided under the saga's lock."""
 
@@ -208,9 +219,23 @@ class JournalStore(ABC):
     def is_fenced(self, saga_id: str, step: int) -> bool:
         """True once `fence` was called for this step."""
 
-    def reading(self) -> AbstractContextManager[None]:
-        """A walk over many sagas: a store may keep one connection for it (PostgreSQL)."""
-        return nullcontext()
+    def reading(self, snapshot: str | None = None) -> AbstractContextManager[Snapshot]:
+        """A read-only walk: until the block ends, this thread reads the journal and its
+        checkpoint log as of one snapshot (PostgreSQL: one REPEATABLE READ transaction on
+        one connection; SQLite: one read transaction). A block inside another on the same
+        thread is the outer one. `snapshot` is `share_snapshot()`'s token from another
+        process: this block then reads the chains as that one does. Nothing may be
+        written on this thread inside the block.
+
+        The memory store (tests) has no snapshots: it reads the entries as they are."""
+        return nullcontext(Snapshot(self.clock()))
+
+    def share_snapshot(self) -> str | None:
+        """Inside `reading()`: a token another process passes to its own `reading()` to
+        read the chains as of this block's snapshot (PostgreSQL: an exported snapshot,
+        valid while this block lasts; SQLite: the journal's last row id). None outside a
+        block, or when the store cannot share one."""
+        return None
 
     def stored_rows(self, saga_id: str, *, after_seq: int = 0) -> Iterator[Sequence[Any]] | None:
         """The saga's rows as stored (COLUMNS order), streamed, for a verifier that checks

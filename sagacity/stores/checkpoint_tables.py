@@ -177,8 +177,8 @@ class _PostgresLog(CheckpointLog):
     def _read(self, sql: str, params: Sequence[object]) -> Rows:
         import psycopg
 
-        try:
-            with self._store._pool.connection() as conn:
+        try:  # on the store's `reading()` connection when in one: the same snapshot
+            with self._store.connection() as conn:
                 return list(conn.execute(sql.encode(), params, prepare=True).fetchall())
         except psycopg.OperationalError as exc:
             raise StoreUnavailableError(

@@ -48,13 +48,12 @@ from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import (
     InvalidEntryError,
     JournalConflictError,
-    JournalError,
     JournalWriteError,
     SagaClosedError,
     StoreUnavailableError,
 )
 from sagacity.registry_marks import JournaledMark
-from sagacity.stores.base import Clock, JournalStore, StepClaim, next_entry
+from sagacity.stores.base import Clock, JournalStore, Snapshot, StepClaim, next_entry
 from sagacity.stores.mark_tables import marks_of
 from sagacity.stores.migrations import migrate
 from sagacity.stores.postgres_claim import claim_locked, claim_optimistic, locked_transaction
@@ -69,7 +68,10 @@ from sagacity.stores.postgres_sql import (
     _Queries,
     _session_setup,
     append_args,
+    begin_snapshot,
+    end_snapshot,
     lock_key,
+    read_errors,
     redact_url,
     retry_note,
     row_to_entry,
@@ -121,7 +123,7 @@ class PostgresJournalStore(JournalStore):
         """saga -> (last head this store saw, whether to try the one-round-trip path)."""
         self._stripes = [threading.Lock() for _ in range(64)]
         self._reader = threading.local()
-        """This thread's pinned read connection during `reading()`, else none."""
+        """This thread's pinned read connection and snapshot during `reading()`."""
 
     @classmethod
     def from_url(
@@ -311,36 +313,46 @@ class PostgresJournalStore(JournalStore):
         self._heads[head.saga_id] = (head, optimistic)
 
     @contextlib.contextmanager
-    def reading(self) -> Iterator[None]:
-        """Read through one pooled connection until the block ends (this thread only),
-        instead of checking one out and back per query: a walk over many short sagas
-        spent 1-3 µs per entry on the pool (docs/benchmarks.md, recipe v2)."""
-        if getattr(self._reader, "conn", None) is not None:
-            yield
+    def reading(self, snapshot: str | None = None) -> Iterator[Snapshot]:
+        """Read through one pooled connection, in one REPEATABLE READ READ ONLY
+        transaction, until the block ends (this thread only; JournalStore.reading):
+        chains, saga ids, checkpoint leaves and tree heads all as of one snapshot (an
+        exported one with `snapshot`). One connection, not one per query, also saves the
+        pool's 1-3 µs per entry (docs/benchmarks.md, recipe v2)."""
+        held: Snapshot | None = getattr(self._reader, "snapshot", None)
+        if held is not None:
+            yield held
             return
         with self._pool.connection() as conn:
-            self._reader.conn = conn
+            with read_errors(self.url):
+                begin_snapshot(conn, snapshot)
+            self._reader.conn, self._reader.snapshot = conn, Snapshot(self.clock())
             try:
-                yield
+                yield self._reader.snapshot
             finally:
-                self._reader.conn = None
+                self._reader.conn = self._reader.snapshot = None
+                end_snapshot(conn)
+
+    def share_snapshot(self) -> str | None:
+        pinned: Conn | None = getattr(self._reader, "conn", None)
+        if pinned is None:
+            return None
+        rows = self._fetch(b"SELECT pg_export_snapshot()", ())
+        return str(rows[0][0])
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[Conn]:
+        """This thread's `reading()` connection, or a pooled one for one read."""
+        pinned: Conn | None = getattr(self._reader, "conn", None)
+        if pinned is not None:
+            yield pinned
+            return
+        with self._pool.connection() as conn:
+            yield conn
 
     def _fetch(self, query: bytes, params: Sequence[Any]) -> list[TupleRow]:
-        try:
-            pinned: Conn | None = getattr(self._reader, "conn", None)
-            if pinned is not None:
-                return pinned.execute(query, params, prepare=True).fetchall()
-            with self._pool.connection() as conn:
-                return conn.execute(query, params, prepare=True).fetchall()
-        except psycopg.OperationalError as exc:
-            raise StoreUnavailableError(
-                f"cannot read the sagacity journal at {self.url} ({_one_line(exc)}); "
-                "check that PostgreSQL is up and retry"
-            ) from exc
-        except psycopg.Error as exc:
-            raise JournalError(
-                f"reading the sagacity journal at {self.url} failed ({_one_line(exc)})"
-            ) from exc
+        with read_errors(self.url), self.connection() as conn:
+            return conn.execute(query, params, prepare=True).fetchall()
 
     def entries(self, saga_id: str, *, after_seq: int = 0) -> Iterator[JournalEntry]:
         return map(row_to_entry, self.stored_rows(saga_id, after_seq=after_seq))

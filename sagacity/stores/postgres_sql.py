@@ -3,9 +3,10 @@ the saga lock key, schema and URL handling, per-connection session setup."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields
 from typing import Any, LiteralString
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
@@ -16,7 +17,7 @@ from psycopg.rows import TupleRow
 from psycopg_pool import PoolClosed, PoolTimeout
 
 from sagacity.entry import JournalEntry, parse_timestamp, render_timestamp
-from sagacity.errors import UnreadableEntryError
+from sagacity.errors import JournalError, StoreUnavailableError, UnreadableEntryError
 from sagacity.phases import Phase
 from sagacity.recipe_v2 import stored_entry
 from sagacity.stores.mark_tables import mark_params
@@ -217,3 +218,46 @@ def _session_setup(lock_timeout: str) -> Callable[[Conn], None]:
         )
 
     return configure
+
+
+_SNAPSHOT_ID = re.compile(r"^[0-9A-F]{8}-[0-9A-F]{8}-[0-9]+$")
+
+
+def begin_snapshot(conn: Conn, snapshot: str | None) -> None:
+    """Open the read transaction of `PostgresJournalStore.reading()` and take its
+    snapshot now (REPEATABLE READ takes it at the first statement), or import
+    `snapshot` (pg_export_snapshot's id, from the process walking beside this one)."""
+    conn.execute(b"BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+    try:
+        if snapshot is not None:
+            if not _SNAPSHOT_ID.match(snapshot):
+                raise ValueError(f"{snapshot!r} is not a PostgreSQL snapshot id")
+            conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot)))
+        conn.execute(b"SELECT 1")
+    except BaseException:
+        end_snapshot(conn)
+        raise
+
+
+def end_snapshot(conn: Conn) -> None:
+    """End the read transaction (nothing was written in it); a connection already lost
+    is the pool's to discard."""
+    with contextlib.suppress(psycopg.Error):
+        conn.execute(b"ROLLBACK")
+
+
+@contextlib.contextmanager
+def read_errors(url: str) -> Iterator[None]:
+    """A failed read as the store's errors: the database unreachable (retry), or the
+    statement refused."""
+    try:
+        yield
+    except psycopg.OperationalError as exc:
+        raise StoreUnavailableError(
+            f"cannot read the sagacity journal at {url} ({_one_line(exc)}); "
+            "check that PostgreSQL is up and retry"
+        ) from exc
+    except psycopg.Error as exc:
+        raise JournalError(
+            f"reading the sagacity journal at {url} failed ({_one_line(exc)})"
+        ) from exc

@@ -13,24 +13,29 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 from sagacity.chain import CURRENT_RECIPE
-from sagacity.entry import EntryDraft, JournalEntry, parse_timestamp, render_timestamp
+from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import (
     JournalError,
     JournalWriteError,
     StoreUnavailableError,
-    UnreadableEntryError,
 )
 from sagacity.phases import Phase
-from sagacity.recipe_v2 import stored_entry
 from sagacity.registry_marks import JournaledMark
-from sagacity.stores.base import Clock, JournalStore, StepClaim, decide_step, next_entry
+from sagacity.stores.base import (
+    Clock,
+    JournalStore,
+    Snapshot,
+    StepClaim,
+    decide_step,
+    next_entry,
+)
 from sagacity.stores.checkpoint_tables import SQLITE_LOG_SCHEMA, sqlite_log
 from sagacity.stores.mark_tables import (
     SQLITE_MARKS_SCHEMA,
@@ -38,12 +43,15 @@ from sagacity.stores.mark_tables import (
     marks_of,
     sqlite_record_mark,
 )
+from sagacity.stores.sqlite_schema import JOURNAL_SCHEMA, add_material_column
 from sagacity.stores.sqlite_values import (
     NotUtf8Text,
     check_row_types,
     fetch,
     fetch_rows,
     needs_type_check,
+    row_params,
+    row_to_entry,
     saga_match,
     saga_name,
 )
@@ -52,120 +60,23 @@ if TYPE_CHECKING:
     from sagacity.checkpoint_log import CheckpointLog
     from sagacity.note_keys import NoteSigner
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS journal (
-    saga_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    step INTEGER NOT NULL,
-    attempt INTEGER NOT NULL,
-    tool TEXT NOT NULL,
-    phase TEXT NOT NULL,
-    input_json TEXT NOT NULL,
-    result_json TEXT NOT NULL,
-    error_json TEXT NOT NULL,
-    actor_json TEXT NOT NULL,
-    recorded_at TEXT NOT NULL,
-    prev_hash TEXT NOT NULL,
-    hash TEXT NOT NULL,
-    PRIMARY KEY (saga_id, seq),
-    UNIQUE (saga_id, step, phase, attempt)
-);
-CREATE TABLE IF NOT EXISTS fences (
-    saga_id TEXT NOT NULL,
-    step INTEGER NOT NULL,
-    PRIMARY KEY (saga_id, step)
-);
-CREATE TRIGGER IF NOT EXISTS journal_no_update BEFORE UPDATE ON journal
-BEGIN SELECT RAISE(ABORT, 'sagacity journal is append-only: UPDATE refused'); END;
-CREATE TRIGGER IF NOT EXISTS journal_no_delete BEFORE DELETE ON journal
-BEGIN SELECT RAISE(ABORT, 'sagacity journal is append-only: DELETE refused'); END;
-"""
-
 _COLUMNS = (
     "saga_id, seq, step, attempt, tool, phase, input_json, result_json, error_json, "
     "actor_json, recorded_at, prev_hash, hash, material"
 )
-_V2_COLUMN = "ALTER TABLE journal ADD COLUMN material BLOB"
-"""Recipe v2 (sagacity.recipe_v2): an entry's hashed bytes, NULL for a v1 row. Added in
-place to a journal made before it; the guard triggers stay as they are."""
 _BATCH = 500
 T = TypeVar("T")
 
 
-def _params(entry: JournalEntry) -> tuple[object, ...]:
-    """An entry as INSERT parameters. A v2 entry's payloads are in its material only
-    (their columns hold ""), so they are stored once."""
-    material = entry.material or None
-    payloads = ("", "", "") if material else (entry.input_json, entry.result_json, entry.error_json)
-    return (
-        entry.saga_id,
-        entry.seq,
-        entry.step,
-        entry.attempt,
-        entry.tool,
-        entry.phase.value,
-        *payloads,
-        entry.actor_json,
-        render_timestamp(entry.recorded_at),
-        entry.prev_hash,
-        entry.hash,
-        material,
-    )
+_ROWID_TOKEN = "journal-rowid:"
 
 
-def _row_to_entry(row: tuple[object, ...]) -> JournalEntry:
-    """A stored row as an entry; a row no sagacity version writes raises
-    UnreadableEntryError (verification reports it as a break)."""
-    check_row_types(row)  # a BLOB, or text not UTF-8, where the schema says otherwise
-    try:
-        return _parse_row(row)
-    except UnreadableEntryError as exc:
-        raise type(exc)(f"saga {row[0]!r} seq {row[1]}: {exc}", exc.seq) from None
-    except (ValueError, TypeError) as exc:
-        raise UnreadableEntryError(
-            f"saga {row[0]!r} seq {row[1]}: stored row is not a sagacity entry ({exc}); "
-            "it was altered outside sagacity",
-            int(row[1]),  # type: ignore[call-overload]
-        ) from exc
-
-
-def _parse_row(row: tuple[object, ...]) -> JournalEntry:
-    if row[13] is not None:  # v2: every column is compared with the bytes
-        return stored_entry(row, Phase(str(row[5])), parse_timestamp(str(row[10])))
-    return JournalEntry(
-        saga_id=str(row[0]),
-        seq=int(row[1]),  # type: ignore[call-overload]
-        step=int(row[2]),  # type: ignore[call-overload]
-        attempt=int(row[3]),  # type: ignore[call-overload]
-        tool=str(row[4]),
-        phase=Phase(str(row[5])),
-        input_json=str(row[6]),
-        result_json=str(row[7]),
-        error_json=str(row[8]),
-        actor_json=str(row[9]),
-        recorded_at=parse_timestamp(str(row[10])),
-        prev_hash=str(row[11]),
-        hash=str(row[12]),
-    )
-
-
-def _add_material_column(conn: sqlite3.Connection) -> None:
-    """Upgrade a journal made before recipe v2 in place (ADD COLUMN only), under the
-    write lock so two processes opening it together do not both add the column."""
-
-    def has_it() -> bool:
-        return any(row[1] == "material" for row in conn.execute("PRAGMA table_info(journal)"))
-
-    if has_it():
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        if not has_it():
-            conn.execute(_V2_COLUMN)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+def _rowid_bound(snapshot: str | None) -> int | None:
+    if snapshot is None:
+        return None
+    if not snapshot.startswith(_ROWID_TOKEN) or not snapshot[len(_ROWID_TOKEN) :].isdigit():
+        raise ValueError(f"{snapshot!r} is not a SQLite journal snapshot (journal-rowid:N)")
+    return int(snapshot[len(_ROWID_TOKEN) :])
 
 
 def sqlite_path(url: str) -> Path:
@@ -209,8 +120,8 @@ class SqliteJournalStore(JournalStore):
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             with self._using() as conn:
-                conn.executescript(_SCHEMA + SQLITE_LOG_SCHEMA + SQLITE_MARKS_SCHEMA)
-                _add_material_column(conn)
+                conn.executescript(JOURNAL_SCHEMA + SQLITE_LOG_SCHEMA + SQLITE_MARKS_SCHEMA)
+                add_material_column(conn)
         except (OSError, sqlite3.Error) as exc:
             self.close()
             raise StoreUnavailableError(
@@ -286,7 +197,7 @@ class SqliteJournalStore(JournalStore):
             ).fetchone()
             return decide_step(
                 draft,
-                prior=[_row_to_entry(row) for row in prior],
+                prior=[row_to_entry(row) for row in prior],
                 head=self._head(conn, draft.saga_id),
                 fenced=fenced is not None,
                 now=self.clock(),
@@ -298,7 +209,7 @@ class SqliteJournalStore(JournalStore):
     @staticmethod
     def _one(conn: sqlite3.Connection, sql: str, params: tuple[object, ...]) -> JournalEntry | None:
         rows = fetch_rows(conn, sql, params)
-        return _row_to_entry(rows[0]) if rows else None
+        return row_to_entry(rows[0]) if rows else None
 
     def _head(self, conn: sqlite3.Connection, saga_id: str) -> JournalEntry | None:
         return self._one(
@@ -325,7 +236,7 @@ class SqliteJournalStore(JournalStore):
                 if entry is not None:
                     conn.execute(
                         f"INSERT INTO journal ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                        _params(entry),
+                        row_params(entry),
                     )
                     sqlite_record_mark(conn, entry)  # commits with its entry
                 conn.execute("COMMIT")
@@ -347,15 +258,51 @@ class SqliteJournalStore(JournalStore):
         with self._using() as conn:
             return fetch_rows(conn, sql, params)
 
+    @contextmanager
+    def reading(self, snapshot: str | None = None) -> Iterator[Snapshot]:
+        """One read transaction on this thread's connection until the block ends
+        (JournalStore.reading): in WAL mode writers go on, and this thread reads the
+        journal and the log as of the transaction's first read. Another process cannot
+        join it; `snapshot` (share_snapshot's `journal-rowid:N`) bounds the chains this
+        block reads to the rows that were in the sharer's snapshot instead: SQLite
+        gives a new row a larger row id than every row committed before it (the journal
+        deletes nothing; a VACUUM of the file during the walk renumbers rows: run again)."""
+        held: Snapshot | None = getattr(self._local, "snapshot", None)
+        if held is not None:
+            yield held
+            return
+        upto = _rowid_bound(snapshot)
+        with self._using() as conn:
+            conn.execute("BEGIN")
+            try:  # a deferred BEGIN takes its snapshot at the first read: now
+                conn.execute("SELECT 1 FROM journal LIMIT 1").fetchall()
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        self._local.snapshot, self._local.upto = Snapshot(self.clock()), upto
+        try:
+            yield self._local.snapshot
+        finally:
+            self._local.snapshot = self._local.upto = None
+            with suppress(StoreUnavailableError), self._using() as conn:  # closed: ended
+                conn.execute("ROLLBACK")
+
+    def share_snapshot(self) -> str | None:
+        if getattr(self._local, "snapshot", None) is None:
+            return None
+        ((last,),) = self._rows("SELECT COALESCE(MAX(rowid), 0) FROM journal", ())
+        return f"{_ROWID_TOKEN}{last}"
+
     def entries(self, saga_id: str, *, after_seq: int = 0) -> Iterator[JournalEntry]:
         return map(self.entry_of, self.stored_rows(saga_id, after_seq=after_seq))
 
     def entry_of(self, row: Sequence[Any]) -> JournalEntry:
-        return _row_to_entry(tuple(row))
+        return row_to_entry(tuple(row))
 
     def stored_rows(self, saga_id: str, *, after_seq: int = 0) -> Iterator[Sequence[Any]]:
-        """Keyset pagination in batches: constant memory, no long-lived read transaction.
-        Paged on the stored seq itself (a seq edited to text or a BLOB is read, not a
+        """Keyset pagination in batches: constant memory, and no read transaction but
+        `reading()`'s (whose row-id bound, from another process, applies here). Paged on
+        the stored seq itself (a seq edited to text or a BLOB is read, not a
         reason to stop or repeat); `saga_id` as `sagas()` lists it. A row with a column
         of the wrong storage type (a BLOB, text that is not UTF-8) raises
         UnreadableEntryError naming it, as `entry_of` would: verification reports it at
@@ -363,13 +310,15 @@ class SqliteJournalStore(JournalStore):
         match, key = saga_match(saga_id)
         last: object = after_seq
         after, place = "?", after_seq + 1
+        upto: int | None = getattr(self._local, "upto", None)
+        bound, bounds = ("", ()) if upto is None else (" AND rowid<=?", (upto,))
         while True:
             with self._using() as conn:
                 rows, undecodable = fetch(
                     conn,
                     f"SELECT {_COLUMNS} FROM journal WHERE saga_id={match} "
-                    f"AND seq>{after} ORDER BY seq LIMIT ?",
-                    (key, last, _BATCH),
+                    f"AND seq>{after}{bound} ORDER BY seq LIMIT ?",
+                    (key, last, *bounds, _BATCH),
                 )
             for row in rows:
                 if undecodable or needs_type_check(row):
@@ -388,7 +337,7 @@ class SqliteJournalStore(JournalStore):
             f"SELECT {_COLUMNS} FROM journal WHERE saga_id=? ORDER BY seq DESC LIMIT 1",
             (saga_id,),
         )
-        return _row_to_entry(rows[0]) if rows else None
+        return row_to_entry(rows[0]) if rows else None
 
     def sagas(self) -> Iterator[str]:
         """Every stored saga_id in SQLite's order (TEXT by its bytes, then BLOBs), paged
@@ -425,7 +374,7 @@ class SqliteJournalStore(JournalStore):
             f"SELECT {_COLUMNS} FROM journal WHERE saga_id=? AND step=? ORDER BY seq",
             (saga_id, step),
         )
-        return [_row_to_entry(row) for row in rows]
+        return [row_to_entry(row) for row in rows]
 
     def registry_marks(self) -> list[JournaledMark]:
         return marks_of(self._rows(SQLITE_NEWEST, ()))

@@ -13,7 +13,9 @@ paging forever:
 - `check_row_types` names the first column whose stored type is not the schema's;
 - a saga id that is not UTF-8 TEXT is listed under `odd_saga_name` (a NUL, so no saga
   id sagacity accepts can collide with it, then its storage type and bytes as a SQL
-  literal), which `saga_match` turns back into the stored value.
+  literal), which `saga_match` turns back into the stored value;
+- `row_to_entry` makes a stored row an entry (a row no sagacity version writes is
+  UnreadableEntryError), and `row_params` an entry the row to insert.
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sagacity.entry import JournalEntry, parse_timestamp, render_timestamp
 from sagacity.errors import UnreadableEntryError
+from sagacity.phases import Phase
+from sagacity.recipe_v2 import stored_entry
 
 __all__ = [
     "NotUtf8Text",
@@ -32,6 +37,8 @@ __all__ = [
     "fetch_rows",
     "needs_type_check",
     "odd_saga_name",
+    "row_params",
+    "row_to_entry",
     "saga_match",
     "saga_name",
     "shown_value",
@@ -195,3 +202,60 @@ def saga_name(value: object) -> str:
     """The name `sagas()` lists a stored saga_id under: itself when it is UTF-8 TEXT
     (and not itself spelled like an odd name), else its odd name."""
     return value if type(value) is str and not value.startswith(_ODD) else odd_saga_name(value)
+
+
+def row_params(entry: JournalEntry) -> tuple[object, ...]:
+    """An entry as INSERT parameters. A v2 entry's payloads are in its material only
+    (their columns hold ""), so they are stored once."""
+    material = entry.material or None
+    payloads = ("", "", "") if material else (entry.input_json, entry.result_json, entry.error_json)
+    return (
+        entry.saga_id,
+        entry.seq,
+        entry.step,
+        entry.attempt,
+        entry.tool,
+        entry.phase.value,
+        *payloads,
+        entry.actor_json,
+        render_timestamp(entry.recorded_at),
+        entry.prev_hash,
+        entry.hash,
+        material,
+    )
+
+
+def row_to_entry(row: tuple[object, ...]) -> JournalEntry:
+    """A stored row as an entry; a row no sagacity version writes raises
+    UnreadableEntryError (verification reports it as a break)."""
+    check_row_types(row)  # a BLOB, or text not UTF-8, where the schema says otherwise
+    try:
+        return _parse_row(row)
+    except UnreadableEntryError as exc:
+        raise type(exc)(f"saga {row[0]!r} seq {row[1]}: {exc}", exc.seq) from None
+    except (ValueError, TypeError) as exc:
+        raise UnreadableEntryError(
+            f"saga {row[0]!r} seq {row[1]}: stored row is not a sagacity entry ({exc}); "
+            "it was altered outside sagacity",
+            int(row[1]),  # type: ignore[call-overload]
+        ) from exc
+
+
+def _parse_row(row: tuple[object, ...]) -> JournalEntry:
+    if row[13] is not None:  # v2: every column is compared with the bytes
+        return stored_entry(row, Phase(str(row[5])), parse_timestamp(str(row[10])))
+    return JournalEntry(
+        saga_id=str(row[0]),
+        seq=int(row[1]),  # type: ignore[call-overload]
+        step=int(row[2]),  # type: ignore[call-overload]
+        attempt=int(row[3]),  # type: ignore[call-overload]
+        tool=str(row[4]),
+        phase=Phase(str(row[5])),
+        input_json=str(row[6]),
+        result_json=str(row[7]),
+        error_json=str(row[8]),
+        actor_json=str(row[9]),
+        recorded_at=parse_timestamp(str(row[10])),
+        prev_hash=str(row[11]),
+        hash=str(row[12]),
+    )

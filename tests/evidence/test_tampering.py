@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import replace
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from sagacity.chain import GENESIS_HASH, compute_hash, seal, v2_material, verify_chain
@@ -92,25 +93,32 @@ async def test_a_chain_rewritten_with_recomputed_hashes_is_found(rig: EvidenceRi
     assert "in the journal, Temporal history recorded" in witnessed.output
 
 
-async def test_a_fake_saga_inserted_is_found(rig: EvidenceRig) -> None:
-    await rig.run_sagas(1, "real")
-    fake = "fake-saga-inserted"
-    now = utc_now()
+def _fake_saga(saga_id: str, recorded_at: datetime) -> list[JournalEntry]:
     entries: list[JournalEntry] = []
     prev = GENESIS_HASH
     for seq, draft in enumerate(
         [
-            EntryDraft.new(fake, Phase.SAGA_OPENED, input={"goal": "refund"}),
-            EntryDraft.new(fake, Phase.EXECUTED, step=1, tool="charge_card", result={"x": 1}),
-            EntryDraft.new(fake, Phase.SAGA_CLOSED, result={"status": "COMPLETED"}),
+            EntryDraft.new(saga_id, Phase.SAGA_OPENED, input={"goal": "refund"}),
+            EntryDraft.new(saga_id, Phase.EXECUTED, step=1, tool="charge_card", result={"x": 1}),
+            EntryDraft.new(saga_id, Phase.SAGA_CLOSED, result={"status": "COMPLETED"}),
         ],
         start=1,
     ):
         # Written as recipe v1, which needs no material: choosing the old recipe does not
         # help a forger (docs/hash-chain.md, "Recipe v2": downgrade).
-        entry = seal(draft, seq=seq, prev_hash=prev, recorded_at=now, recipe=1)
+        entry = seal(draft, seq=seq, prev_hash=prev, recorded_at=recorded_at, recipe=1)
         entries.append(entry)
         prev = entry.hash
+    return entries
+
+
+async def test_a_fake_saga_inserted_is_found(rig: EvidenceRig) -> None:
+    """A closed saga with no checkpoint is found once its close is older than the
+    pending window (10 min): at once when the forger dates it earlier, at the first run
+    past the window when it is dated now (until then verify names it as pending)."""
+    await rig.run_sagas(1, "real")
+    fake, backdated = "fake-saga-inserted", "fake-saga-backdated"
+    entries = _fake_saga(fake, utc_now()) + _fake_saga(backdated, utc_now() - timedelta(hours=1))
     rig.tamper.run(
         *(
             (
@@ -126,12 +134,18 @@ async def test_a_fake_saga_inserted_is_found(rig: EvidenceRig) -> None:
             for e in entries
         )
     )  # fmt: skip
-    assert _count(rig, fake) == 3
+    assert _count(rig, fake) == _count(rig, backdated) == 3
     assert verify_chain(fake, rig.store.entries(fake)).ok
 
     found = await rig.cli("verify", "--all")
     assert found.code == 1
-    assert f"{fake}: not_checkpointed: the chain is closed at 3 entries" in found.output
+    assert f"{backdated}: not_checkpointed: the chain is closed at 3 entries" in found.output
+    assert f"{fake}: not_checkpointed" not in found.output
+    assert "checkpoint pending (not a failure): 1 saga(s)" in found.output
+    assert f"not signed yet: {fake};" in found.output
+    later = await rig.cli("verify", "--all", SAGACITY_CHECKPOINT_PENDING_SECONDS="0")
+    assert later.code == 1
+    assert f"{fake}: not_checkpointed: the chain is closed at 3 entries" in later.output
     witnessed = await rig.cli("verify", fake, "--witness", "temporal")
     assert f"{fake}: witness: Temporal has no workflow with this id" in witnessed.output
 
