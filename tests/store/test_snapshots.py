@@ -25,7 +25,7 @@ from sagacity.stores import JournalStore, open_store
 from sagacity.worker.verify_parallel import check_all_parallel
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path}/journal.db"
