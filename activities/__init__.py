@@ -9,7 +9,13 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from sagacity.activities.authority import NOT_THE_SAGAS_RUN, Authority, Lifecycle, refusal
+from sagacity.activities.authority import (
+    NOT_THE_SAGAS_RUN,
+    Authority,
+    compensating,
+    lists_unknown,
+    refusal,
+)
 from sagacity.activities.checkpointing import DEFAULT_CHECKPOINT_EVERY, CheckpointedStore
 from sagacity.activities.compensation_runner import CompensationRunner
 from sagacity.activities.identity import activity_queue, worker_identity
@@ -48,7 +54,6 @@ from sagacity.errors import (
 from sagacity.phases import Phase
 from sagacity.registry import KeyLookup, RegistryFile
 from sagacity.registry_marks import top_mark
-from sagacity.resolutions import DirtyKind
 from sagacity.stores.base import JournalStore
 from sagacity.toolbox import Toolbox
 
@@ -88,24 +93,6 @@ _AFTER_CLOSE_IS_MOOT = {
     Phase.SAGA_CLOSED.value,
 }
 """Entries that a closed saga answers with its close entry instead of an error."""
-JOURNALED_BY_THE_SAGA = frozenset(
-    {
-        Phase.SAGA_OPENED,
-        Phase.AWAITING_APPROVAL,
-        Phase.APPROVAL_REFUSED,
-        Phase.APPROVED,
-        Phase.REJECTED,
-        Phase.COMPENSATING,
-        Phase.COMPENSATION_FAILED,
-        Phase.NEEDS_HUMAN,
-        Phase.RESOLVED,
-        Phase.RESOLUTION_REFUSED,
-        Phase.SAGA_CLOSED,
-    }
-)
-"""The phases a saga's workflow journals through journal_event. The others (INTENT,
-EXECUTED, FAILED, CALL_REFUSED, COMPENSATED) are written only by the activities that
-observe them: a forged EXECUTED would be a step the saga then "compensates"."""
 
 __all__ = [
     "APPROVER_KEY",
@@ -125,17 +112,6 @@ __all__ = [
     "ScriptedModel",
     "activity_queue",
 ]
-
-
-def _listed_unknown(life: Lifecycle, step: int) -> bool:
-    """Whether the saga's newest NEEDS_HUMAN lists `step` as a step of unknown outcome."""
-    waiting = life.needs_human.input if life.needs_human is not None else None
-    listed = waiting.get("dirty") if isinstance(waiting, dict) else None
-    unknown = DirtyKind.UNKNOWN_OUTCOME.value
-    return any(
-        isinstance(d, dict) and d.get("step") == step and d.get("kind") == unknown
-        for d in listed or ()
-    )
 
 
 def _entry_at(store: JournalStore, saga_id: str, seq: int) -> JournalEntry | None:
@@ -291,7 +267,7 @@ class SagaActivities:
         """Undo one step: the saga's own run only, once it journaled its decision to
         compensate, while it is open (the runner then undoes only what EXECUTED says)."""
         self._check_worker(req)
-        self._compensating(req.saga_id, await self.authority.lifecycle(req.saga_id))
+        compensating(req.saga_id, await self.authority.lifecycle(req.saga_id))
         try:
             return await self._compensations.run(req)
         except _DETERMINISTIC as exc:
@@ -303,12 +279,7 @@ class SagaActivities:
         retryable: retrying cannot make them succeed. Only the phases a saga journals
         itself, and only for the saga's own run (SAGA_OPENED: for the run that opens it)."""
         self._check_worker(req)
-        if req.phase not in JOURNALED_BY_THE_SAGA:
-            raise refusal(req.saga_id, f"a saga never journals {req.phase.value} itself")
-        if req.phase is Phase.SAGA_OPENED:
-            await self._opening(req)
-        else:
-            await self._pending(req, await self.authority.lifecycle(req.saga_id, acting=False))
+        await self.authority.journaling(req.saga_id, req.phase, req.step, req.input)
         try:
             draft = EntryDraft.new(
                 req.saga_id,
@@ -361,31 +332,6 @@ class SagaActivities:
         except InvalidEntryError as exc:
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
 
-    async def _opening(self, req: JournalEventInput) -> None:
-        """SAGA_OPENED names the run that opens the saga and its run chain (the chain's
-        first run id), which from then on owns the saga: both must be the caller's own."""
-        self.authority.scheduled_by(req.saga_id)
-        opened = req.input if isinstance(req.input, dict) else {}
-        run, chain = activity.info().workflow_run_id, opened.get("chain")
-        if not run or opened.get("run_id") != run or not isinstance(chain, str):
-            raise refusal(req.saga_id, "its SAGA_OPENED does not name the calling run")
-        if chain != run and await self.authority.first_run(req.saga_id, run) != chain:
-            raise refusal(req.saga_id, "its SAGA_OPENED names another run chain")
-
-    async def _pending(self, req: JournalEventInput, life: Lifecycle) -> None:
-        """A decision answers a request the journal holds; a resolution, a NEEDS_HUMAN."""
-        if req.phase in (Phase.APPROVED, Phase.REJECTED):
-            entries = await store_call(self.store.step_entries, req.saga_id, req.step)
-            if not any(e.phase is Phase.AWAITING_APPROVAL for e in entries):
-                raise refusal(req.saga_id, f"the journal holds no request at step {req.step}")
-        elif req.phase is Phase.RESOLVED and life.needs_human is None:
-            raise refusal(req.saga_id, "the saga is not waiting for a person")
-
-    @staticmethod
-    def _compensating(saga_id: str, life: Lifecycle) -> None:
-        if life.compensating is None:
-            raise refusal(saga_id, "the saga has not journaled a decision to compensate")
-
     async def _ref(self, entry: JournalEntry) -> EntryRef:
         """Where `entry` landed; for a saga's close, with its signed checkpoint (written
         now, or the one written by an earlier attempt), which goes into the saga's result."""
@@ -407,7 +353,7 @@ class SagaActivities:
         for the saga's own run, for a step its journaled NEEDS_HUMAN lists as unknown."""
         self._check_worker(req)
         life = await self.authority.lifecycle(req.saga_id)
-        if not _listed_unknown(life, req.step):
+        if not lists_unknown(life, req.step):
             raise refusal(
                 req.saga_id, f"the journal does not list step {req.step} as waiting for a person"
             )
@@ -421,7 +367,7 @@ class SagaActivities:
         """Tombstone a step whose outcome is unknown, so a late attempt cannot apply (part
         of compensating: the saga's own run, once it journaled that decision)."""
         self._check_worker(req)
-        self._compensating(req.saga_id, await self.authority.lifecycle(req.saga_id))
+        compensating(req.saga_id, await self.authority.lifecycle(req.saga_id))
         await store_call(self.store.fence, req.saga_id, req.step)
 
     @activity.defn(name=NEXT_TURN)

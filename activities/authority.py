@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -32,13 +33,41 @@ from sagacity.activities.journal_io import store_call
 from sagacity.bounds import MAX_TEXT_ECHO, cut
 from sagacity.entry import JournalEntry
 from sagacity.phases import LIFECYCLE_STEP, Phase
+from sagacity.resolutions import DirtyKind
 from sagacity.stores.base import JournalStore
 
-__all__ = ["NOT_THE_SAGAS_RUN", "Authority", "Lifecycle", "chain_of", "refusal"]
+__all__ = [
+    "JOURNALED_BY_THE_SAGA",
+    "NOT_THE_SAGAS_RUN",
+    "Authority",
+    "Lifecycle",
+    "chain_of",
+    "compensating",
+    "lists_unknown",
+    "refusal",
+]
 
 NOT_THE_SAGAS_RUN = "NotTheSagasRun"
 """Error type of an activity refused because the run that scheduled it is not the run
 (chain) that owns the saga's journal, or the saga is closed or not open."""
+JOURNALED_BY_THE_SAGA = frozenset(
+    {
+        Phase.SAGA_OPENED,
+        Phase.AWAITING_APPROVAL,
+        Phase.APPROVAL_REFUSED,
+        Phase.APPROVED,
+        Phase.REJECTED,
+        Phase.COMPENSATING,
+        Phase.COMPENSATION_FAILED,
+        Phase.NEEDS_HUMAN,
+        Phase.RESOLVED,
+        Phase.RESOLUTION_REFUSED,
+        Phase.SAGA_CLOSED,
+    }
+)
+"""The phases a saga's workflow journals through journal_event. The others (INTENT,
+EXECUTED, FAILED, CALL_REFUSED, COMPENSATED) are written only by the activities that
+observe them: a forged EXECUTED would be a step the saga then "compensates"."""
 OWNERS_REMEMBERED = 4_096
 """Runs remembered as owners of their saga's chain (each answer took a server call)."""
 
@@ -59,6 +88,23 @@ class Lifecycle:
     compensating: JournalEntry | None
     needs_human: JournalEntry | None
     """The newest NEEDS_HUMAN: the dirty steps the saga waits for a person about."""
+
+
+def lists_unknown(life: Lifecycle, step: int) -> bool:
+    """Whether the saga's newest NEEDS_HUMAN lists `step` as a step of unknown outcome."""
+    waiting = life.needs_human.input if life.needs_human is not None else None
+    listed = waiting.get("dirty") if isinstance(waiting, dict) else None
+    unknown = DirtyKind.UNKNOWN_OUTCOME.value
+    return any(
+        isinstance(d, dict) and d.get("step") == step and d.get("kind") == unknown
+        for d in listed or ()
+    )
+
+
+def compensating(saga_id: str, life: Lifecycle) -> None:
+    """A compensation (or its fence) acts only once the saga journaled that decision."""
+    if life.compensating is None:
+        raise refusal(saga_id, "the saga has not journaled a decision to compensate")
 
 
 def refusal(saga_id: str, why: str) -> ApplicationError:
@@ -109,6 +155,35 @@ class Authority:
         compensating = next((e for e in entries if e.phase is Phase.COMPENSATING), None)
         waiting = [e for e in entries if e.phase is Phase.NEEDS_HUMAN]
         return Lifecycle(opened, closed, compensating, waiting[-1] if waiting else None)
+
+    async def journaling(self, saga_id: str, phase: Phase, step: int, recorded: Any) -> None:
+        """journal_event's check: only a phase a saga journals itself; SAGA_OPENED for
+        the run that opens the saga, naming that run and its chain; anything else for
+        the saga's own run, a decision only for a request the journal holds, a
+        resolution only while the saga waits for a person."""
+        if phase not in JOURNALED_BY_THE_SAGA:
+            raise refusal(saga_id, f"a saga never journals {phase.value} itself")
+        if phase is Phase.SAGA_OPENED:
+            await self._opening(saga_id, recorded)
+            return
+        life = await self.lifecycle(saga_id, acting=False)
+        if phase in (Phase.APPROVED, Phase.REJECTED):
+            entries = await store_call(self.store.step_entries, saga_id, step)
+            if not any(e.phase is Phase.AWAITING_APPROVAL for e in entries):
+                raise refusal(saga_id, f"the journal holds no request at step {step}")
+        elif phase is Phase.RESOLVED and life.needs_human is None:
+            raise refusal(saga_id, "the saga is not waiting for a person")
+
+    async def _opening(self, saga_id: str, recorded: Any) -> None:
+        """SAGA_OPENED names the run that opens the saga and its run chain (the chain's
+        first run id), which from then on owns the saga: both must be the caller's own."""
+        self.scheduled_by(saga_id)
+        opened = recorded if isinstance(recorded, dict) else {}
+        run, chain = activity.info().workflow_run_id, opened.get("chain")
+        if not run or opened.get("run_id") != run or not isinstance(chain, str):
+            raise refusal(saga_id, "its SAGA_OPENED does not name the calling run")
+        if chain != run and await self.first_run(saga_id, run) != chain:
+            raise refusal(saga_id, "its SAGA_OPENED names another run chain")
 
     async def _owns(self, saga_id: str, opened: JournalEntry) -> None:
         chain = chain_of(opened)
