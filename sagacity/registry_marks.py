@@ -28,10 +28,16 @@ from sagacity.phases import Phase
 
 MAX_REGISTRY_VERSION = 2**53 - 1
 """The largest version the journal can record exactly (RFC 8785 integers)."""
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_IN_RESULT = frozenset({Phase.AWAITING_APPROVAL, Phase.APPROVED, Phase.REJECTED, Phase.RESOLVED})
-"""Phases whose `result.registry` is the registry the saga judged with."""
-MARKED_PHASES = _IN_RESULT | {Phase.NEEDS_HUMAN, Phase.SAGA_OPENED}
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+MARK_FIELD: dict[Phase, str] = {
+    **dict.fromkeys(
+        (Phase.AWAITING_APPROVAL, Phase.APPROVED, Phase.REJECTED, Phase.RESOLVED), "result"
+    ),
+    Phase.NEEDS_HUMAN: "input",
+    Phase.SAGA_OPENED: "input",
+}
+"""Where an entry of each phase keeps the registry the saga judged with (`registry`, or
+`requester.registry` in SAGA_OPENED's input); entries of other phases record none."""
 
 
 class RegistryMark(BaseModel):
@@ -59,24 +65,23 @@ class JournaledMark:
     seq: int
 
 
-def mark_in(phase: Phase, input: Any, result: Any) -> RegistryMark | None:
-    """The registry an entry of `phase` with these payloads says it was judged with, or
-    None (no registry, an unverified requester, or a value that is not a registry ref)."""
-    if phase in _IN_RESULT:
-        ref = result.get("registry") if isinstance(result, dict) else None
-    elif phase is Phase.NEEDS_HUMAN:
-        ref = input.get("registry") if isinstance(input, dict) else None
-    elif phase is Phase.SAGA_OPENED:
-        requester = input.get("requester") if isinstance(input, dict) else None
-        ref = requester.get("registry") if isinstance(requester, dict) else None
-    else:
+def mark_in(phase: Phase, payload: Any) -> RegistryMark | None:
+    """The registry an entry of `phase` says it was judged with, given the payload field
+    MARK_FIELD names for it; None for no registry, an unverified requester, or a value
+    that is not a registry ref."""
+    if phase not in MARK_FIELD or not isinstance(payload, dict):
         return None
+    if phase is Phase.SAGA_OPENED:
+        payload = payload.get("requester")
+        if not isinstance(payload, dict):
+            return None
+    ref = payload.get("registry")
     if not isinstance(ref, dict):
         return None
     version, sha256 = ref.get("version"), ref.get("sha256")
     if type(version) is not int or not 1 <= version <= MAX_REGISTRY_VERSION:
         return None
-    if not isinstance(sha256, str) or not _SHA256.match(sha256):
+    if not isinstance(sha256, str) or not _SHA256.fullmatch(sha256):
         return None
     return RegistryMark(version=version, sha256=sha256)
 
@@ -137,7 +142,7 @@ def rollback_problem(
 
 
 __all__ = [
-    "MARKED_PHASES",
+    "MARK_FIELD",
     "MAX_REGISTRY_VERSION",
     "JournaledMark",
     "RegistryMark",

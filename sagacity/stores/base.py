@@ -6,6 +6,7 @@ lock, a Postgres advisory lock); what to append is decided here, once, by `next_
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -18,7 +19,7 @@ from sagacity.chain import CURRENT_RECIPE, RECIPES, genesis, seal
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import JournalConflictError, SagaClosedError
 from sagacity.phases import Phase
-from sagacity.registry_marks import MARKED_PHASES, JournaledMark, RegistryMark, mark_in
+from sagacity.registry_marks import MARK_FIELD, JournaledMark, RegistryMark, mark_in
 
 if TYPE_CHECKING:
     from sagacity.checkpoint_log import CheckpointLog
@@ -70,10 +71,21 @@ def next_entry(
 
 def entry_mark(entry: JournalEntry) -> RegistryMark | None:
     """The approver registry `entry` records it was judged with (sagacity.registry_marks),
-    which its store keeps as a high-water mark in the append's own transaction."""
-    if entry.phase not in MARKED_PHASES:
+    which its store keeps as a high-water mark in the append's own transaction. Only the
+    one field that can hold it is read, and only when its text names a registry: plain
+    json, as the store has just written that canonical text itself (measured: a full
+    entry.input/entry.result read cost ~50 µs on every request and decision)."""
+    field = MARK_FIELD.get(entry.phase)
+    if field is None:
         return None
-    return mark_in(entry.phase, entry.input, entry.result)
+    text = entry.result_json if field == "result" else entry.input_json
+    if '"registry"' not in text:
+        return None
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        return None
+    return mark_in(entry.phase, payload)
 
 
 def newest_marks(rows: Iterable[tuple[int, str, str, int]]) -> list[JournaledMark]:

@@ -103,6 +103,7 @@ NOT_MARKED = [
     ("no sha256", Phase.NEEDS_HUMAN, {"input": {"registry": ref(9, None)}}),
     ("an uppercase sha256", Phase.APPROVED, {"result": {"registry": ref(9, "A" * 64)}}),
     ("a short sha256", Phase.APPROVED, {"result": {"registry": ref(9, "a" * 63)}}),
+    ("a sha256 and a newline", Phase.APPROVED, {"result": {"registry": ref(9, A + "\n")}}),
     ("no registry", Phase.APPROVED, {"result": {"registry": None}}),
 ]
 

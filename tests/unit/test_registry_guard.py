@@ -66,8 +66,8 @@ def test_marks_are_bounded_when_decoded() -> None:
                 {"version": 2}):  # fmt: skip
         with pytest.raises(ValueError):
             RegistryMark.model_validate(bad)
-    assert mark_in(Phase.APPROVED, None, {"registry": {"version": 2**53, "sha256": A}}) is None
-    assert mark_in(Phase.APPROVED, None, {"registry": {"version": 2**53 - 1, "sha256": A}})
+    assert mark_in(Phase.APPROVED, {"registry": {"version": 2**53, "sha256": A}}) is None
+    assert mark_in(Phase.APPROVED, {"registry": {"version": 2**53 - 1, "sha256": A}})
 
 
 class Journal:
