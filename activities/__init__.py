@@ -144,7 +144,7 @@ class SagaActivities:
         self.models: dict[str, ModelClient] = {"scripted": ScriptedModel(), **(models or {})}
         self._compensations = CompensationRunner(store, toolbox)
         self._runner = ToolRunner(store, toolbox, registry)
-        self.authority = Authority(store)
+        self.authority = Authority(store, registry)
         self._resolutions = ResolutionRecorder(store, toolbox)
         # In-memory journals share one URL; each is its own database.
         url = store.url if store.url != "memory://" else f"memory://{id(store):x}"
@@ -279,7 +279,7 @@ class SagaActivities:
         retryable: retrying cannot make them succeed. Only the phases a saga journals
         itself, and only for the saga's own run (SAGA_OPENED: for the run that opens it)."""
         self._check_worker(req)
-        await self.authority.journaling(req.saga_id, req.phase, req.step, req.input)
+        await self.authority.journaling(req.saga_id, req.phase, req.step, req.input, req.result)
         try:
             draft = EntryDraft.new(
                 req.saga_id,

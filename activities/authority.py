@@ -33,6 +33,8 @@ from sagacity.activities.journal_io import store_call
 from sagacity.bounds import MAX_TEXT_ECHO, cut
 from sagacity.entry import JournalEntry
 from sagacity.phases import LIFECYCLE_STEP, Phase
+from sagacity.registry import RegistryFile
+from sagacity.registry_marks import MARK_FIELD, mark_in
 from sagacity.resolutions import DirtyKind
 from sagacity.stores.base import JournalStore
 
@@ -129,8 +131,9 @@ def refusal(saga_id: str, why: str) -> ApplicationError:
 class Authority:
     """Checks, for one worker's journal, that an activity's caller owns its saga."""
 
-    def __init__(self, store: JournalStore) -> None:
+    def __init__(self, store: JournalStore, registry: RegistryFile | None = None) -> None:
         self.store = store
+        self.registry = registry
         self._owners: OrderedDict[tuple[str, str], str] = OrderedDict()
 
     def scheduled_by(self, saga_id: str) -> None:
@@ -156,7 +159,9 @@ class Authority:
         waiting = [e for e in entries if e.phase is Phase.NEEDS_HUMAN]
         return Lifecycle(opened, closed, compensating, waiting[-1] if waiting else None)
 
-    async def journaling(self, saga_id: str, phase: Phase, step: int, recorded: Any) -> None:
+    async def journaling(
+        self, saga_id: str, phase: Phase, step: int, recorded: Any, result: Any = None
+    ) -> None:
         """journal_event's check: only a phase a saga journals itself; SAGA_OPENED for
         the run that opens the saga, naming that run and its chain; anything else for
         the saga's own run, a decision only for a request the journal holds, a
@@ -165,6 +170,7 @@ class Authority:
             raise refusal(saga_id, f"a saga never journals {phase.value} itself")
         if phase is Phase.SAGA_OPENED:
             await self._opening(saga_id, recorded)
+            await self._own_registry(saga_id, phase, recorded, result)
             return
         life = await self.lifecycle(saga_id, acting=False)
         if phase in (Phase.APPROVED, Phase.REJECTED):
@@ -173,6 +179,23 @@ class Authority:
                 raise refusal(saga_id, f"the journal holds no request at step {step}")
         elif phase is Phase.RESOLVED and life.needs_human is None:
             raise refusal(saga_id, "the saga is not waiting for a person")
+        await self._own_registry(saga_id, phase, recorded, result)
+
+    async def _own_registry(self, saga_id: str, phase: Phase, recorded: Any, result: Any) -> None:
+        """A registry an entry says it was judged with raises the journal's high-water
+        mark, which every worker of the journal then holds its registry to: it must be one
+        this worker put in force (or one the journal already records), never a number the
+        caller made up (a made-up version 2**53-1 would lock every signed saga out)."""
+        mark = mark_in(phase, result if MARK_FIELD.get(phase) == "result" else recorded)
+        if mark is None:
+            return
+        named = (mark.version, mark.sha256)
+        if self.registry is not None and named in self.registry.served:
+            return
+        marks = await store_call(self.store.registry_marks)
+        if any((m.version, m.sha256) == named for m in marks):
+            return
+        raise refusal(saga_id, f"it names a registry this worker never judged with ({named[0]})")
 
     async def _opening(self, saga_id: str, recorded: Any) -> None:
         """SAGA_OPENED names the run that opens the saga and its run chain (the chain's

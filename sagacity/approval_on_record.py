@@ -31,6 +31,7 @@ from sagacity.errors import SagacityError
 from sagacity.lookalikes import skeleton
 from sagacity.phases import Phase
 from sagacity.registry import ApproverRegistry
+from sagacity.signed_checks import CLOCK_SKEW
 
 __all__ = ["approval_on_record"]
 
@@ -107,6 +108,24 @@ def _audited(
     return None
 
 
+def _signed_after(entry: JournalEntry, request: JournalEntry) -> str | None:
+    """With a registry: the decision carries a signature or a passkey assertion (the
+    audit verifies it), and its statement was issued after the request was journaled
+    (within the clock skew a signer may have): a person's statement copied from another
+    journal, where the same saga id was asked earlier, does not answer this request."""
+    evidence = entry.input if isinstance(entry.input, dict) else {}
+    if not evidence.get("signature") and "passkey" not in evidence:
+        return f"the decision at seq {entry.seq} is not signed, and this worker requires it"
+    stmt = evidence.get("statement")
+    try:
+        issued = parse_timestamp(str(stmt.get("issued_at") if isinstance(stmt, dict) else ""))
+    except ValueError:
+        return f"the decision at seq {entry.seq} states no time it was issued"
+    if issued < request.recorded_at - CLOCK_SKEW:
+        return f"the decision at seq {entry.seq} was issued before this request was made"
+    return None
+
+
 def _counts(
     entry: JournalEntry, need: ApprovalRequirement, registry: ApproverRegistry | None
 ) -> str | None:
@@ -152,6 +171,12 @@ def approval_on_record(
         return f"the journal's request (seq {request.seq}) states an unreadable requirement"
     answers = (Phase.APPROVED, Phase.REJECTED)
     decisions = [e for e in step_entries if e.seq > request.seq and e.phase in answers]
+    if registry is not None:
+        for entry in decisions:
+            if not (entry.actor or "").startswith("sagacity:"):  # the saga's own rejections
+                problem = _signed_after(entry, request)
+                if problem is not None:
+                    return problem
     problem = _audited(opened, request, decisions, registry)
     if problem is not None:
         return problem

@@ -214,7 +214,9 @@ class DecisionAudit(ResolutionChecks):
             return
         if signature is None:
             self.unsigned += 1
-            if result.get("registry") is not None:
+            # The request says which registry judged the step; the decision's own result
+            # is written by whoever journaled it, so its silence proves nothing.
+            if result.get("registry") is not None or (request or {}).get("registry") is not None:
                 self._problem(
                     entry, "an unsigned decision accepted where a registry was configured"
                 )

@@ -312,6 +312,9 @@ class RegistryFile:
         self.path = path
         self._lock = threading.Lock()
         self._stamp: tuple[int, int] | None = None
+        self.served: set[tuple[int, str]] = set()
+        """Every registry (version, sha256) this file put in force: the only ones a saga
+        of this worker can say it was judged with."""
         self._take(ApproverRegistry.load(path))  # a bad file fails the worker's start
         self._stamp = self._stat()
         self.problem: str | None = None
@@ -344,6 +347,7 @@ class RegistryFile:
         self._registry = registry
         self._sha256 = registry.sha256
         self._by_id = {k.key_id: k for k in registry.keys}
+        self.served.add((registry.version, self._sha256))
 
     def _stat(self) -> tuple[int, int] | None:
         try:

@@ -289,3 +289,56 @@ async def test_a_new_run_under_a_terminated_sagas_id_is_another_chain(
         assert scene.shop.wires() == []
         assert scene.shop.stock("widget") == INITIAL_STOCK["widget"] - 1
         assert [c["refunded"] for c in scene.shop.charges()] == [False]
+
+
+async def test_an_outsiders_own_saga_gets_no_unsigned_approval_and_no_registry_mark(
+    temporal_env: Any, store: JournalStore, tmp_path: Path
+) -> None:
+    """The rogue opens a saga of its own with the requester's real signed claim, names the
+    worker's real registry in its request, and journals approvals that carry a correct
+    decision statement but no signature: the wire does not run. It also tries to raise the
+    journal's registry mark to a version no registry can reach (which would lock every
+    signed saga out): refused, the mark unchanged, and a real saga still starts."""
+    scene = Scene(tmp_path, temporal_env.client, store)
+    client = temporal_env.client
+    async with new_worker(
+        client, store=store, toolbox=Toolbox.build(scene.shop), task_queue=scene.queue,
+        approvers=scene.registry_file,
+    ):  # fmt: skip
+        real = await scene.start(RESERVE)
+        assert (await scene.sagas().result(real)).status is SagaStatus.COMPLETED
+        [opened] = [e for e in store.entries(real) if e.phase.value == "SAGA_OPENED"]
+        claim = opened.input["requester"]  # rita's real, signed claim: copyable
+        registry = ApproverRegistry.load(scene.registry_file)
+        ref = {"version": registry.version, "sha256": registry.sha256}
+        marks_before = store.registry_marks()
+        identity = (await rogue_run(client, [call(WORKER_IDENTITY, scene.queue)]))[1][0]["ok"]
+        q, w, digest = scene.queue, {"worker": identity}, approval_hash(WIRE.tool, WIRE_ARGS)
+        statement = {"saga_id": SELF, "step": 1, "tool": WIRE.tool, "payload_sha256": digest}
+        attacks = [
+            call(JOURNAL_EVENT, q, saga_id=SELF, phase="SAGA_OPENED",
+                 input={"run_id": RUN, "chain": RUN, "requester": claim}, **w),
+            call(JOURNAL_EVENT, q, saga_id=SELF, phase="AWAITING_APPROVAL", step=1,
+                 tool=WIRE.tool, input=approval_payload(WIRE.tool, WIRE_ARGS),
+                 result={"payload_sha256": digest, "registry": ref}, **w),
+            *[call(JOURNAL_EVENT, q, saga_id=SELF, phase="APPROVED", step=1, attempt=n,
+                   tool=WIRE.tool, actor=who,
+                   input={"statement": {**statement, "approver": who}, "signature": None},
+                   result={"payload_sha256": digest}, **w)
+              for n, who in ((1, "alice"), (2, "bob"))],
+            call(RUN_TOOL, q, saga_id=SELF, step=1, call={"tool": WIRE.tool, "args": WIRE_ARGS},
+                 approved_sha256=digest, **w),
+            call(JOURNAL_EVENT, q, saga_id=SELF, phase="AWAITING_APPROVAL", step=2,
+                 tool=WIRE.tool, input=approval_payload(WIRE.tool, WIRE_ARGS),
+                 result={"payload_sha256": digest,
+                         "registry": {"version": 2**53 - 1, "sha256": "0" * 64}}, **w),
+        ]  # fmt: skip
+        _, said = await rogue_run(client, attacks)
+        kinds = [s.get("type") for s in said]
+        assert kinds == [None, None, None, None, NOT_THE_SAGAS_RUN, NOT_THE_SAGAS_RUN], said
+        assert "not signed" in said[4]["message"]
+        assert "never judged with" in said[5]["message"]
+        assert scene.shop.wires() == []
+        assert store.registry_marks() == marks_before
+        again = await scene.start(RESERVE)  # a signed saga still starts and completes
+        assert (await scene.sagas().result(again)).status is SagaStatus.COMPLETED

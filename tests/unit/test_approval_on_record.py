@@ -14,6 +14,7 @@ import pytest
 from sagacity.approval_on_record import approval_on_record
 from sagacity.approval_policy import ApprovalRequirement
 from sagacity.approvals import approval_hash
+from sagacity.entry import EntryDraft
 from sagacity.registry import ApproverRegistry
 from sagacity.signing import SigningKey
 from sagacity.stores import MemoryJournalStore
@@ -150,7 +151,40 @@ def test_signed_approvals_of_two_finance_people_let_it_run() -> None:
 def test_with_a_registry_an_unsigned_approval_is_refused() -> None:
     signed = Signed()
     signed.approve("alice")
-    assert "does not verify" in (signed.verdict() or "")
+    assert "not signed" in (signed.verdict() or "")
+
+
+def test_with_a_registry_a_statement_without_its_signature_is_refused() -> None:
+    """A correct decision statement journaled with no signature, and a decision result
+    that names no registry (the sender writes both): still unsigned."""
+    signed = Signed()
+    entry = approve(signed.store, SAGA, STEP, TOOL, ARGS, signed.alice, registry=None)
+    assert entry.input["signature"]  # the helper signed it; forge the unsigned copy
+    forged = MemoryJournalStore()
+    for e in signed.store.entries(SAGA):
+        if e.seq < entry.seq:
+            forged.append(EntryDraft.new(SAGA, e.phase, step=e.step, attempt=e.attempt,
+                                         tool=e.tool, input=e.input, result=e.result,
+                                         actor=e.actor))  # fmt: skip
+    unsigned = {**entry.input, "signature": None}
+    forged.append(EntryDraft.new(SAGA, entry.phase, step=STEP, tool=TOOL, actor="alice",
+                                 input=unsigned, result={"payload_sha256": entry.result[
+                                     "payload_sha256"]}))  # fmt: skip
+    assert "not signed" in (verdict(forged, registry=signed.registry) or "")
+
+
+def test_a_statement_issued_before_its_request_does_not_answer_it() -> None:
+    """A signed approval copied from another journal where the same saga id was asked
+    earlier: issued before this request was made (beyond the clock skew)."""
+    clock = [datetime(2026, 12, 7, 9, 0, tzinfo=UTC)]
+    signed = Signed()
+    early = approve(signed.store, SAGA, STEP, TOOL, ARGS, signed.alice, registry=signed.registry)
+    replay = MemoryJournalStore(clock=lambda: clock[0] + timedelta(days=400))
+    for e in signed.store.entries(SAGA):
+        replay.append(EntryDraft.new(SAGA, e.phase, step=e.step, attempt=e.attempt, tool=e.tool,
+                                     input=e.input, result=e.result, actor=e.actor))  # fmt: skip
+    assert early.input["signature"]
+    assert "issued before this request" in (verdict(replay, registry=signed.registry) or "")
 
 
 def test_a_key_not_enrolled_cannot_pass_for_an_approver() -> None:
