@@ -12,7 +12,9 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import psycopg
 import pytest
+from psycopg import sql
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -129,6 +131,20 @@ class SagaHarness:
     async def run(self, inp: SagaInput, saga_id: str | None = None) -> SagaResult:
         handle = await self.start(inp, saga_id)
         return await saga_result(handle)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def journal_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A journal URL on both backends: a SQLite file, or a fresh schema of the test
+    PostgreSQL (dropped afterwards). The PostgreSQL param carries its marker."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/journal.db"
+        return
+    base: str = request.getfixturevalue("postgres_url")
+    schema = f"t_journal_{uuid.uuid4().hex[:12]}"
+    yield f"{base}{'&' if '?' in base else '?'}schema={schema}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
 @pytest.fixture

@@ -15,9 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
-from psycopg import sql
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
 from sagacity.approval_policy import ApprovalPolicy
@@ -198,18 +196,6 @@ async def test_a_revocation_seen_before_continue_as_new_survives_a_restart_with_
         assert f"judged with approver registry version {regs.before.version}" in decided.error
         assert f"has seen version {regs.after.version}" in decided.error
         await cancel_and_check_nothing_paid(handle, journal, regs)
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def journal_url(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path}/journal.db"
-        return
-    base: str = request.getfixturevalue("postgres_url")
-    schema = f"sagacity_rollback_{uuid.uuid4().hex[:12]}"
-    yield f"{base}{'&' if '?' in base else '?'}schema={schema}"
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
 async def test_a_worker_restarted_with_the_old_registry_refuses_to_start(

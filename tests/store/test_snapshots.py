@@ -8,14 +8,6 @@ beside the verifier is; each write is read back outside the block to show it hap
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
-from pathlib import Path
-
-import psycopg
-import pytest
-from psycopg import sql
-
 from sagacity.decision_audit import DecisionAudit
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.evidence_walk import audit_log, check_all, checkpointed
@@ -23,19 +15,6 @@ from sagacity.note_keys import NoteSigner
 from sagacity.phases import Phase
 from sagacity.stores import JournalStore, open_store
 from sagacity.worker.verify_parallel import check_all_parallel
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path}/journal.db"
-        return
-    base: str = request.getfixturevalue("postgres_url")
-    schema = f"t_snap_{uuid.uuid4().hex[:10]}"
-    yield f"{base}?schema={schema}"
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
-
 
 SIGNER = NoteSigner.generate("sagacity.test/snapshots")
 
@@ -55,8 +34,8 @@ def _close(store: JournalStore, saga_id: str) -> None:
     store.checkpoint_log(SIGNER).record(closed)
 
 
-def test_a_reading_block_sees_one_moment_while_another_store_writes(url: str) -> None:
-    with open_store(url) as reader, open_store(url) as writer:
+def test_a_reading_block_sees_one_moment_while_another_store_writes(journal_url: str) -> None:
+    with open_store(journal_url) as reader, open_store(journal_url) as writer:
         _saga(writer, "a-closed")
         _saga(writer, "b-running", close=False)
         log = reader.checkpoint_log()
@@ -80,8 +59,8 @@ def test_a_reading_block_sees_one_moment_while_another_store_writes(url: str) ->
         assert closed is not None and closed.phase is Phase.SAGA_CLOSED
 
 
-def test_a_snapshot_is_shared_only_inside_a_reading_block(url: str) -> None:
-    with open_store(url) as store:
+def test_a_snapshot_is_shared_only_inside_a_reading_block(journal_url: str) -> None:
+    with open_store(journal_url) as store:
         _saga(store, "a")
         assert store.share_snapshot() is None
         with store.reading(), store.reading():  # the inner block is the outer one
@@ -89,8 +68,12 @@ def test_a_snapshot_is_shared_only_inside_a_reading_block(url: str) -> None:
         assert store.share_snapshot() is None
 
 
-def test_another_store_reads_the_chains_as_of_a_shared_snapshot(url: str) -> None:
-    with open_store(url) as reader, open_store(url) as writer, open_store(url) as joiner:
+def test_another_store_reads_the_chains_as_of_a_shared_snapshot(journal_url: str) -> None:
+    with (
+        open_store(journal_url) as reader,
+        open_store(journal_url) as writer,
+        open_store(journal_url) as joiner,
+    ):
         _saga(writer, "b-running", close=False)
         with reader.reading():
             token = reader.share_snapshot()
@@ -103,11 +86,11 @@ def test_another_store_reads_the_chains_as_of_a_shared_snapshot(url: str) -> Non
         assert [e.seq for e in joiner.entries("b-running")] == [1, 2, 3]
 
 
-def test_parallel_workers_check_the_chains_of_the_main_snapshot(url: str) -> None:
+def test_parallel_workers_check_the_chains_of_the_main_snapshot(journal_url: str) -> None:
     """A saga closed (and checkpointed) after the snapshot was taken is open for every
     process of the walk: the main process read the log before its close, and a worker
     that read the chain as it is now would find a close no checkpoint covers."""
-    with open_store(url) as reader, open_store(url) as writer:
+    with open_store(journal_url) as reader, open_store(journal_url) as writer:
         _saga(writer, "a-running", close=False)
         for i in range(7):
             _saga(writer, f"b-{i}")
@@ -120,7 +103,7 @@ def test_parallel_workers_check_the_chains_of_the_main_snapshot(url: str) -> Non
             walked = list(
                 check_all_parallel(
                     reader,
-                    url,
+                    journal_url,
                     log,
                     [SIGNER.verifier],
                     DecisionAudit(),

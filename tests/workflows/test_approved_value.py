@@ -12,15 +12,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Iterator
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
-import psycopg
 import pytest
-from psycopg import sql
 from pydantic import BaseModel, Field, TypeAdapter, field_serializer
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
@@ -172,18 +169,6 @@ class Payments:
         """Pay a transfer."""
         self.received.append({"transfer": transfer, "reference": reference, "tags": tags})
         return {"paid": str(transfer.amount)}
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def journal_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path}/journal.db"
-        return
-    postgres_url: str = request.getfixturevalue("postgres_url")
-    schema = f"sagacity_rt_{uuid.uuid4().hex[:12]}"
-    yield f"{postgres_url}{'&' if '?' in postgres_url else '?'}schema={schema}"
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
 RAW = {
