@@ -21,7 +21,6 @@ the fork server.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import signal
 import sys
@@ -44,7 +43,9 @@ def die_with_parent(parent: int) -> bool:
     armed = False
     if sys.platform.startswith("linux"):
         try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+            # The running program's own symbols (libc's among them): find_library would
+            # start `ldconfig -p` in a subprocess, a stray child of every worker.
+            libc = ctypes.CDLL(None, use_errno=True)
             armed = libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
         except (OSError, AttributeError):
             armed = False

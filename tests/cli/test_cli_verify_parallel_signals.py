@@ -114,7 +114,8 @@ def test_no_process_outlives_a_signalled_main(
         assert proc.stdout is not None
         fcntl.fcntl(proc.stdout.fileno(), fcntl.F_SETPIPE_SZ, 4096)
         deadline = time.monotonic() + 60
-        # resource tracker + fork server + two workers
+        # resource tracker + fork server + two workers (none of them may start a
+        # short-lived child of its own, which would be counted here and then be gone)
         while len(children := _descendants(proc.pid)) < 4:
             assert proc.poll() is None, "the run ended before its workers were up"
             assert time.monotonic() < deadline, f"workers never started: {_shown(children)}"
