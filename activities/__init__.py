@@ -37,11 +37,11 @@ from sagacity.activities.io_models import (
     ToolOutcome,
     WorkerBound,
 )
-from sagacity.activities.journal_io import store_call
+from sagacity.activities.journal_io import entry_ref, store_call
 from sagacity.activities.model_clients import ModelClient, ScriptedModel
 from sagacity.activities.plan_check import check_plan
 from sagacity.activities.resolution_recorder import ResolutionRecorder
-from sagacity.activities.tool_runner import ToolRunner, entry_ref
+from sagacity.activities.tool_runner import ToolRunner
 from sagacity.activities.turn_bounds import bounded_turn
 from sagacity.checkpoint_log import CheckpointConflictError, CheckpointLog
 from sagacity.entry import EntryDraft, JournalEntry

@@ -28,7 +28,8 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from sagacity.activities.io_models import CompensateInput, CompensationOutcome
-from sagacity.activities.tool_runner import entry_ref, heartbeating, retrying
+from sagacity.activities.journal_io import entry_ref, retrying
+from sagacity.activities.liveness import heartbeating
 from sagacity.bounds import (
     MAX_ERROR_CHARS,
     MAX_TEXT_ECHO,

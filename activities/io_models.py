@@ -8,11 +8,12 @@ the seq and hash of each step, a second witness beside the journal.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from sagacity.approval_policy import ApprovalRequirement
+from sagacity.payload import Payload
 from sagacity.phases import Phase
 from sagacity.tools import ToolKind
 
@@ -95,12 +96,16 @@ class RunToolInput(WorkerBound):
 
 
 class ToolOutcome(_Model):
+    """What one attempt at a step came to (sagacity.run_tool's result)."""
+
     kind: OutcomeKind
     tool: str
+    """The tool as the call named it (cut: a refused call's name may be anything)."""
     step: int
     tool_kind: ToolKind | None = None
-    args: dict[str, Any] | None = None
-    """The validated arguments (JSON form): exactly what ran or is to be approved."""
+    payload: Payload | None = None
+    """The call's one value: exactly what ran or is to be approved, with its hash (None
+    when the call was refused before it validated)."""
     result: Any = None
     """The result for the model (possibly cut; see result_truncated)."""
     result_truncated: bool = False
@@ -108,14 +113,20 @@ class ToolOutcome(_Model):
     """The tool ran but its result could not be journaled (not JSON, too large): it is
     journaled EXECUTED with a stand-in, so it is compensated, and the saga fails."""
     error: str | None = None
-    payload_sha256: str | None = None
     intent: EntryRef | None = None
     outcome: EntryRef | None = None
     replayed: bool = False
     """True when a retry found the outcome already journaled and did not run the tool."""
     approval: ApprovalRequirement | None = None
-    """What the tool's policy needs before this call may run (NEEDS_APPROVAL only; None
-    in histories from before policies: one approver)."""
+    """What the tool's policy needs before this call may run (NEEDS_APPROVAL only)."""
+
+    @model_validator(mode="after")
+    def _approvable(self) -> Self:
+        """A call waits for approval of a payload: one that names none is refused (no
+        approver could be shown what would run)."""
+        if self.kind is OutcomeKind.NEEDS_APPROVAL and self.payload is None:
+            raise ValueError("a NEEDS_APPROVAL outcome must carry the payload to approve")
+        return self
 
 
 class JournalEventInput(WorkerBound):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from typing import Any
 
 from sagacity.activities.io_models import (
     INVALID_ARGUMENTS_KEY,
@@ -20,6 +19,7 @@ from sagacity.activities.io_models import (
 )
 from sagacity.bounds import MAX_ARGS_BYTES, MAX_TEXT_ECHO, check_value, echo
 from sagacity.errors import BoundsError, SagacityError, ToolInputError, UnknownToolError
+from sagacity.payload import Payload
 from sagacity.toolbox import Toolbox, ToolSpec
 from sagacity.tools import ToolKind
 
@@ -38,8 +38,8 @@ def _unknown(name: str, toolbox: Toolbox) -> UnknownToolError:
 
 def resolve_call(
     toolbox: Toolbox, call: ToolCall, allowed_tools: Sequence[str] | None
-) -> tuple[ToolSpec, dict[str, Any]]:
-    """The tool `call` names and its canonical payload; a SagacityError saying why not."""
+) -> tuple[ToolSpec, Payload]:
+    """The tool `call` names and the call's Payload; a SagacityError saying why not."""
     name = call.tool
     if allowed_tools is not None and name not in allowed_tools:
         allowed = sorted(allowed_tools)[:50]

@@ -20,8 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from sagacity.activities.io_models import ResolveStepInput, ResolveStepOutcome
-from sagacity.activities.journal_io import store_call
-from sagacity.activities.tool_runner import entry_ref
+from sagacity.activities.journal_io import entry_ref, store_call
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import JournalConflictError, SagacityError
 from sagacity.phases import Phase

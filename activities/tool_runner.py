@@ -5,34 +5,30 @@ first (`JournalStore.begin_step`): an outcome already journaled is returned with
 running the tool again, and an INTENT of another attempt with no outcome (a worker that
 died mid-call, an attempt that timed out and may still be running) is reported UNKNOWN
 rather than run a second time — a second charge is worse than asking a human.
+
+The call is validated once into its Payload (sagacity.payload): the approval is checked
+against its hash, INTENT journals its canonical bytes and the tool receives what they
+parse to. Every outcome of the step is built by `_Step.outcome`, from that one value.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import time
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from sagacity.activities.authority import refusal
-from sagacity.activities.io_models import (
-    TOOL_FAILED,
-    EntryRef,
-    OutcomeKind,
-    RunToolInput,
-    ToolOutcome,
-)
-from sagacity.activities.journal_io import store_call
+from sagacity.activities.io_models import TOOL_FAILED, OutcomeKind, RunToolInput, ToolOutcome
+from sagacity.activities.journal_io import entry_ref, retrying, store_call
+from sagacity.activities.liveness import heartbeating, patient_fence_check
 from sagacity.activities.plan_check import resolve_call
 from sagacity.approval_on_record import approval_on_record
-from sagacity.approval_policy import DEFAULT_POLICY
-from sagacity.approvals import approval_hash
+from sagacity.approval_policy import DEFAULT_POLICY, ApprovalRequirement
 from sagacity.bounds import MAX_ERROR_CHARS, MAX_TEXT_ECHO, check_value, cut, exception_text
-from sagacity.canonical import canonical_text, sha256_hex
+from sagacity.canonical import JsonValue, canonical_text, sha256_hex
 from sagacity.entry import EntryDraft, JournalEntry, check_name
 from sagacity.errors import (
     ApprovalPolicyError,
@@ -43,39 +39,16 @@ from sagacity.errors import (
     StoreUnavailableError,
     ToolOutcomeUnknownError,
 )
+from sagacity.payload import Payload
 from sagacity.phases import Phase
 from sagacity.registry import RegistryFile
 from sagacity.stores.base import JournalStore, StepClaim
 from sagacity.toolbox import Toolbox, ToolResultError, ToolSpec
 from sagacity.tools import ToolContext, ToolKind, idempotency_key
 
-T = TypeVar("T")
-
-HEARTBEAT_EVERY_S = 5.0
 OUTCOME_UNKNOWN = "ToolOutcomeUnknown"
 """Error type of a run_tool attempt whose tool could not tell whether it took effect."""
 TRUNCATION_MARKER = "…[truncated for the model; the journal holds the full result]"
-
-
-def entry_ref(entry: JournalEntry) -> EntryRef:
-    return EntryRef(seq=entry.seq, hash=entry.hash, phase=entry.phase)
-
-
-async def retrying(func: Callable[..., T], *args: Any) -> T:
-    """A store call retried in place while the journal is unreachable.
-
-    Used where giving up would turn a known fact into an unknown one (the outcome of a
-    tool that already ran, a fence before an undo). It is bounded by the activity's own
-    timeout, and the activity heartbeats meanwhile.
-    """
-    delay = 0.2
-    while True:
-        try:
-            return await store_call(func, *args)
-        except (JournalWriteError, StoreUnavailableError) as exc:
-            activity.logger.warning("journal unavailable, retrying in %.1fs: %s", delay, exc)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 5.0)
 
 
 def for_model(result: Any, limit: int) -> tuple[Any, bool]:
@@ -87,56 +60,6 @@ def for_model(result: Any, limit: int) -> tuple[Any, bool]:
     if len(text) <= limit:
         return result, False
     return text[:limit] + TRUNCATION_MARKER, True
-
-
-def _heartbeat_period() -> float:
-    """A third of the heartbeat timeout (at most HEARTBEAT_EVERY_S): a live worker with a
-    slow tool must never look dead. The SDK throttles what it actually sends."""
-    timeout = activity.info().heartbeat_timeout
-    if not timeout:
-        return HEARTBEAT_EVERY_S
-    return max(0.05, min(HEARTBEAT_EVERY_S, timeout.total_seconds() / 3))
-
-
-async def heartbeating(work: Awaitable[T], details: Sequence[Any] = ("running",)) -> T:
-    """Await `work` while heartbeating `details`, so cancellation and worker loss are
-    noticed. `details` is read at each beat: a caller may fill a list it passed in (the
-    compensation runner reports the EXECUTED evidence once it has read it)."""
-    task = asyncio.ensure_future(work)
-    try:
-        while True:
-            done, _ = await asyncio.wait({task}, timeout=_heartbeat_period())
-            if done:
-                return task.result()
-            activity.heartbeat(*details)
-    finally:
-        if not task.done():
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
-
-
-def _patient_fence_check(store: JournalStore, saga_id: str, step: int) -> Callable[[], bool]:
-    """`ToolContext.is_fenced` for one step: a journal blip is retried in place rather than
-    surfacing in the tool as if the tool had failed. Its patience is half the heartbeat
-    timeout (at most 30 s), because an async tool calls it on the event loop, where
-    waiting also holds back every heartbeat of this worker."""
-    timeout = activity.info().heartbeat_timeout
-    patience = min(30.0, timeout.total_seconds() / 2) if timeout else 30.0
-
-    def is_fenced() -> bool:
-        deadline = time.monotonic() + patience
-        delay = 0.2
-        while True:
-            try:
-                return store.is_fenced(saga_id, step)
-            except (JournalWriteError, StoreUnavailableError):
-                if time.monotonic() + delay > deadline:
-                    raise
-                time.sleep(delay)
-                delay = min(delay * 2, 5.0)
-
-    return is_fenced
 
 
 def _unjournalable(result: Any, error: Exception) -> dict[str, Any]:
@@ -151,6 +74,56 @@ def _unjournalable(result: Any, error: Exception) -> dict[str, Any]:
             "error": str(error)[:2_000],
         }
     }
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One step as far as the runner got with it: the request, then the tool and the
+    call's Payload once it resolved. Every ToolOutcome of the step is made here."""
+
+    req: RunToolInput
+    spec: ToolSpec | None = None
+    payload: Payload | None = None
+
+    def outcome(
+        self,
+        kind: OutcomeKind,
+        *,
+        error: str | None = None,
+        intent: JournalEntry | None = None,
+        entry: JournalEntry | None = None,
+        result: JsonValue = None,
+        limit: int | None = None,
+        unjournalable: bool = False,
+        replayed: bool = False,
+        approval: ApprovalRequirement | None = None,
+    ) -> ToolOutcome:
+        """The outcome of `kind`; `result` is cut for the model to `limit` characters."""
+        shown, was_cut = (result, False) if limit is None else for_model(result, limit)
+        return ToolOutcome(
+            kind=kind,
+            tool=self.req.call.tool[:MAX_TEXT_ECHO],
+            step=self.req.step,
+            tool_kind=self.spec.kind if self.spec is not None else None,
+            payload=self.payload,
+            result=shown,
+            result_truncated=was_cut,
+            result_unjournalable=unjournalable,
+            error=None if error is None else error[:MAX_ERROR_CHARS],
+            intent=entry_ref(intent) if intent is not None else None,
+            outcome=entry_ref(entry) if entry is not None else None,
+            replayed=replayed,
+            approval=approval,
+        )
+
+    def draft(self, phase: Phase, attempt: int, **fields: Any) -> EntryDraft:
+        """A journal entry of this step for its Payload (INTENT, EXECUTED, FAILED)."""
+        assert self.spec is not None and self.payload is not None
+        req = self.req
+        return EntryDraft.new(
+            req.saga_id, phase, step=req.step, attempt=attempt, tool=self.spec.name,
+            input=self.payload.args, **fields,
+        )  # fmt: skip
 
 
 class ToolRunner:
@@ -180,110 +153,74 @@ class ToolRunner:
         return outcome
 
     async def _run(self, req: RunToolInput, opened: JournalEntry) -> ToolOutcome:
-        base: dict[str, Any] = {"tool": req.call.tool[:MAX_TEXT_ECHO], "step": req.step}
         try:
-            spec, args = self._resolve(req)
+            spec, payload = resolve_call(self.toolbox, req.call, req.allowed_tools)
         except SagacityError as exc:
             refused = await store_call(self.store.append, _refusal_draft(req, exc))
-            return ToolOutcome(
-                kind=OutcomeKind.REFUSED,
-                error=str(exc)[:MAX_ERROR_CHARS],
-                outcome=entry_ref(refused),
-                **base,
-            )
-        base.update(tool_kind=spec.kind, args=args)
-
+            return _Step(req).outcome(OutcomeKind.REFUSED, error=str(exc), entry=refused)
+        step = _Step(req, spec, payload)
         if spec.kind is ToolKind.IRREVERSIBLE:
-            digest = approval_hash(spec.name, args)
-            base["payload_sha256"] = digest
             if req.approved_sha256 is None:
-                try:
-                    requirement = (spec.policy or DEFAULT_POLICY).requirement(args)
-                except Exception as exc:  # a toolbox rule's bug: refuse, never guess
-                    problem = ApprovalPolicyError(
-                        f"the approval policy of {spec.name!r} failed on these arguments "
-                        f"({type(exc).__name__}: {exc}); nothing ran. Fix the policy's rule"
-                    )
-                    refused = await store_call(self.store.append, _refusal_draft(req, problem))
-                    return ToolOutcome(
-                        kind=OutcomeKind.REFUSED,
-                        error=str(problem)[:MAX_ERROR_CHARS],
-                        outcome=entry_ref(refused),
-                        **base,
-                    )
-                return ToolOutcome(kind=OutcomeKind.NEEDS_APPROVAL, approval=requirement, **base)
-            if req.approved_sha256 != digest:
+                return await self._needs_approval(step)
+            if req.approved_sha256 != payload.sha256:
                 # The workflow judged the hash already; this is the last line of defence.
-                return ToolOutcome(
-                    kind=OutcomeKind.REFUSED,
-                    error="approved hash does not match the payload to run; nothing ran",
-                    **base,
-                )
-            missing = await self._approval_missing(req, spec, args, digest, opened)
+                error = "approved hash does not match the payload to run; nothing ran"
+                return step.outcome(OutcomeKind.REFUSED, error=error)
+            missing = await self._approval_missing(step, opened)
             if missing is not None:
                 raise refusal(req.saga_id, f"step {req.step} ({spec.name}): {missing}")
 
         attempt = activity.info().attempt
-        intent = EntryDraft.new(
-            req.saga_id, Phase.INTENT, step=req.step, attempt=attempt, tool=spec.name, input=args
-        )
         # Retried in place: a connection lost after INTENT committed cannot say so, and
         # a new attempt would find this one's INTENT and call the step unknown although
         # the tool never ran; here the same attempt finds its own INTENT and keeps it.
-        claim = await retrying(self.store.begin_step, intent)
+        claim = await retrying(self.store.begin_step, step.draft(Phase.INTENT, attempt))
         if not claim.claimed:
-            return await self._not_claimed(claim, req, base)
+            return await self._not_claimed(claim, step)
         assert claim.intent is not None
-        return await self._execute(spec, args, req, attempt, claim.intent, base)
+        return await self._execute(step, attempt, claim.intent)
 
-    async def _not_claimed(
-        self, claim: StepClaim, req: RunToolInput, base: dict[str, Any]
-    ) -> ToolOutcome:
-        intent = entry_ref(claim.intent) if claim.intent else None
+    async def _needs_approval(self, step: _Step) -> ToolOutcome:
+        """NEEDS_APPROVAL with what the tool's policy asks for these arguments; a policy
+        that fails on them refuses the call (journaled CALL_REFUSED), never guesses."""
+        assert step.spec is not None and step.payload is not None
+        name = step.spec.name
+        try:
+            requirement = (step.spec.policy or DEFAULT_POLICY).requirement(step.payload.args)
+        except Exception as exc:  # a toolbox rule's bug: refuse, never guess
+            problem = ApprovalPolicyError(
+                f"the approval policy of {name!r} failed on these arguments "
+                f"({type(exc).__name__}: {exc}); nothing ran. Fix the policy's rule"
+            )
+            refused = await store_call(self.store.append, _refusal_draft(step.req, problem))
+            return step.outcome(OutcomeKind.REFUSED, error=str(problem), entry=refused)
+        return step.outcome(OutcomeKind.NEEDS_APPROVAL, approval=requirement)
+
+    async def _not_claimed(self, claim: StepClaim, step: _Step) -> ToolOutcome:
+        req = step.req
         if claim.outcome is not None:
             recorded = claim.outcome
             if recorded.phase is Phase.FAILED:
-                return ToolOutcome(
-                    kind=OutcomeKind.FAILED,
-                    error=(recorded.error or "")[:MAX_ERROR_CHARS],
-                    replayed=True,
-                    intent=intent,
-                    outcome=entry_ref(recorded),
-                    **base,
-                )
-            shown, was_cut = for_model(recorded.result, req.model_result_limit)
-            return ToolOutcome(
-                kind=OutcomeKind.EXECUTED,
-                result=shown,
-                result_truncated=was_cut,
-                replayed=True,
-                intent=intent,
-                outcome=entry_ref(recorded),
-                **base,
-            )
+                return step.outcome(
+                    OutcomeKind.FAILED, error=recorded.error or "", replayed=True,
+                    intent=claim.intent, entry=recorded,
+                )  # fmt: skip
+            return step.outcome(
+                OutcomeKind.EXECUTED, result=recorded.result, limit=req.model_result_limit,
+                replayed=True, intent=claim.intent, entry=recorded,
+            )  # fmt: skip
         if claim.intent is not None:
             await retrying(self.store.fence, req.saga_id, req.step)
-            return ToolOutcome(
-                kind=OutcomeKind.UNKNOWN,
-                error=(
-                    f"attempt {claim.intent.attempt} journaled INTENT (seq {claim.intent.seq}) "
-                    "and no outcome; not run again — a human must check whether it took effect"
-                ),
-                intent=intent,
-                **base,
+            error = (
+                f"attempt {claim.intent.attempt} journaled INTENT (seq {claim.intent.seq}) "
+                "and no outcome; not run again — a human must check whether it took effect"
             )
-        return ToolOutcome(kind=OutcomeKind.FENCED, error="step fenced off by compensation", **base)
+            return step.outcome(OutcomeKind.UNKNOWN, error=error, intent=claim.intent)
+        return step.outcome(OutcomeKind.FENCED, error="step fenced off by compensation")
 
-    async def _execute(
-        self,
-        spec: ToolSpec,
-        args: dict[str, Any],
-        req: RunToolInput,
-        attempt: int,
-        intent: JournalEntry,
-        base: dict[str, Any],
-    ) -> ToolOutcome:
-        store = self.store
+    async def _execute(self, step: _Step, attempt: int, intent: JournalEntry) -> ToolOutcome:
+        assert step.spec is not None and step.payload is not None
+        req, spec, store = step.req, step.spec, self.store
         ctx = ToolContext(
             saga_id=req.saga_id,
             step=req.step,
@@ -291,18 +228,11 @@ class ToolRunner:
             tool=spec.name,
             idempotency_key=idempotency_key(req.saga_id, req.step),
             heartbeat=activity.heartbeat,
-            is_fenced=_patient_fence_check(store, req.saga_id, req.step),
+            is_fenced=patient_fence_check(store, req.saga_id, req.step),
         )
-
-        def draft(phase: Phase, **fields: Any) -> EntryDraft:
-            return EntryDraft.new(
-                req.saga_id, phase, step=req.step, attempt=attempt, tool=spec.name, input=args,
-                **fields,
-            )  # fmt: skip
-
         unjournalable: str | None = None
         try:
-            result = await spec.invoke(args, ctx)
+            result = await spec.invoke(step.payload, ctx)
         except asyncio.CancelledError:
             raise
         except ToolResultError as exc:  # it ran: its effect is live, only the result is bad
@@ -325,59 +255,47 @@ class ToolRunner:
             # SystemExit too: a tool calling sys.exit() must fail its step, not end the
             # worker and every other saga it runs.
             error = exception_text(exc, 10_000)
-            failed = await retrying(store.append, draft(Phase.FAILED, error=error))
-            return ToolOutcome(
-                kind=OutcomeKind.FAILED,
-                error=cut(error, MAX_ERROR_CHARS),
-                intent=entry_ref(intent),
-                outcome=entry_ref(failed),
-                **base,
+            failed = await retrying(store.append, step.draft(Phase.FAILED, attempt, error=error))
+            return step.outcome(
+                OutcomeKind.FAILED, error=cut(error, MAX_ERROR_CHARS), intent=intent, entry=failed
             )
         try:
             check_value(result, "the tool's result")
-            executed_draft = draft(Phase.EXECUTED, result=result)
+            executed_draft = step.draft(Phase.EXECUTED, attempt, result=result)
         except (InvalidEntryError, BoundsError) as exc:  # too deep, or over the size limit
             result, unjournalable = _unjournalable(result, exc), str(exc)
-            executed_draft = draft(Phase.EXECUTED, result=result)
+            executed_draft = step.draft(Phase.EXECUTED, attempt, result=result)
         executed = await retrying(store.append, executed_draft)
-        shown, was_cut = for_model(executed.result, req.model_result_limit)
-        return ToolOutcome(
-            kind=OutcomeKind.EXECUTED,
-            result=shown,
-            result_truncated=was_cut,
-            error=None
-            if unjournalable is None
-            else f"result not journaled: {unjournalable}"[:MAX_ERROR_CHARS],
-            result_unjournalable=unjournalable is not None,
-            intent=entry_ref(intent),
-            outcome=entry_ref(executed),
-            **base,
+        return step.outcome(
+            OutcomeKind.EXECUTED,
+            result=executed.result,
+            limit=req.model_result_limit,
+            error=None if unjournalable is None else f"result not journaled: {unjournalable}",
+            unjournalable=unjournalable is not None,
+            intent=intent,
+            entry=executed,
         )
 
-    async def _approval_missing(
-        self,
-        req: RunToolInput,
-        spec: ToolSpec,
-        args: dict[str, Any],
-        digest: str,
-        opened: JournalEntry,
-    ) -> str | None:
+    async def _approval_missing(self, step: _Step, opened: JournalEntry) -> str | None:
         """What the journal lacks before this irreversible call may run (None: nothing).
         The caller's word that it was approved (`approved_sha256`) is not enough: anyone
         can compute a payload's hash. The tool's own policy for these arguments is the
         floor; a policy that cannot evaluate refuses."""
+        assert step.spec is not None and step.payload is not None
         try:
-            floor = (spec.policy or DEFAULT_POLICY).requirement(args)
+            floor = (step.spec.policy or DEFAULT_POLICY).requirement(step.payload.args)
         except Exception as exc:  # a rule's bug: refuse, never guess
             return f"its approval policy failed on these arguments ({type(exc).__name__})"
-        entries = await store_call(self.store.step_entries, req.saga_id, req.step)
+        entries = await store_call(self.store.step_entries, step.req.saga_id, step.req.step)
         registry = self.registry.current() if self.registry is not None else None
         return approval_on_record(
-            opened, entries, tool=spec.name, payload_sha256=digest, floor=floor, registry=registry
+            opened,
+            entries,
+            tool=step.spec.name,
+            payload_sha256=step.payload.sha256,
+            floor=floor,
+            registry=registry,
         )
-
-    def _resolve(self, req: RunToolInput) -> tuple[ToolSpec, dict[str, Any]]:
-        return resolve_call(self.toolbox, req.call, req.allowed_tools)
 
 
 def _jsonable_or_repr(value: Any) -> Any:

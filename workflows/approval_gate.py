@@ -143,7 +143,8 @@ class ApprovalGate(Voting):
     async def wait(self, outcome: ToolOutcome, now: datetime, timeout: timedelta) -> GateDecision:
         """Journal AWAITING_APPROVAL, wait for an accepted decision or the timeout, and
         journal APPROVED or REJECTED."""
-        args = outcome.args or {}
+        assert outcome.payload is not None  # NEEDS_APPROVAL always carries it
+        args = outcome.payload.args
         request = ApprovalRequest.for_call(
             self._saga_id,
             outcome.step,
@@ -152,7 +153,7 @@ class ApprovalGate(Voting):
             requested_at=now,
             deadline=now + timeout,
         )
-        if request.payload_sha256 != outcome.payload_sha256:
+        if request.payload_sha256 != outcome.payload.sha256:
             raise ApplicationError(
                 f"worker and workflow disagree on the payload hash of step {outcome.step}; "
                 "refusing to ask for approval",

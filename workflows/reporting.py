@@ -15,6 +15,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.activities.io_models import ToolOutcome
     from sagacity.bounds import cut
     from sagacity.canonical import canonical_text
+    from sagacity.payload import Payload
     from sagacity.phases import StepStatus
     from sagacity.workflows.models import SagaCarry, SagaInput, SagaResult, SagaRunInput, StepReport
 
@@ -37,11 +38,15 @@ def step_report(
     status: StepStatus | None = None,
     approver: str | None = None,
     error: str | None = None,
+    asked: dict[str, Any] | None = None,
 ) -> StepReport:
+    """The report of `outcome`: its payload's arguments, or (`asked`) the arguments the
+    call was made with when no payload came back (an attempt lost with its outcome)."""
+    payload = outcome.payload
     return StepReport(
         step=outcome.step,
         tool=outcome.tool,
-        args=_reported_args(outcome.args or {}),
+        args=_reported_args(payload) if payload is not None else _small(asked or {}),
         tool_kind=outcome.tool_kind,
         status=status or StepStatus(outcome.kind.value),
         intent_seq=outcome.intent.seq if outcome.intent else None,
@@ -49,19 +54,25 @@ def step_report(
         seq=outcome.outcome.seq if outcome.outcome else None,
         hash=outcome.outcome.hash if outcome.outcome else None,
         error=error or outcome.error,
-        payload_sha256=outcome.payload_sha256,
+        payload_sha256=payload.sha256 if payload is not None else None,
         approver=approver,
         result=_reported(outcome),
         replayed=outcome.replayed,
     )
 
 
-def _reported_args(args: dict[str, Any]) -> dict[str, Any]:
+_OMITTED_ARGS = {"_omitted": "arguments too large to report; see the step's INTENT entry"}
+
+
+def _reported_args(payload: Payload) -> dict[str, Any]:
     """Arguments as step reports keep them: whole when small, else a marker (reports are
     carried across continue-as-new and returned in the result; the journal has them)."""
-    if len(canonical_text(args)) <= REPORTED_RESULT_LIMIT:
-        return args
-    return {"_omitted": "arguments too large to report; see the step's INTENT entry"}
+    return payload.args if len(payload.text) <= REPORTED_RESULT_LIMIT else dict(_OMITTED_ARGS)
+
+
+def _small(args: dict[str, Any]) -> dict[str, Any]:
+    """The same rule for arguments that never validated into a payload."""
+    return args if len(canonical_text(args)) <= REPORTED_RESULT_LIMIT else dict(_OMITTED_ARGS)
 
 
 def _reported(outcome: ToolOutcome) -> Any:

@@ -322,6 +322,7 @@ class SagaCore(SagaDisplay):
         step = self.next_step
         outcome = await self._run_tool(step, call, None)
         if outcome.kind is OutcomeKind.NEEDS_APPROVAL:
+            assert outcome.payload is not None  # ToolOutcome refuses one without it
             self._record(outcome, status=StepStatus.AWAITING_APPROVAL)
             self.set_status(SagaStatus.AWAITING_APPROVAL)
             timeout = timedelta(seconds=self.options.approval_timeout_seconds)
@@ -344,12 +345,12 @@ class SagaCore(SagaDisplay):
                 )
                 return outcome
             self.set_status(SagaStatus.RUNNING)
-            outcome = await self._run_tool(step, call, outcome.payload_sha256)
-            self._record(outcome, approver=decision.actor)
+            outcome = await self._run_tool(step, call, outcome.payload.sha256)
+            self._record(outcome, approver=decision.actor, call=call)
             if outcome.kind is OutcomeKind.REFUSED:
                 self.fail(f"step {step} ({outcome.tool}) refused after approval: {outcome.error}")
         else:
-            self._record(outcome)
+            self._record(outcome, call=call)
         if outcome.result_unjournalable:
             self.fail(f"step {step} ({outcome.tool}) ran, but {outcome.error}")
         if outcome.kind in (OutcomeKind.FAILED, OutcomeKind.UNKNOWN, OutcomeKind.FENCED):
@@ -408,14 +409,11 @@ class SagaCore(SagaDisplay):
             failed = tool_failure(exc)
             if failed is not None:  # the tool failed, journaled FAILED: its outcome
                 return failed
-            # The call's own arguments (no attempt came back with the validated ones): what
-            # a person needs to see to find out whether it took effect.
-            unknown = ToolOutcome(
-                kind=OutcomeKind.UNKNOWN, tool=call.tool, step=step, args=dict(call.args)
-            )
+            unknown = ToolOutcome(kind=OutcomeKind.UNKNOWN, tool=call.tool, step=step)
             if is_cancelled(exc):
                 # Interrupted mid-call: the tool may or may not have applied its effect.
-                self._record(unknown.model_copy(update={"error": "cancelled during the call"}))
+                cancelled = unknown.model_copy(update={"error": "cancelled during the call"})
+                self._record(cancelled, call=call)
                 raise
             # No outcome came back: whatever the tool did is unknown.
             cause = failure_cause(exc)[:2_000]
@@ -551,15 +549,21 @@ class SagaCore(SagaDisplay):
         status: StepStatus | None = None,
         approver: str | None = None,
         error: str | None = None,
+        call: ToolCall | None = None,
     ) -> None:
+        """Report the step of `outcome`. An UNKNOWN one that no attempt came back from has
+        no payload: the report keeps the `call`'s own arguments, what a person needs to
+        see to find out whether it took effect."""
         self._saw(outcome.intent)
         self._saw(outcome.outcome)
         previous = self.steps.get(outcome.step)
+        lost = outcome.kind is OutcomeKind.UNKNOWN and outcome.payload is None
         report = step_report(
             outcome,
             status=status,
             approver=approver or (previous.approver if previous else None),
             error=error,
+            asked=call.args if lost and call is not None else None,
         )
         if report.status is StepStatus.UNKNOWN:
             report = report.model_copy(update={"dirty_since": workflow.now()})

@@ -8,15 +8,16 @@ irreversible tool, approved — with the step's idempotency key in the request's
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError
 
-from sagacity.canonical import JsonValue, canonical_bytes
+from sagacity.canonical import JsonValue, canonical_bytes, parse_canonical
 from sagacity.errors import PayloadMismatchError
+from sagacity.payload import Payload
 from sagacity.toolbox import CompensationSpec, ToolSpec
 from sagacity.tools import CompensationContext, ToolContext, result_to_json
 
@@ -76,17 +77,17 @@ class McpToolSpec(ToolSpec):
         assert self.remote is not None and self.connection is not None
         return self.remote, self.connection
 
-    def validate(self, args: object) -> dict[str, Any]:
+    def validate(self, args: object) -> Payload:
         """The payload: `args` with the schema's top-level defaults, valid against the
         server's input schema; ToolInputError naming every problem otherwise."""
-        return self._parts()[0].input.payload(args)
+        return Payload.of(self.name, self._parts()[0].input.payload(args))
 
-    async def invoke(self, payload: Mapping[str, Any], ctx: ToolContext) -> JsonValue:
+    async def invoke(self, payload: Payload, ctx: ToolContext) -> JsonValue:
         """Send the canonical `payload` (the one approved and journaled), once it is
         checked to validate back to itself against the server's schema."""
         remote, connection = self._parts()
-        own = self.validate(payload)
-        if canonical_bytes(own) != canonical_bytes(dict(payload)):
+        own = remote.input.payload(parse_canonical(payload.text))
+        if payload.tool != self.name or canonical_bytes(own) != payload.canonical:
             raise PayloadMismatchError(
                 f"the payload of MCP tool {self.name!r} does not validate back to itself "
                 "against the server's schema, so it is not what was approved and "
