@@ -42,12 +42,12 @@ def pay_tool(amount_type: Any, policy: ApprovalPolicy = ABOVE_10K) -> ToolSpec:
 def quorum_for(spec: ToolSpec, amount: object) -> int:
     """The quorum the call `amount` needs, read from its canonical payload."""
     assert spec.policy is not None
-    return spec.policy.requirement(spec.validate({"iban": "DE00", "amount": amount})).quorum
+    return spec.policy.requirement(spec.validate({"iban": "DE00", "amount": amount}).args).quorum
 
 
 def test_decimal_int_numeric_string_and_float_amounts_compare_as_the_same_money() -> None:
     decimal, integer, text, real = (pay_tool(t) for t in (Decimal, int, str, float))
-    assert decimal.validate({"iban": "x", "amount": 50_000})["amount"] == "50000"  # a string
+    assert decimal.validate({"iban": "x", "amount": 50_000}).args["amount"] == "50000"  # a string
     for spec, below, at, above in [
         (decimal, 9_999, Decimal("10000.00"), Decimal("10000.01")),
         (integer, 9_999, 10_000, 10_001),
@@ -86,7 +86,7 @@ def test_a_float_amount_is_compared_as_written_against_an_exact_limit() -> None:
      "5.", ".5", "50,000", "50_000", "0x10", "\u0665\u0660\u0660\u0660\u0660", "\uff11\uff12"],
 )  # fmt: skip
 def test_a_string_that_is_not_a_plain_decimal_numeral_makes_the_rule_apply(value: str) -> None:
-    requirement = ABOVE_10K.requirement(pay_tool(str).validate({"iban": "x", "amount": value}))
+    requirement = ABOVE_10K.requirement(pay_tool(str).validate({"iban": "x", "amount": value}).args)
     assert requirement.quorum == 2
     assert requirement.because == [NOT_READ]  # the approver is told why
 
@@ -94,7 +94,7 @@ def test_a_string_that_is_not_a_plain_decimal_numeral_makes_the_rule_apply(value
 def test_a_decimal_given_in_exponent_form_makes_the_rule_apply() -> None:
     """pydantic writes Decimal("5e4") as "5E+4": not plain, so the rule applies."""
     spec = pay_tool(Decimal)
-    payload = spec.validate({"iban": "x", "amount": "5e4"})
+    payload = spec.validate({"iban": "x", "amount": "5e4"}).args
     assert payload["amount"] == "5E+4"
     assert ABOVE_10K.requirement(payload).because == [NOT_READ]
 

@@ -19,6 +19,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, TypeAdap
 
 from sagacity.canonical import canonical_bytes
 from sagacity.errors import ParameterRoundTripError, PayloadMismatchError, ToolInputError
+from sagacity.payload import Payload
 from sagacity.toolbox import Toolbox, _tool_spec
 from sagacity.tools import ToolContext, irreversible, tool, tool_mark
 
@@ -96,7 +97,7 @@ def test_the_tool_receives_exactly_the_approved_payload(
     asyncio.run(spec.invoke(approved, ctx()))
     [got] = recorder.received
     got["to"] = got["to"].model_dump()
-    assert canonical_bytes(RECEIVED.dump_python(got, mode="json")) == canonical_bytes(approved)
+    assert canonical_bytes(RECEIVED.dump_python(got, mode="json")) == approved.canonical
     assert got["tags"] == [t.upper() for t in tags]
 
 
@@ -113,7 +114,7 @@ def test_a_converting_validator_that_changes_its_own_output_is_refused_per_call(
     with pytest.raises(ToolInputError, match=r"do not survive their own JSON form.*'amount'"):
         spec.validate({"amount": "12.50"})
     with pytest.raises(PayloadMismatchError):
-        asyncio.run(spec.invoke({"amount": 1250}, ctx()))
+        asyncio.run(spec.invoke(Payload.of("pay_euros", {"amount": 1250}), ctx()))
     assert sent == []
 
 
@@ -139,11 +140,12 @@ def test_a_payload_the_tool_does_not_validate_back_is_not_run() -> None:
     raw = {"amount": "1.50", "currency": "EUR", "when": "2026-01-01", "ref": str(uuid.uuid4()),
            "to": {"street": "x", "zip": "12345"}, "tags": ["a"]}  # fmt: skip
     approved = spec.validate(raw)
-    assert approved["tags"] == ["A"]
+    assert approved.args["tags"] == ["A"]
+    altered = Payload.of("pay", {**approved.args, "tags": ["a"]})  # not a dump
     with pytest.raises(PayloadMismatchError, match="does not validate back to itself"):
-        asyncio.run(spec.invoke({**approved, "tags": ["a"]}, ctx()))  # not a dump
+        asyncio.run(spec.invoke(altered, ctx()))
     with pytest.raises(ToolInputError, match="amount"):
-        asyncio.run(spec.invoke({**approved, "amount": "lots"}, ctx()))
+        asyncio.run(spec.invoke(Payload.of("pay", {**approved.args, "amount": "lots"}), ctx()))
     assert recorder.received == []
 
 
@@ -178,7 +180,7 @@ def test_invoke_gives_the_tool_the_payload_even_past_the_build_check() -> None:
     spec = _tool_spec("wire", mark, wire, None)  # no Toolbox(...): no round-trip check
     raw = {"to": {"iban": "FR76CUSTOMER", "amount": 900, "real_iban": "XX00ATTACKER"}}
     approved = spec.validate(raw)
-    assert approved == {"to": {"iban": "FR76CUSTOMER", "amount": 900}}
+    assert approved.args == {"to": {"iban": "FR76CUSTOMER", "amount": 900}}
     asyncio.run(spec.invoke(approved, ctx()))
     assert got[0].real_iban is None and got[0].iban == "FR76CUSTOMER"
 
@@ -192,6 +194,6 @@ def test_a_whole_float_beyond_2_53_in_an_int_or_float_union_is_refused_per_call(
         return factor
 
     spec = Toolbox.build(scale).get("scale")
-    assert spec.validate({"factor": 2.5}) == {"factor": 2.5}
+    assert spec.validate({"factor": 2.5}).args == {"factor": 2.5}
     with pytest.raises(ToolInputError, match="safe integer"):
         spec.validate({"factor": 1e20})

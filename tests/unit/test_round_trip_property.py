@@ -22,6 +22,7 @@ from pydantic import BaseModel, TypeAdapter, create_model
 from pydantic_core import to_json
 from typing_extensions import TypedDict
 
+from sagacity.approval_models import approval_hash
 from sagacity.canonical import canonical_bytes
 from sagacity.toolbox import Toolbox
 from sagacity.tools import ToolContext, irreversible
@@ -137,10 +138,12 @@ def test_the_tool_receives_exactly_the_approved_value(typed: Typed, data: st.Dat
     asyncio.run(spec.invoke(approved, _ctx()))
     [got] = received
 
-    from_json = adapter.validate_json(canonical_bytes(approved["x"]))
+    from_json = adapter.validate_json(canonical_bytes(approved.args["x"]))
     assert got == from_json
     assert got == adapter.validate_json(to_json(raw["x"]))  # the caller's value, validated
-    assert canonical_bytes(adapter.dump_python(got, mode="json")) == canonical_bytes(approved["x"])
+    dumped = canonical_bytes({"x": adapter.dump_python(got, mode="json")})
+    assert dumped == approved.canonical == canonical_bytes(approved.args)
+    assert approved.sha256 == approval_hash("take", approved.args)
 
 
 def _kind(annotation: Any) -> str:

@@ -29,6 +29,7 @@ SAGA = "branches"
 class Ledger:
     def __init__(self) -> None:
         self.runs: list[tuple[str, str]] = []
+        self.received: list[dict[str, Any]] = []
 
     @compensable("undo")
     def book(self, amount: int, ctx: ToolContext) -> dict[str, Any]:
@@ -60,6 +61,7 @@ class Ledger:
     @irreversible
     def wire(self, iban: str, amount: int, ctx: ToolContext) -> dict[str, Any]:
         self.runs.append(("wire", ctx.idempotency_key))
+        self.received.append({"iban": iban, "amount": amount})
         return {"sent": amount}
 
 
@@ -164,7 +166,8 @@ async def test_an_unjournalable_result_is_executed_with_a_stand_in(
     assert "result not journaled" in (outcome.error or "")
     assert ledger.runs == [("deep", f"{SAGA}:1")]
     [executed] = [e for e in store.entries(SAGA) if e.phase is Phase.EXECUTED]
-    assert executed.result != outcome.args and "bottom" not in str(executed.result)[:50]
+    assert outcome.payload is not None and outcome.payload.args == {}
+    assert "bottom" not in str(executed.result)[:50]
 
 
 async def test_a_long_result_is_cut_for_the_model_and_kept_whole(
@@ -184,7 +187,7 @@ async def test_an_irreversible_tool_without_approval_asks_and_runs_nothing(
     outcome = await run(store, ledger, "wire", args)
 
     assert outcome.kind is OutcomeKind.NEEDS_APPROVAL
-    assert outcome.payload_sha256 == approval_hash("wire", args)
+    assert outcome.payload is not None and outcome.payload.sha256 == approval_hash("wire", args)
     assert ledger.runs == [] and journal(store)[1:] == []
 
 
@@ -221,6 +224,30 @@ async def test_the_approved_payload_runs(store: MemoryJournalStore, ledger: Ledg
     assert ledger.runs == [("wire", f"{SAGA}:1")]
     [intent] = [e for e in store.entries(SAGA) if e.phase is Phase.INTENT]
     assert intent.input == args  # what was approved is what was journaled and ran
+
+
+async def test_what_is_approved_hashed_journaled_and_received_is_one_value(
+    store: MemoryJournalStore, ledger: Ledger
+) -> None:
+    """The caller's "70" becomes the payload's 70: the approver is shown that payload, the
+    approval carries its hash, INTENT journals its canonical bytes and the tool receives
+    what those bytes parse to, never the caller's own value."""
+    asked = {"iban": "DE89370400440532013000", "amount": "70"}
+    waiting = await run(store, ledger, "wire", asked)
+    payload = waiting.payload
+    assert waiting.kind is OutcomeKind.NEEDS_APPROVAL and payload is not None
+    assert payload.args == {"iban": "DE89370400440532013000", "amount": 70}
+    request = request_approval(store, SAGA, 1, "wire", payload.args)  # what the human sees
+    assert request.result["payload_sha256"] == payload.sha256
+    approve(store, SAGA, 1, "wire", payload.args, "alice")
+
+    ran = await run(store, ledger, "wire", asked, approved_sha256=payload.sha256)
+
+    assert ran.kind is OutcomeKind.EXECUTED and ran.payload == payload
+    [intent] = [e for e in store.entries(SAGA) if e.phase is Phase.INTENT]
+    assert intent.input_json.encode() == payload.canonical
+    assert payload.sha256 == approval_hash("wire", intent.input)
+    assert ledger.received == [{"iban": "DE89370400440532013000", "amount": 70}]
 
 
 async def test_an_invalid_call_is_refused_and_journaled(

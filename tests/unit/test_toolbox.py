@@ -13,7 +13,10 @@ from typing import Annotated, Any
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
+from sagacity.approval_models import approval_hash
+from sagacity.canonical import canonical_bytes
 from sagacity.errors import PayloadMismatchError, ToolboxError, ToolInputError, UnknownToolError
+from sagacity.payload import Payload
 from sagacity.toolbox import CompensationSpec, Toolbox, ToolResultError, ToolSpec
 from sagacity.tools import (
     CompensationContext,
@@ -332,13 +335,18 @@ def test_context_parameter_any_name_optional_is_excluded_and_injected() -> None:
 
 def test_validate_returns_the_canonical_json_payload() -> None:
     _, box = build_shop()
-    assert box.get("reserve").validate({"sku": "A1", "qty": "100"}) == {"sku": "A1", "qty": 100}
-    assert box.get("reserve").validate({"sku": "A1"}) == {"sku": "A1", "qty": 1}
+    assert box.get("reserve").validate({"sku": "A1", "qty": "100"}).args == {
+        "sku": "A1",
+        "qty": 100,
+    }
+    assert box.get("reserve").validate({"sku": "A1"}).args == {"sku": "A1", "qty": 1}
     payload = box.get("ship_to").validate(
         {"address": {"city": "Lyon", "zip": "69001"}, "on": "2026-03-01"}
     )
-    assert payload == {"address": {"city": "Lyon", "zip": "69001"}, "on": "2026-03-01"}
-    assert box.get("ship_to").validate(payload) == payload  # a fixed point
+    assert payload.args == {"address": {"city": "Lyon", "zip": "69001"}, "on": "2026-03-01"}
+    assert payload.canonical == canonical_bytes(payload.args)
+    assert payload.sha256 == approval_hash("ship_to", payload.args)
+    assert box.get("ship_to").validate(payload.args) == payload  # a fixed point
 
 
 def test_validation_errors_name_the_tool_and_every_bad_field() -> None:
@@ -383,8 +391,8 @@ def test_reserved_parameter_names_work() -> None:
         return f"{model_config}/{schema}"
 
     spec = Toolbox.build(configure).get("configure")
-    assert spec.validate({"model_config": "a", "schema": 2}) == {"model_config": "a", "schema": 2}
     payload = spec.validate({"model_config": "a", "schema": 2})
+    assert payload.args == {"model_config": "a", "schema": 2}
     assert asyncio.run(spec.invoke(payload, ctx())) == "a/2"
 
 
@@ -401,7 +409,9 @@ async def test_sync_tool_runs_in_a_thread_with_validated_values() -> None:
 
 async def test_async_tool_is_awaited_with_the_context_and_result_made_json() -> None:
     _, box = build_shop()
-    result = await box.get("wire").invoke({"amount": 5, "iban": "FR76"}, ctx("wire", step=7))
+    result = await box.get("wire").invoke(
+        Payload.of("wire", {"amount": 5, "iban": "FR76"}), ctx("wire", step=7)
+    )
     assert result == {"charge_id": "saga-1:7", "at": "2026-01-02T00:00:00Z"}
 
 
@@ -434,7 +444,7 @@ async def test_heartbeats_from_a_sync_tool_run_on_the_event_loop() -> None:
 
     spec = Toolbox.build(upload, delete).get("upload")
     runtime = ToolContext("s", 1, 1, "upload", heartbeat=heartbeat)
-    assert await spec.invoke({"name": "a"}, runtime) == "a"
+    assert await spec.invoke(Payload.of("upload", {"name": "a"}), runtime) == "a"
     assert spec.compensation is not None
     await spec.compensation.invoke(
         CompensationContext("s", 1, "upload", {}, "a", heartbeat=heartbeat)
@@ -454,7 +464,7 @@ async def test_positional_only_parameters_are_passed_positionally() -> None:
 async def test_invoke_validates_the_payload_and_never_calls_the_tool_with_bad_args() -> None:
     shop, box = build_shop()
     with pytest.raises(ToolInputError, match="qty"):
-        await box.get("reserve").invoke({"sku": "A1", "qty": "x"}, ctx())
+        await box.get("reserve").invoke(Payload.of("reserve", {"sku": "A1", "qty": "x"}), ctx())
     assert shop.threads == []
 
 
@@ -463,7 +473,17 @@ async def test_invoke_takes_only_a_canonical_payload() -> None:
     not what an approver saw, and the tool is not called."""
     shop, box = build_shop()
     with pytest.raises(PayloadMismatchError, match="does not validate back to itself"):
-        await box.get("reserve").invoke({"sku": "A1", "qty": "3"}, ctx())
+        await box.get("reserve").invoke(Payload.of("reserve", {"sku": "A1", "qty": "3"}), ctx())
+    assert shop.threads == []
+
+
+async def test_invoke_refuses_the_payload_of_another_tool() -> None:
+    """A payload names its tool (the hash covers the name): one approved for `wire`
+    never runs `reserve`, even with arguments `reserve` would take."""
+    shop, box = build_shop()
+    other = Payload.of("wire", {"sku": "A1", "qty": 3})
+    with pytest.raises(PayloadMismatchError, match="payload of tool 'wire'"):
+        await box.get("reserve").invoke(other, ctx())
     assert shop.threads == []
 
 
@@ -480,7 +500,7 @@ async def test_unserializable_result_raises_tool_result_error(value: object, mat
         return value
 
     with pytest.raises(ToolResultError, match=match) as info:
-        await Toolbox.build(broken).get("broken").invoke({}, ctx())
+        await Toolbox.build(broken).get("broken").invoke(Payload.of("broken", {}), ctx())
     assert "'broken'" in str(info.value)
 
 
