@@ -3,8 +3,8 @@ the worker; names are pinned so workflows and histories never depend on Python n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -57,6 +57,8 @@ from sagacity.registry_marks import top_mark
 from sagacity.stores.base import JournalStore
 from sagacity.toolbox import Toolbox
 
+T = TypeVar("T")
+
 RUN_TOOL = "sagacity.run_tool"
 COMPENSATE = "sagacity.compensate"
 JOURNAL_EVENT = "sagacity.journal_event"
@@ -68,18 +70,8 @@ CHECK_RESUME = "sagacity.check_resume"
 APPROVER_KEY = "sagacity.approver_key"
 RESOLVE_STEP = "sagacity.resolve_step"
 SAGA_ACTIVITY_TYPES = frozenset(
-    (
-        RUN_TOOL,
-        COMPENSATE,
-        JOURNAL_EVENT,
-        NEXT_TURN,
-        FENCE_STEP,
-        WORKER_IDENTITY,
-        CHECK_PLAN,
-        CHECK_RESUME,
-        APPROVER_KEY,
-        RESOLVE_STEP,
-    )
+    (RUN_TOOL, COMPENSATE, JOURNAL_EVENT, NEXT_TURN, FENCE_STEP, WORKER_IDENTITY)
+    + (CHECK_PLAN, CHECK_RESUME, APPROVER_KEY, RESOLVE_STEP)
 )
 """Every activity type a saga runs: a run in whose history none ran is no saga's run
 (the Temporal witness reads only saga runs, and only these activities' results)."""
@@ -116,6 +108,18 @@ __all__ = [
 
 def _entry_at(store: JournalStore, saga_id: str, seq: int) -> JournalEntry | None:
     return next(iter(store.entries(saga_id, after_seq=seq - 1)), None)
+
+
+def _not_retryable(exc: Exception) -> ApplicationError:
+    return ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True)
+
+
+async def _for_good(work: Awaitable[T]) -> T:
+    """Await an activity's work; a journal error that no retry can fix fails it for good."""
+    try:
+        return await work
+    except _DETERMINISTIC as exc:
+        raise _not_retryable(exc) from exc
 
 
 class SagaActivities:
@@ -257,10 +261,7 @@ class SagaActivities:
         only once the journal holds its approval (see ToolRunner)."""
         self._check_worker(req)
         life = await self.authority.lifecycle(req.saga_id)
-        try:
-            return await self._runner.run(req, life.opened)
-        except _DETERMINISTIC as exc:
-            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+        return await _for_good(self._runner.run(req, life.opened))
 
     @activity.defn(name=COMPENSATE)
     async def compensate(self, req: CompensateInput) -> CompensationOutcome:
@@ -268,10 +269,7 @@ class SagaActivities:
         compensate, while it is open (the runner then undoes only what EXECUTED says)."""
         self._check_worker(req)
         compensating(req.saga_id, await self.authority.lifecycle(req.saga_id))
-        try:
-            return await self._compensations.run(req)
-        except _DETERMINISTIC as exc:
-            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+        return await _for_good(self._compensations.run(req))
 
     @activity.defn(name=JOURNAL_EVENT)
     async def journal_event(self, req: JournalEventInput) -> EntryRef:
@@ -318,7 +316,7 @@ class SagaActivities:
             is_closed = last is not None and last.phase is Phase.SAGA_CLOSED
             if req.phase == Phase.SAGA_CLOSED and last is not None and is_closed:
                 return await self._ref(last)  # the first close stands (see below)
-            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+            raise _not_retryable(exc) from exc
         except SagaClosedError as exc:
             closed = await store_call(self.store.head, req.saga_id)
             if closed is not None and req.phase in _AFTER_CLOSE_IS_MOOT:
@@ -328,9 +326,9 @@ class SagaActivities:
                 activity.logger.warning("saga %s already closed; %s not journaled", req.saga_id,
                                         req.phase)  # fmt: skip
                 return await self._ref(closed)
-            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+            raise _not_retryable(exc) from exc
         except InvalidEntryError as exc:
-            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+            raise _not_retryable(exc) from exc
 
     async def _ref(self, entry: JournalEntry) -> EntryRef:
         """Where `entry` landed; for a saga's close, with its signed checkpoint (written
@@ -340,9 +338,7 @@ class SagaActivities:
             try:
                 logged = await store_call(self.checkpointed.close_checkpoint, entry)
             except CheckpointConflictError as exc:  # the journal changed under the log
-                raise ApplicationError(
-                    str(exc), type=type(exc).__name__, non_retryable=True
-                ) from exc
+                raise _not_retryable(exc) from exc
             ref = ref.model_copy(update={"checkpoint": logged.note})
         return ref
 
@@ -357,10 +353,7 @@ class SagaActivities:
             raise refusal(
                 req.saga_id, f"the journal does not list step {req.step} as waiting for a person"
             )
-        try:
-            return await self._resolutions.record(req)
-        except _DETERMINISTIC as exc:
-            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+        return await _for_good(self._resolutions.record(req))
 
     @activity.defn(name=FENCE_STEP)
     async def fence_step(self, req: FenceInput) -> None:

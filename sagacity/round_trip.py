@@ -170,14 +170,7 @@ class _Walker:
             self._seen.add((path, problem))
             self.problems.append(RoundTripProblem(path, problem, fix))
 
-    def field(
-        self,
-        field: Mapping[str, Any],
-        path: str,
-        *,
-        key: str,
-        names: set[str],
-    ) -> None:
+    def field(self, field: Mapping[str, Any], path: str, *, key: str, names: set[str]) -> None:
         """A field of a model, dataclass or TypedDict: dumped under `key`, read back from
         any of `names`."""
         if field.get("serialization_exclude"):
