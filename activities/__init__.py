@@ -69,10 +69,8 @@ CHECK_PLAN = "sagacity.check_plan"
 CHECK_RESUME = "sagacity.check_resume"
 APPROVER_KEY = "sagacity.approver_key"
 RESOLVE_STEP = "sagacity.resolve_step"
-SAGA_ACTIVITY_TYPES = frozenset(
-    (RUN_TOOL, COMPENSATE, JOURNAL_EVENT, NEXT_TURN, FENCE_STEP, WORKER_IDENTITY)
-    + (CHECK_PLAN, CHECK_RESUME, APPROVER_KEY, RESOLVE_STEP)
-)
+_RUN = (RUN_TOOL, COMPENSATE, JOURNAL_EVENT, NEXT_TURN, FENCE_STEP, WORKER_IDENTITY)
+SAGA_ACTIVITY_TYPES = frozenset((*_RUN, CHECK_PLAN, CHECK_RESUME, APPROVER_KEY, RESOLVE_STEP))
 """Every activity type a saga runs: a run in whose history none ran is no saga's run
 (the Temporal witness reads only saga runs, and only these activities' results)."""
 WRONG_WORKER = "WrongWorker"
