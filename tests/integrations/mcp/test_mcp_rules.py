@@ -48,7 +48,7 @@ def wire(amount: object, policy: ApprovalPolicy = ABOVE_10K, **defs: Any) -> Too
 
 def quorum_for(spec: ToolSpec, amount: object) -> int:
     assert spec.policy is not None
-    return spec.policy.requirement(spec.validate({"iban": "DE00", "amount": amount})).quorum
+    return spec.policy.requirement(spec.validate({"iban": "DE00", "amount": amount}).args).quorum
 
 
 def test_a_string_typed_amount_is_compared_as_money() -> None:
@@ -57,7 +57,7 @@ def test_a_string_typed_amount_is_compared_as_money() -> None:
     assert quorum_for(spec, "10000.000000000000000001") == 2  # no float on the way
     assert quorum_for(spec, "1e5") == 2 and quorum_for(spec, "NaN") == 2  # read: not a number
     assert spec.policy is not None
-    because = spec.policy.requirement(spec.validate({"iban": "x", "amount": "1e5"})).because
+    because = spec.policy.requirement(spec.validate({"iban": "x", "amount": "1e5"}).args).because
     assert because == ["amount above 10,000 (amount is not a plain decimal number)"]
 
 

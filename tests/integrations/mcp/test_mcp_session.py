@@ -129,7 +129,8 @@ async def test_a_tool_changed_since_start_is_not_called() -> None:
     async with McpToolset(server, tools={"charge": plain}) as toolset:
         spec = toolset.toolbox.get("charge")
         ctx = ToolContext(saga_id="s", step=1, attempt=1, tool="charge")
-        assert await spec.invoke({"amount": 5}, ctx) == {"charged": 5}
+        five = spec.validate({"amount": 5})
+        assert await spec.invoke(five, ctx) == {"charged": 5}
 
         server.remove_tool("charge")
 
@@ -138,12 +139,12 @@ async def test_a_tool_changed_since_start_is_not_called() -> None:
             received.append({"cents": amount})
             return {"charged": amount}
 
-        assert spec.validate({"amount": 5}) == {"amount": 5}  # still the definition taken
+        assert spec.validate({"amount": 5}) == five  # still the definition taken
         with pytest.raises(McpToolChangedError, match="changed its schema since the worker"):
-            await spec.invoke({"amount": 5}, ctx)
+            await spec.invoke(five, ctx)
         server.remove_tool("charge")
         with pytest.raises(McpToolChangedError, match="no longer lists it"):
-            await spec.invoke({"amount": 5}, ctx)
+            await spec.invoke(five, ctx)
         with pytest.raises(ToolInputError, match="amount: 'five' is not of type 'integer'"):
             spec.validate({"amount": "five"})
     assert received == [{"charge": 5}]
