@@ -58,16 +58,13 @@ from sagacity.workflows.human_desk import HumanDesk
 from sagacity.workflows.inspection import (
     call_summary,
 )
-from sagacity.workflows.patches import patched
 from sagacity.workflows.pinned import PinnedActivities
 from sagacity.workflows.reporting import fit_result, step_report
 from sagacity.workflows.requester import check_requester
 from sagacity.workflows.saga_display import SagaDisplay
-from sagacity.workflows.saga_errors import VISIBLE_STEP_FAILURES, tool_failure
+from sagacity.workflows.saga_errors import tool_failure
 from sagacity.workflows.saga_handlers import SagaDoors
 
-CANCEL_REASON = "cancel-reason"
-"""Patch: a cancel's reason is kept in the saga's failure (older runs journal none)."""
 MAX_CANCEL_REASON = 500
 
 
@@ -75,7 +72,7 @@ def cancel_failure() -> str:
     """What a cancel fails the saga with: "saga cancelled", with the reason the request
     gave (`sagacity cancel` sends who and why), so the close entry and the result say it."""
     reason = " ".join((workflow.cancellation_reason() or "").split())
-    if reason and patched(CANCEL_REASON):
+    if reason:
         return f"saga cancelled ({cut(reason, MAX_CANCEL_REASON)})"
     return "saga cancelled"
 
@@ -110,13 +107,10 @@ class SagaCore(SagaDisplay):
         self._owner: asyncio.Task[Any] | None = None
         """The task that opened the saga (the workflow's run), the only one that calls it."""
         self.refused = False
-        self.journal_abandoned_at_start = True
-        """False only for AgentSaga histories recorded before that patch (see there)."""
         self._compensation_started = False
         self.approval_tools: set[str] = set()
         """Tools known to wait for approval (from a plan check, a model turn or an earlier
         step): their first activity is named an approval check, not a run."""
-        self._visible_failures: bool | None = None
         self._head: EntryRef | None = None
         self._published: tuple[str, bool] | None = None
         approvers = options.approvers
@@ -126,7 +120,6 @@ class SagaCore(SagaDisplay):
             tightening = listed.tightened(tightening)
         self.gate = ApprovalGate(
             self.saga_id,
-            frozenset(approvers) if approvers is not None else None,
             self.journal,
             reached=lambda: self.next_step,
             lookup=self._lookup_key,
@@ -152,7 +145,6 @@ class SagaCore(SagaDisplay):
         if state is not None:
             self.next_step = state.next_step
             self.steps = {s.step: s for s in state.steps}
-            # The steps are the one record (older runs also carried `outcomes`: ignored).
             self.gate.restore(state.decided_steps, state.refusals, state.registry_seen)
             self._head = state.head
             self.pinned.worker = state.worker
@@ -165,23 +157,20 @@ class SagaCore(SagaDisplay):
 
     # ---- driving it ------------------------------------------------------------------------
 
-    async def start(self, opened: dict[str, Any], *, pin_worker: bool = True) -> None:
+    async def start(self, opened: dict[str, Any]) -> None:
         """Pin this worker's identity (toolbox and journal) and journal SAGA_OPENED."""
-        if pin_worker:
-            self.pinned.worker = await workflow.execute_local_activity(
-                WORKER_IDENTITY, result_type=str, **LOCAL_OPTIONS
-            )
-        if self.pinned.worker is not None:
-            opened = {**opened, "worker": self.pinned.worker}
-        if self.gate.bound():
-            refused, evidence = await check_requester(
-                self.saga_id, self.options.requester, self._lookup_key, workflow.now()
-            )
-            opened = {**opened, "requester": evidence}
-            if refused is not None:
-                self.fail(f"saga start refused, nothing ran: {refused}", refused=True)
-            else:
-                self.gate.requester = evidence["requester"] if evidence else None
+        self.pinned.worker = await workflow.execute_local_activity(
+            WORKER_IDENTITY, result_type=str, **LOCAL_OPTIONS
+        )
+        opened = {**opened, "worker": self.pinned.worker}
+        refused, evidence = await check_requester(
+            self.saga_id, self.options.requester, self._lookup_key, workflow.now()
+        )
+        opened = {**opened, "requester": evidence}
+        if refused is not None:
+            self.fail(f"saga start refused, nothing ran: {refused}", refused=True)
+        else:
+            self.gate.requester = evidence["requester"] if evidence else None
         await self.journal(
             JournalEventInput(
                 saga_id=self.saga_id,
@@ -283,11 +272,7 @@ class SagaCore(SagaDisplay):
         return self.result
 
     async def _finish(self) -> SagaResult:
-        # AgentSaga histories recorded before the patch was asked at their start carry it
-        # here, under its old id (histories older still have neither).
-        if self.gate.abandoned and (
-            self.journal_abandoned_at_start or patched("journal-abandoned-approval")
-        ):
+        if self.gate.abandoned:
             for step, actor, error in await self.gate.journal_abandoned():
                 report = self.steps.get(step)
                 if report is not None:  # the report says what the journal says
@@ -295,7 +280,7 @@ class SagaCore(SagaDisplay):
                     self.steps[step] = report.model_copy(update=update)
         if self.failure is not None:
             await self._compensate()
-            if self.desk.enabled() and self.dirty():
+            if self.dirty():
                 await self.await_human()
             self._mark_not_compensable()
         return await self._close()
@@ -356,13 +341,6 @@ class SagaCore(SagaDisplay):
             self.fail(f"step {step} ({outcome.tool}) {outcome.kind.value.lower()}: {outcome.error}")
         return outcome
 
-    def visible_failures(self) -> bool:
-        """Whether a failed tool fails its activity (patch `visible-step-failures`; ask it
-        before the run's first await, as AgentSaga and Saga.open do)."""
-        if self._visible_failures is None:
-            self._visible_failures = patched(VISIBLE_STEP_FAILURES)
-        return self._visible_failures
-
     def expect_approval(self, tools: Iterable[str]) -> None:
         self.approval_tools.update(tools)
 
@@ -389,7 +367,6 @@ class SagaCore(SagaDisplay):
                     approved_sha256=approved,
                     model_result_limit=opts.model_result_limit,
                     worker=self.pinned.worker,
-                    raise_on_failure=self.visible_failures(),
                 ),
                 result_type=ToolOutcome,
                 start_to_close_timeout=timedelta(seconds=opts.tool_timeout_seconds),
@@ -463,19 +440,14 @@ class SagaCore(SagaDisplay):
                 self.steps[step] = report.model_copy(update={"status": StepStatus.NOT_COMPENSABLE})
 
     async def _close(self) -> SagaResult:
-        waited = self.desk.enabled()
         if self.failure is None:
             final = SagaStatus.COMPLETED
         elif self.refused and not self.steps:
             final = SagaStatus.REFUSED
-        elif waited and self.desk.accepted:
+        elif self.desk.accepted:
             final = SagaStatus.ACCEPTED
-        elif waited and self.dirty():
+        elif self.dirty():
             final = SagaStatus.UNRESOLVED
-        elif waited:
-            final = SagaStatus.COMPENSATED
-        elif any(not c.ok for c in self.compensations):
-            final = SagaStatus.COMPENSATION_FAILED
         else:
             final = SagaStatus.COMPENSATED
         self.status = final
@@ -499,12 +471,11 @@ class SagaCore(SagaDisplay):
             "refused_decisions": {str(k): v for k, v in self.gate.refusals.items()},
         }
         dirty = self.accepted_dirty if final is SagaStatus.ACCEPTED else self.dirty_steps()
-        if waited:
-            closing["dirty_steps"] = [d.step for d in dirty]
-            closing["resolutions"] = [
-                {"action": r.action, "step": r.step, "actor": r.actor, "seq": r.seq}
-                for r in self.resolutions[:100]
-            ]
+        closing["dirty_steps"] = [d.step for d in dirty]
+        closing["resolutions"] = [
+            {"action": r.action, "step": r.step, "actor": r.actor, "seq": r.seq}
+            for r in self.resolutions[:100]
+        ]
         ref = await self.journal(
             JournalEventInput(saga_id=self.saga_id, phase=Phase.SAGA_CLOSED, result=closing)
         )
