@@ -82,14 +82,6 @@ class Doors(Judging):
             else:
                 self._accept(*judged)
 
-    async def on_refusal_record(self, raw: Any) -> None:
-        """A decision the update validator refused, re-sent so it is journaled as evidence.
-        It never decides: if it would be accepted now, it is ignored."""
-        async with self._in_turn(raw):
-            judged, ticket = await self._judged(raw, None)
-            if isinstance(judged, Refusal):
-                await self._journal_refusal(raw, judged, ticket)
-
     def validate(self, raw: Any) -> None:
         """Reject only once the saga is closing: every other refusal is journaled by the
         handler (a rejected update leaves no history, hence no evidence)."""
