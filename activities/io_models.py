@@ -26,8 +26,8 @@ class _Model(BaseModel):
 
 
 TOOL_FAILED = "ToolFailed"
-"""ApplicationError type of a run_tool activity whose tool failed (RunToolInput.
-raise_on_failure): its first detail is the step's ToolOutcome."""
+"""ApplicationError type of a run_tool activity whose tool failed: its first detail is the
+step's ToolOutcome."""
 
 INVALID_ARGUMENTS_KEY = "__invalid_json__"
 """Key under which a model adapter passes arguments that were not a JSON object, so the
@@ -90,9 +90,6 @@ class RunToolInput(WorkerBound):
     model_result_limit: int = 16_000
     """Tool results longer than this (canonical characters) are cut for the model; the
     journal always keeps the full result."""
-    raise_on_failure: bool = False
-    """A tool that failed makes the activity fail (ToolFailed, the outcome as details), so
-    Temporal shows the step failed; sagas from before that returned the outcome."""
 
 
 class ToolOutcome(_Model):

@@ -140,7 +140,7 @@ class ToolRunner:
         """Run one step of the saga `opened` opened (its caller's authority already
         checked against the journal)."""
         outcome = await heartbeating(self._run(req, opened))
-        if req.raise_on_failure and outcome.kind is OutcomeKind.FAILED:
+        if outcome.kind is OutcomeKind.FAILED:
             # Journaled FAILED already; failing the activity (not retried) is what makes
             # Temporal, and its UI, show the step as failed. The workflow reads the outcome
             # from the details.

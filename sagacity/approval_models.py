@@ -252,9 +252,6 @@ class RefusalReason(StrEnum):
     WRONG_ORIGIN = "WRONG_ORIGIN"
     WRONG_RP = "WRONG_RP"
     USER_NOT_PRESENT = "USER_NOT_PRESENT"
-    PASSKEYS_NOT_ENABLED = "PASSKEYS_NOT_ENABLED"
-    """A saga started before passkey decisions existed replays the rules it was recorded
-    under: a decision carrying a passkey assertion does not count there."""
     # Resolutions of dirty state (sagacity.resolutions) share the vocabulary above.
     NOT_WAITING = "NOT_WAITING"
     NOT_DIRTY = "NOT_DIRTY"

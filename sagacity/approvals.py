@@ -42,18 +42,14 @@ _DECISION_SHAPE = (
 )
 
 
-def parse_decision(
-    raw: object, *, approve: bool | None, passkeys: bool = True
-) -> ApprovalDecision | Refusal:
+def parse_decision(raw: object, *, approve: bool | None) -> ApprovalDecision | Refusal:
     """Turn a raw signal body into a decision, or a MALFORMED refusal naming the field.
 
     Signals are taken as raw JSON because a body the converter could not decode would be
     dropped, and a dropped decision leaves no evidence. `approve` is the verb of the signal
     (approve/reject) when it has one; None means the body must say `"approve": true|false`.
     A body that contradicts its signal's verb is malformed. A missing or empty hash or
-    approver parses, so the judge can refuse it with the precise reason. With `passkeys`
-    False (a saga started before passkey decisions), a body carrying a passkey assertion
-    is refused, as it was then.
+    approver parses, so the judge can refuse it with the precise reason.
     """
     if isinstance(raw, ApprovalDecision):
         raw = raw.model_dump()
@@ -63,12 +59,6 @@ def parse_decision(
             detail=f"the decision is a {type(raw).__name__}, not a JSON object; {_DECISION_SHAPE}",
         )
     data = dict(raw)
-    if not passkeys and "passkey" in data:
-        return Refusal(
-            reason=RefusalReason.PASSKEYS_NOT_ENABLED,
-            detail="this saga was started before passkey decisions existed, so it counts "
-            "only Ed25519-signed (or unsigned) decisions; decide with `sagacity approve --key`",
-        )
     if approve is not None:
         given = data.get("approve", approve)
         if given is not approve:

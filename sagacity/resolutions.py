@@ -170,19 +170,10 @@ class Resolution(BaseModel):
         )
 
 
-def parse_resolution(raw: object, *, passkeys: bool = True) -> Resolution | Refusal:
-    """A raw signal or update body as a resolution, or a MALFORMED refusal naming the field.
-    With `passkeys` False (a saga started before passkey resolutions existed), a body
-    carrying a passkey assertion is refused PASSKEYS_NOT_ENABLED, never judged."""
+def parse_resolution(raw: object) -> Resolution | Refusal:
+    """A raw signal or update body as a resolution, or a MALFORMED refusal naming the field."""
     if not isinstance(raw, Mapping):
         return _malformed(f"the resolution is a {type(raw).__name__}, not a JSON object")
-    if not passkeys and "passkey" in raw:
-        return Refusal(
-            reason=RefusalReason.PASSKEYS_NOT_ENABLED,
-            detail="this saga began waiting before passkey resolutions existed, so it counts "
-            "only Ed25519-signed (or unsigned) resolutions; resolve with `sagacity resolve "
-            "--key`",
-        )
     try:
         check_value(raw.get("result"), "field 'result'", max_bytes=MAX_ARGS_BYTES)
         # What is signed, hashed and journaled must have one canonical form (no NaN, no

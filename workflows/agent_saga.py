@@ -46,22 +46,13 @@ with workflow.unsafe.imports_passed_through():
 # (worker.plugin.PASSTHROUGH, measured cheaper): the replay tests are what catch
 # nondeterministic edits in them.
 from sagacity.workflows.conversation import bound_messages, tool_message
-from sagacity.workflows.patches import patched
 from sagacity.workflows.reporting import fit_carry
 from sagacity.workflows.saga_engine import SagaCore
 from sagacity.workflows.saga_errors import SagaFailedError
 from sagacity.workflows.saga_handlers import DECIDE_UPDATE
 from sagacity.workflows.start_input import SagaInputError, check_handover, decode_run_input
 
-__all__ = ["DECIDE_UPDATE", "FAIL_UNSUCCESSFUL", "OWN_HANDOVER_ONLY", "AgentSagaWorkflow"]
-
-OWN_HANDOVER_ONLY = "own-handover-only"
-"""Patch: a run takes continue-as-new state only when it continues a run of its own (not a
-cron or retried run) and the state names that run (as Saga.open requires)."""
-
-FAIL_UNSUCCESSFUL = "fail-unsuccessful-saga"
-"""Patch: a saga that ends in any status but COMPLETED fails its workflow with
-SagaFailedError (type `Saga<Status>`, the SagaResult as details[0])."""
+__all__ = ["DECIDE_UPDATE", "AgentSagaWorkflow"]
 
 
 class _ContinueAsNew(Exception):
@@ -76,29 +67,25 @@ class AgentSagaWorkflow:
         # breaks the bounds fails this saga at once instead of every workflow task.
         self._refused_input: str | None = None
         info = workflow.info()
-        own_handover = patched(OWN_HANDOVER_ONLY)
-        continued = info.continued_run_id is not None
-        if own_handover:
-            # Temporal names a previous run for a cron run and a retried run too, whose
-            # input a caller wrote: only a plain continue-as-new carries the saga's state.
-            continued = continued and not info.cron_schedule and info.attempt == 1
-        # Sagas started before the stricter start door replay with the checks they passed.
-        strict = not continued and patched("strict-start-door")
+        # Temporal names a previous run for a cron run and a retried run too, whose input
+        # a caller wrote: only a plain continue-as-new carries the saga's state.
+        continued = (
+            info.continued_run_id is not None and not info.cron_schedule and info.attempt == 1
+        )
         try:
-            if own_handover and info.cron_schedule:
+            if info.cron_schedule:
                 raise SagaInputError(
                     "an AgentSaga does not run on a cron schedule: its id names one journal "
                     "chain, which a second run could not open; start a saga (a new id) per "
                     "run, e.g. from a Temporal Schedule"
                 )
-            inp = decode_run_input(raw, continued=continued, strict=strict)
-            if own_handover and inp.carry is not None:
+            inp = decode_run_input(raw, continued=continued)
+            if inp.carry is not None:
                 check_handover(inp.carry.from_run, info.continued_run_id)
         except SagacityError as exc:
             self._refused_input = f"{type(exc).__name__}: {exc}"
             inp = SagaRunInput()
         self._inp = inp
-        self._check_whole_plan = False  # a patch, asked at the top of run()
         self._messages: list[ChatMessage] = []
         self._final_answer: str | None = None
         self._plan_index = 0
@@ -125,25 +112,9 @@ class AgentSagaWorkflow:
             )
         inp, saga = self._inp, self._saga
         saga.publish()
-        # Every patch is asked here, in the first activation, before any await: on replay
-        # core only knows of a patch marker once it has reached the workflow task that
-        # holds it, so a patch asked after a local activity can read False on replay
-        # although the original run recorded it (a NondeterminismError). Patches that
-        # older histories recorded later are asked again in their old place, under their
-        # old ids, when the at-start id is absent (so those histories replay as they ran).
-        pin_worker = patched("pin-worker-identity")  # where it always was
-        self._check_whole_plan = patched("check-whole-plan-at-start")
-        saga.journal_abandoned_at_start = patched("journal-abandoned-approval-at-start")
-        saga.gate.bound()
-        saga.desk.enabled()
-        # A saga that did not complete fails its workflow (the Temporal UI shows it red,
-        # with the saga's result in the failure's details); sagas started before this
-        # patch complete with their result whatever its status, as they did.
-        fail_unsuccessful = patched(FAIL_UNSUCCESSFUL)
-        saga.visible_failures()
         if inp.carry is None:
             opened = inp.model_dump(mode="json", exclude={"model": {"script"}, "carry": True})
-            await saga.start(opened, pin_worker=pin_worker)
+            await saga.start(opened)
         cancelled: BaseException | None = None
         try:
             try:
@@ -163,7 +134,9 @@ class AgentSagaWorkflow:
         result = await saga.finish()
         if cancelled is not None:
             raise cancelled
-        if fail_unsuccessful and result.status is not SagaStatus.COMPLETED:
+        # A saga that did not complete fails its workflow: the Temporal UI shows it red,
+        # with the saga's result in the failure's details.
+        if result.status is not SagaStatus.COMPLETED:
             raise SagaFailedError(result)
         return result
 
@@ -171,12 +144,7 @@ class AgentSagaWorkflow:
         if self._saga.failure is not None:
             return  # refused at its start (its requester): nothing runs
         first_run = self._inp.carry is None
-        if (
-            self._inp.plan is not None
-            and first_run
-            and (self._check_whole_plan or patched("check-whole-plan"))
-            and await self._plan_problems()
-        ):
+        if self._inp.plan is not None and first_run and await self._plan_problems():
             return
         if self._inp.plan is None:
             await self._agent_loop()

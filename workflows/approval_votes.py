@@ -1,4 +1,4 @@
-"""Approvals of a bound saga counted towards the step's quorum, and journaled one by one.
+"""Approvals counted towards the step's quorum, and journaled one by one.
 
 Each accepted decision becomes a vote; the saga (never a handler) journals each vote in
 arrival order — APPROVED once per person counted (attempts 1..n), REJECTED for a
@@ -39,7 +39,7 @@ class GateDecision:
 
 @dataclass(frozen=True)
 class Vote:
-    """An accepted decision of a bound saga, waiting to be journaled by the saga."""
+    """An accepted decision, waiting to be journaled by the saga."""
 
     number: int
     decision: ApprovalDecision
@@ -64,9 +64,7 @@ class Voting:
     _saga_id: str
     _journal: Journal
     changed: Callable[[], None]
-    _bound: bool | None
     _pending: ApprovalRequest | None
-    _decision: ApprovalDecision | None
     _votes: list[Vote]
     _vote_refs: dict[int, EntryRef]
     _vote_count: int
@@ -183,10 +181,7 @@ class Voting:
     def _accept(
         self, decision: ApprovalDecision, verdict: Verdict, lookup: KeyLookup | None
     ) -> int:
-        """Count an accepted decision: returns its vote number (bound sagas)."""
-        if not self._bound:
-            self._decision = decision
-            return 0
+        """Count an accepted decision: returns its vote number."""
         self._vote_count += 1
         approvals = len(self._live_counted(workflow.now())) + sum(
             1 for v in self._votes if v.decision.approve
@@ -197,8 +192,6 @@ class Voting:
         return self._vote_count
 
     def _policy_view(self) -> dict[str, Any]:
-        if not self._bound:
-            return {}
         counted = [who for who, _ in self._live_counted(workflow.now())]
         return {
             "requirement": self._requirement,

@@ -29,7 +29,7 @@ the same id. Saga ids are never reused (REJECT_DUPLICATE).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, Unpack
 
 from temporalio import workflow
 from temporalio.common import WorkflowIDReusePolicy
@@ -37,7 +37,7 @@ from temporalio.workflow import ChildWorkflowHandle, ParentClosePolicy
 
 from sagacity.workflows.saga_errors import SagaUsageError
 
-__all__ = ["CHILD_SAGA_POLICIES", "execute_child_saga", "start_child_saga"]
+__all__ = ["CHILD_SAGA_POLICIES", "ChildSagaOptions", "execute_child_saga", "start_child_saga"]
 
 R = TypeVar("R")
 
@@ -45,24 +45,39 @@ CHILD_SAGA_POLICIES = frozenset({ParentClosePolicy.REQUEST_CANCEL, ParentClosePo
 """Parent-close policies that let a child saga close its own journal."""
 
 
+class ChildSagaOptions(TypedDict, total=False):
+    """What a child saga may be started with besides its id: Temporal's options of the same
+    names, except those that would end a saga without compensating it (see above)."""
+
+    task_queue: str | None
+    parent_close_policy: ParentClosePolicy
+    """REQUEST_CANCEL when not given; ABANDON may be asked for; nothing else."""
+    static_summary: str | None
+    static_details: str | None
+    memo: Mapping[str, Any] | None
+    result_type: type | None
+
+
 async def start_child_saga(
     saga_workflow: str | Callable[..., Awaitable[R]],
     *args: Any,
     id: str,
-    task_queue: str | None = None,
-    parent_close_policy: ParentClosePolicy = ParentClosePolicy.REQUEST_CANCEL,
-    static_summary: str | None = None,
-    static_details: str | None = None,
-    memo: Mapping[str, Any] | None = None,
-    result_type: type | None = None,
+    **options: Unpack[ChildSagaOptions],
 ) -> ChildWorkflowHandle[Any, R]:
     """Start `saga_workflow` (a workflow that opens a saga: a `@workflow.run` method, or
     a workflow type's name such as "AgentSaga") as a child saga whose id is `id`, and
     return its handle. The parent-close policy is REQUEST_CANCEL unless ABANDON is asked
     for; anything else raises SagaUsageError (the workflow fails, nothing started)."""
-    if parent_close_policy not in CHILD_SAGA_POLICIES:
+    unknown = sorted(set(options) - ChildSagaOptions.__optional_keys__)
+    if unknown:  # a timeout, retry policy or cron schedule would end or repeat the saga
         raise SagaUsageError(
-            f"parent_close_policy {parent_close_policy.name} would end the child saga "
+            f"a child saga takes no {', '.join(unknown)}; it takes "
+            f"{', '.join(sorted(ChildSagaOptions.__optional_keys__))}"
+        )
+    policy = options.get("parent_close_policy", ParentClosePolicy.REQUEST_CANCEL)
+    if policy not in CHILD_SAGA_POLICIES:
+        raise SagaUsageError(
+            f"parent_close_policy {policy.name} would end the child saga "
             f"{id!r} without compensating it when this workflow closes; use "
             "REQUEST_CANCEL (the default: it compensates) or ABANDON (it runs on alone)"
         )
@@ -73,13 +88,8 @@ async def start_child_saga(
         saga_workflow,
         args=list(args),
         id=id,
-        task_queue=task_queue,
-        parent_close_policy=parent_close_policy,
         id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-        static_summary=static_summary,
-        static_details=static_details,
-        memo=memo,
-        result_type=result_type,
+        **{**options, "parent_close_policy": policy},
     )
     return handle
 
@@ -88,25 +98,10 @@ async def execute_child_saga(
     saga_workflow: str | Callable[..., Awaitable[R]],
     *args: Any,
     id: str,
-    task_queue: str | None = None,
-    parent_close_policy: ParentClosePolicy = ParentClosePolicy.REQUEST_CANCEL,
-    static_summary: str | None = None,
-    static_details: str | None = None,
-    memo: Mapping[str, Any] | None = None,
-    result_type: type | None = None,
+    **options: Unpack[ChildSagaOptions],
 ) -> R:
     """Start the child saga (as `start_child_saga`) and wait for its result. A child
     that fails (an AgentSaga that did not complete, a workflow that lets SagaFailedError
     out, a cancelled one) raises ChildWorkflowError with its failure as the cause."""
-    handle = await start_child_saga(
-        saga_workflow,
-        *args,
-        id=id,
-        task_queue=task_queue,
-        parent_close_policy=parent_close_policy,
-        static_summary=static_summary,
-        static_details=static_details,
-        memo=memo,
-        result_type=result_type,
-    )
+    handle = await start_child_saga(saga_workflow, *args, id=id, **options)
     return await handle

@@ -12,9 +12,9 @@ second is judged against what the first left.
 A signed resolution asks the pinned worker about its key (a local activity, recorded,
 so the judgement replays as made); an unsigned one is judged with the registry answer
 the saga took when it began waiting. Its refusal number is taken before the key is
-asked for, in arrival order, as for decisions. Sagas that carry the PASSKEY_RESOLUTIONS
-patch also count a resolution signed with a passkey (its WebAuthn assertion over the
-statement, checked as a decision's is) and journal the assertion with it.
+asked for, in arrival order, as for decisions. A resolution signed with a passkey (its
+WebAuthn assertion over the statement, checked as a decision's is) counts too, and its
+assertion is journaled with it.
 """
 
 from __future__ import annotations
@@ -45,16 +45,9 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.workflows.models import ResolutionResult
 
 from sagacity.workflows.approval_evidence import bounded, cap_note, field, message
-from sagacity.workflows.patches import patched
 
 RESOLVE = "resolve"
 """Name of the update and of the signal that carry a resolution."""
-HUMAN_WAIT = "needs-human-wait"
-"""Patch id: sagas that wait for a person when dirty, instead of closing flagged."""
-PASSKEY_RESOLUTIONS = "passkey-resolutions"
-"""Patch id: sagas that count resolutions signed with a passkey (a WebAuthn assertion in
-`passkey`, instead of an Ed25519 `signature`). Earlier ones refuse such a resolution
-PASSKEYS_NOT_ENABLED, as they then refused it MALFORMED, and never act on it."""
 MAX_ACTIONS = 200
 """Accepted actions a saga takes (retries included); beyond them only an acceptance is
 taken, so the result that lists every action, and the history, stay bounded."""
@@ -140,8 +133,6 @@ class HumanDesk:
         self._requester = requester
         self.rolled_back = rolled_back
         """The gate's registry high-water check, shared: one mark per saga."""
-        self._enabled: bool | None = None
-        self._passkeys = False
         self.waiting_since: datetime | None = None
         self.deadline: datetime | None = None
         self.registry: KeyLookup | None = None
@@ -157,14 +148,6 @@ class HumanDesk:
         self._count = 0
         self._signatures: set[str] = set()
         """Signatures of statements already accepted: a signed statement acts once."""
-
-    def enabled(self) -> bool:
-        """Ask, once, whether this saga waits for a person when dirty (see HUMAN_WAIT).
-        Asked in a run's first activation, before any await, like every patch."""
-        if self._enabled is None:
-            self._enabled = patched(HUMAN_WAIT)
-            self._passkeys = self._enabled and patched(PASSKEY_RESOLUTIONS)
-        return self._enabled
 
     @property
     def refusals(self) -> dict[int, int]:
@@ -244,7 +227,7 @@ class HumanDesk:
         if isinstance(raw, dict) and (
             field(raw, "key_id", str) is not None
             or field(raw, "signature", str) is not None
-            or (self._passkeys and "passkey" in raw)
+            or "passkey" in raw
         ):
             ticket = self._ticket(raw)
             key_id = field(raw, "key_id", str)
@@ -256,7 +239,7 @@ class HumanDesk:
             rolled_back = self.rolled_back(lookup)
             if rolled_back is not None:
                 return rolled_back, ticket
-        parsed = parse_resolution(raw, passkeys=self._passkeys)
+        parsed = parse_resolution(raw)
         if isinstance(parsed, Refusal):
             return parsed, ticket
         context = ResolutionContext(

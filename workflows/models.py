@@ -24,7 +24,6 @@ from sagacity.activities.io_models import (
     ModelSettings,
     ModelTurn,
     ToolCall,
-    ToolOutcome,
 )
 from sagacity.approval_policy import ApprovalRequirement
 from sagacity.phases import SagaStatus, StepStatus
@@ -284,9 +283,6 @@ class SagaState(_Model):
     steps: list[StepReport] = Field(default_factory=list)
     """Every step as reported: the saga's one record of its steps (what compensation
     plans from, what needs a human)."""
-    outcomes: list[ToolOutcome] = Field(default_factory=list)
-    """Retired: runs before the steps became the one record carried the outcomes of
-    executed and unknown steps here too. Still decoded from their histories; unused."""
     decided_steps: list[int] = Field(default_factory=list)
     refusals: dict[int, int] = Field(default_factory=dict)
     head: EntryRef | None = None

@@ -146,9 +146,6 @@ class Saga(SagaCore):
         setattr(instance, _OPEN_MARK, True)
         _warn_of_timeouts(info)
         saga = cls(options or SagaOptions(), state)
-        saga.gate.bound()  # before any await of the run (see ApprovalGate.bound)
-        saga.desk.enabled()  # likewise (see HumanDesk.enabled)
-        saga.visible_failures()  # likewise
         saga._owner = asyncio.current_task()
         return saga
 

@@ -47,15 +47,7 @@ class SagaDisplay(HumanWait):
 
     def needs_human(self) -> bool:
         """The one definition: an unknown outcome, or a compensation that failed, that no
-        person has resolved or accepted. (Sagas from before the human wait said so only
-        once closed COMPENSATION_FAILED, never while compensating: their histories replay
-        with the search attributes they upserted.)"""
-        if not self.desk.enabled():
-            return (
-                self.stranded
-                or self.status is SagaStatus.COMPENSATION_FAILED
-                or bool(self.unknown_steps())
-            )
+        person has resolved or accepted."""
         return self.stranded or bool(self.dirty())
 
     def view(self) -> SagaView:

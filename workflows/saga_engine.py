@@ -47,16 +47,12 @@ with workflow.unsafe.imports_passed_through():
 from sagacity.workflows.approval_gate import ApprovalGate
 from sagacity.workflows.compensator import LOCAL_OPTIONS, compensate, failure_cause
 from sagacity.workflows.human_desk import HumanDesk
-from sagacity.workflows.patches import patched
 from sagacity.workflows.pinned import PinnedActivities
 from sagacity.workflows.reporting import fit_result
 from sagacity.workflows.requester import check_requester
-from sagacity.workflows.saga_errors import VISIBLE_STEP_FAILURES
 from sagacity.workflows.saga_handlers import SagaDoors
 from sagacity.workflows.saga_steps import SagaSteps
 
-CANCEL_REASON = "cancel-reason"
-"""Patch: a cancel's reason is kept in the saga's failure (older runs journal none)."""
 MAX_CANCEL_REASON = 500
 
 
@@ -64,7 +60,7 @@ def cancel_failure() -> str:
     """What a cancel fails the saga with: "saga cancelled", with the reason the request
     gave (`sagacity cancel` sends who and why), so the close entry and the result say it."""
     reason = " ".join((workflow.cancellation_reason() or "").split())
-    if reason and patched(CANCEL_REASON):
+    if reason:
         return f"saga cancelled ({cut(reason, MAX_CANCEL_REASON)})"
     return "saga cancelled"
 
@@ -99,13 +95,10 @@ class SagaCore(SagaSteps):
         self._owner: asyncio.Task[Any] | None = None
         """The task that opened the saga (the workflow's run), the only one that calls it."""
         self.refused = False
-        self.journal_abandoned_at_start = True
-        """False only for AgentSaga histories recorded before that patch (see there)."""
         self._compensation_started = False
         self.approval_tools: set[str] = set()
         """Tools known to wait for approval (from a plan check, a model turn or an earlier
         step): their first activity is named an approval check, not a run."""
-        self._visible_failures: bool | None = None
         self._head: EntryRef | None = None
         self._published: tuple[str, bool] | None = None
         approvers = options.approvers
@@ -115,7 +108,6 @@ class SagaCore(SagaSteps):
             tightening = listed.tightened(tightening)
         self.gate = ApprovalGate(
             self.saga_id,
-            frozenset(approvers) if approvers is not None else None,
             self.journal,
             reached=lambda: self.next_step,
             lookup=self._lookup_key,
@@ -141,7 +133,6 @@ class SagaCore(SagaSteps):
         if state is not None:
             self.next_step = state.next_step
             self.steps = {s.step: s for s in state.steps}
-            # The steps are the one record (older runs also carried `outcomes`: ignored).
             self.gate.restore(state.decided_steps, state.refusals, state.registry_seen)
             self._head = state.head
             self.pinned.worker = state.worker
@@ -154,23 +145,20 @@ class SagaCore(SagaSteps):
 
     # ---- driving it ------------------------------------------------------------------------
 
-    async def start(self, opened: dict[str, Any], *, pin_worker: bool = True) -> None:
+    async def start(self, opened: dict[str, Any]) -> None:
         """Pin this worker's identity (toolbox and journal) and journal SAGA_OPENED."""
-        if pin_worker:
-            self.pinned.worker = await workflow.execute_local_activity(
-                WORKER_IDENTITY, result_type=str, **LOCAL_OPTIONS
-            )
-        if self.pinned.worker is not None:
-            opened = {**opened, "worker": self.pinned.worker}
-        if self.gate.bound():
-            refused, evidence = await check_requester(
-                self.saga_id, self.options.requester, self._lookup_key, workflow.now()
-            )
-            opened = {**opened, "requester": evidence}
-            if refused is not None:
-                self.fail(f"saga start refused, nothing ran: {refused}", refused=True)
-            else:
-                self.gate.requester = evidence["requester"] if evidence else None
+        self.pinned.worker = await workflow.execute_local_activity(
+            WORKER_IDENTITY, result_type=str, **LOCAL_OPTIONS
+        )
+        opened = {**opened, "worker": self.pinned.worker}
+        refused, evidence = await check_requester(
+            self.saga_id, self.options.requester, self._lookup_key, workflow.now()
+        )
+        opened = {**opened, "requester": evidence}
+        if refused is not None:
+            self.fail(f"saga start refused, nothing ran: {refused}", refused=True)
+        else:
+            self.gate.requester = evidence["requester"] if evidence else None
         await self.journal(
             JournalEventInput(
                 saga_id=self.saga_id,
@@ -265,11 +253,7 @@ class SagaCore(SagaSteps):
         return self.result
 
     async def _finish(self) -> SagaResult:
-        # AgentSaga histories recorded before the patch was asked at their start carry it
-        # here, under its old id (histories older still have neither).
-        if self.gate.abandoned and (
-            self.journal_abandoned_at_start or patched("journal-abandoned-approval")
-        ):
+        if self.gate.abandoned:
             for step, actor, error in await self.gate.journal_abandoned():
                 report = self.steps.get(step)
                 if report is not None:  # the report says what the journal says
@@ -277,7 +261,7 @@ class SagaCore(SagaSteps):
                     self.steps[step] = report.model_copy(update=update)
         if self.failure is not None:
             await self._compensate()
-            if self.desk.enabled() and self.dirty():
+            if self.dirty():
                 await self.await_human()
             self._mark_not_compensable()
         return await self._close()
@@ -299,13 +283,6 @@ class SagaCore(SagaSteps):
         finally:
             self.in_flight -= 1
 
-    def visible_failures(self) -> bool:
-        """Whether a failed tool fails its activity (patch `visible-step-failures`; ask it
-        before the run's first await, as AgentSaga and Saga.open do)."""
-        if self._visible_failures is None:
-            self._visible_failures = patched(VISIBLE_STEP_FAILURES)
-        return self._visible_failures
-
     # ---- compensation and close ------------------------------------------------------------
 
     async def _compensate(self) -> None:
@@ -325,19 +302,14 @@ class SagaCore(SagaSteps):
         )
 
     async def _close(self) -> SagaResult:
-        waited = self.desk.enabled()
         if self.failure is None:
             final = SagaStatus.COMPLETED
         elif self.refused and not self.steps:
             final = SagaStatus.REFUSED
-        elif waited and self.desk.accepted:
+        elif self.desk.accepted:
             final = SagaStatus.ACCEPTED
-        elif waited and self.dirty():
+        elif self.dirty():
             final = SagaStatus.UNRESOLVED
-        elif waited:
-            final = SagaStatus.COMPENSATED
-        elif any(not c.ok for c in self.compensations):
-            final = SagaStatus.COMPENSATION_FAILED
         else:
             final = SagaStatus.COMPENSATED
         self.status = final
@@ -361,12 +333,11 @@ class SagaCore(SagaSteps):
             "refused_decisions": {str(k): v for k, v in self.gate.refusals.items()},
         }
         dirty = self.accepted_dirty if final is SagaStatus.ACCEPTED else self.dirty_steps()
-        if waited:
-            closing["dirty_steps"] = [d.step for d in dirty]
-            closing["resolutions"] = [
-                {"action": r.action, "step": r.step, "actor": r.actor, "seq": r.seq}
-                for r in self.resolutions[:100]
-            ]
+        closing["dirty_steps"] = [d.step for d in dirty]
+        closing["resolutions"] = [
+            {"action": r.action, "step": r.step, "actor": r.actor, "seq": r.seq}
+            for r in self.resolutions[:100]
+        ]
         ref = await self.journal(
             JournalEventInput(saga_id=self.saga_id, phase=Phase.SAGA_CLOSED, result=closing)
         )

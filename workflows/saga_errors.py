@@ -74,11 +74,6 @@ class SagaUsageError(ApplicationError):
         super().__init__(message, *details, type="SagaUsageError", non_retryable=True)
 
 
-VISIBLE_STEP_FAILURES = "visible-step-failures"
-"""Patch: a tool that failed fails its run_tool activity (ToolFailed), so the Temporal UI
-shows the failed step red; sagas from before received the FAILED outcome as a result."""
-
-
 def tool_failure(exc: ActivityError) -> ToolOutcome | None:
     """The outcome a run_tool activity failed with because its tool failed (journaled
     FAILED), or None for any other activity failure (timeout, cancel, a worker's error)."""

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 DECIDE_UPDATE = "decide"
 UPDATES = (DECIDE_UPDATE, RESOLVE)
-SIGNALS = ("approve", "reject", "record_refusal", RESOLVE)
+SIGNALS = ("approve", "reject", RESOLVE)
 QUERIES = ("status", "steps", "pending_approval", "dirty")
 
 
@@ -87,10 +87,6 @@ class SagaDoors:
         raw = one(tuple(decoded(a) for a in args))
         if name in ("approve", "reject"):
             await self._gate.on_signal(raw, approve=name == "approve")
-        elif name == "record_refusal":
-            # Journal a decision the `decide` validator refused (a rejected update leaves
-            # no history); never approves or rejects anything.
-            await self._gate.on_refusal_record(raw)
         elif name == RESOLVE:
             await self._desk.on_signal(raw)
         else:

@@ -52,9 +52,6 @@ class SagaSteps(SagaDisplay):
     approval_tools: set[str]
     _head: EntryRef | None
 
-    def visible_failures(self) -> bool:
-        raise NotImplementedError  # SagaCore's (a patch asked once per run)
-
     def fail(self, reason: str, *, refused: bool = False) -> None:
         """Fail the saga (the first failure is the one reported). `refused`: nothing was
         attempted because the work was refused up front (closes as REFUSED)."""
@@ -128,7 +125,6 @@ class SagaSteps(SagaDisplay):
                     approved_sha256=approved,
                     model_result_limit=opts.model_result_limit,
                     worker=self.pinned.worker,
-                    raise_on_failure=self.visible_failures(),
                 ),
                 result_type=ToolOutcome,
                 start_to_close_timeout=timedelta(seconds=opts.tool_timeout_seconds),

@@ -80,18 +80,18 @@ def _no_unknown(data: dict[str, Any], model: type[BaseModel], where: str) -> Non
 _DEFAULT_MAX_STEPS = SagaInput.model_fields["max_steps"].default
 
 
-def check_start_fields(data: Any, *, continued: bool = False, strict: bool = True) -> None:
+def check_start_fields(data: Any, *, continued: bool = False) -> None:
     """Refuse a start input (JSON form) that names unknown or internal fields, nests too
     deep, carries oversized arguments or numbers JSON cannot carry exactly, has a plan
     longer than `max_steps` or names an approver that reads as the saga's own. Raises a
     SagacityError subclass naming the field and what to do.
 
-    `strict=False` keeps the checks of the first hardened version only: a workflow
-    replaying a saga started before the stricter checks (and every continued run, whose
-    input the saga wrote itself) must decode what it accepted then."""
+    A continued run's input was written by the saga itself from an input that passed
+    these checks at its start: only the bounds are checked again, not the caller's
+    spelling (unknown fields, exact numbers, plan length)."""
     if not isinstance(data, dict):
         raise SagaInputError(f"a saga's input is a JSON object (SagaInput), not {type(data)}")
-    strict = strict and not continued
+    strict = not continued
     unknown = sorted(set(data) - set(SagaInput.model_fields) - _INTERNAL_FIELDS)
     if unknown and not continued:  # a field this version cannot honour must not be ignored
         raise SagaInputError(
@@ -124,22 +124,16 @@ def check_start_fields(data: Any, *, continued: bool = False, strict: bool = Tru
     approvers = data.get("approvers")
     if isinstance(approvers, list):
         for name in approvers:
-            reserved = is_reserved_actor if strict else _reserved_by_prefix
-            if isinstance(name, str) and reserved(name):
+            if isinstance(name, str) and is_reserved_actor(name):
                 raise SagaInputError(
                     f"approver {echo(name)} reads as the reserved prefix "
                     f"{RESERVED_ACTOR_PREFIX!r} (the saga's own actors); name people"
                 )
 
 
-def _reserved_by_prefix(name: str) -> bool:
-    """The first hardened version's check, kept for replaying what it accepted."""
-    return name.strip().lower().startswith(RESERVED_ACTOR_PREFIX)
-
-
-def decode_run_input(raw: RawValue, *, continued: bool, strict: bool = True) -> SagaRunInput:
-    """The run input, or a SagacityError saying why the saga must not start (`strict`:
-    see `check_start_fields`)."""
+def decode_run_input(raw: RawValue, *, continued: bool) -> SagaRunInput:
+    """The run input, or a SagacityError saying why the saga must not start (see
+    `check_start_fields`)."""
     size = len(raw.payload.data)
     if not continued and size > MAX_START_INPUT_BYTES:
         raise BoundsError(
@@ -153,9 +147,9 @@ def decode_run_input(raw: RawValue, *, continued: bool, strict: bool = True) -> 
             f"the saga's input cannot be decoded ({type(exc).__name__}: {str(exc)[:200]}); "
             f"values may nest at most {MAX_DEPTH} levels"
         ) from exc
-    check_start_fields(data, continued=continued, strict=strict)
+    check_start_fields(data, continued=continued)
     try:
-        if continued or not strict:  # the saga's own hand-over, or a saga started before
+        if continued:  # the saga's own hand-over
             return SagaRunInput.model_validate(data)
         # A caller's input is validated strictly, as the JSON it is: "7" for max_steps or
         # "yes" for a flag is a mistake to hear about at start, not a value to guess.

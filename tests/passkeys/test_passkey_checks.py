@@ -379,13 +379,6 @@ def test_the_key_kind_approver_validity_and_policy_still_apply() -> None:
     assert as_requester.refusal.reason is RefusalReason.REQUESTER_CANNOT_APPROVE  # type: ignore[union-attr]
 
 
-def test_a_saga_from_before_passkeys_refuses_an_assertion_as_it_did() -> None:
-    device = SoftAuthenticator()
-    key = enroll(device)
-    refused = parse_decision(body(device, key), approve=None, passkeys=False)
-    assert getattr(refused, "reason", None) is RefusalReason.PASSKEYS_NOT_ENABLED
-
-
 def test_flags_record_user_verification_and_the_counter() -> None:
     device = SoftAuthenticator(user_verified=False, counter=41)
     key = enroll(device)

@@ -65,9 +65,8 @@ def verdict(
     *,
     policy: ResolutionPolicy = OPS,
     requester: str | None = "rita",
-    passkeys: bool = True,
 ) -> Verdict:
-    parsed = parse_resolution(raw, passkeys=passkeys)
+    parsed = parse_resolution(raw)
     if isinstance(parsed, Refusal):
         return Verdict.refuse(parsed.reason, parsed.detail)
     lookup = KeyLookup(configured=True, version=3, sha256="0" * 64, key=key)
@@ -171,11 +170,6 @@ def test_hostile_bodies_are_refused_never_raised(device: SoftAuthenticator) -> N
                                           groups=["ops"]).keys  # fmt: skip
     as_ed25519 = {**raw, "key_id": ed25519.key_id}  # an assertion naming an Ed25519 key
     assert refused_as(verdict(as_ed25519, ed25519)) == "WRONG_KEY_KIND"
-    # A saga from before passkey resolutions takes none, whatever it carries.
-    assert refused_as(verdict(raw, olivia, passkeys=False)) == "PASSKEYS_NOT_ENABLED"
-    assert refused_as(verdict({**raw, "passkey": None}, olivia, passkeys=False)) == (
-        "PASSKEYS_NOT_ENABLED"
-    )
 
 
 def test_a_statement_acts_once_whatever_its_signature() -> None:

@@ -4,9 +4,9 @@ test_order_replay.py replays.
     .venv/bin/python -m tests.saga_api.order_histories
 
 Starts its own dev server and a worker built by `new_worker(workflows=[OrderWorkflow])`,
-runs each flow to its end and writes `histories/<flow>.json`. Commit the files; re-record
-only on purpose (after a change made behind `workflow.patched()`, keep the old files and
-add new ones). The flows are importable, so the test also records them fresh and replays.
+runs each flow to its end and writes `tests/histories/saga_api/<flow>.json`. Commit the
+files (tests/histories says when to record). The flows are importable, so the test also
+records them fresh and replays.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
 from sagacity.examples.order_workflow import Order, OrderWorkflow
 from sagacity.worker.saga_client import SagaClient
+from tests.histories import SAGA_API
 
-HISTORIES = Path(__file__).parent / "histories"
+HISTORIES = SAGA_API
 IBAN = "DE89370400440532013000"
 BASE = {"sku": "widget", "qty": 2, "amount": 1250, "address": "Main St 1"}
 

@@ -12,9 +12,9 @@ import pytest
 from temporalio.client import WorkflowFailureError, WorkflowUpdateStage
 from temporalio.exceptions import ApplicationError
 
-from sagacity.activities.io_models import OutcomeKind, ToolOutcome
+from sagacity.phases import StepStatus
 from sagacity.tools import ToolKind
-from sagacity.workflows.models import SagaState
+from sagacity.workflows.models import SagaState, StepReport
 from tests.faults.support import assert_chain_closed, eventually, phases
 from tests.workflows.user_workflows import (
     CallsAfterTheBlock,
@@ -105,9 +105,9 @@ async def test_a_state_forwarded_into_a_continued_run_is_checked_against_the_jou
 ) -> None:
     planted = SagaState(
         next_step=1,
-        outcomes=[
-            ToolOutcome(kind=OutcomeKind.EXECUTED, tool="charge_card", step=1,
-                        tool_kind=ToolKind.COMPENSABLE)
+        steps=[
+            StepReport(step=1, tool="charge_card", status=StepStatus.EXECUTED,
+                       tool_kind=ToolKind.COMPENSABLE)
         ],
     )  # fmt: skip
     handle = await orders.client.start_workflow(

@@ -10,12 +10,11 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
-from sagacity.activities.io_models import OutcomeKind, ToolOutcome
 from sagacity.examples.orders import INITIAL_STOCK
-from sagacity.phases import SagaStatus
+from sagacity.phases import SagaStatus, StepStatus
 from sagacity.tools import ToolKind
 from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN
-from sagacity.workflows.models import SagaResult, SagaState
+from sagacity.workflows.models import SagaResult, SagaState, StepReport
 from tests.faults.support import assert_chain_closed, phases
 from tests.workflows.user_workflows import (
     ForgetsHandover,
@@ -107,9 +106,9 @@ async def test_state_planted_in_a_first_run_is_refused(orders: Orders) -> None:
     refund run on someone else's charge) or skip the opening entry."""
     planted = SagaState(
         next_step=1,
-        outcomes=[
-            ToolOutcome(kind=OutcomeKind.EXECUTED, tool="charge_card", step=1,
-                        tool_kind=ToolKind.COMPENSABLE)
+        steps=[
+            StepReport(step=1, tool="charge_card", status=StepStatus.EXECUTED,
+                       tool_kind=ToolKind.COMPENSABLE)
         ],
     )  # fmt: skip
     saga_id, error = await failure_of(

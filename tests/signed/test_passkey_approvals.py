@@ -106,7 +106,7 @@ async def test_a_passkey_approval_completes_the_saga_and_verify_file_checks_it(
     history = await bench.client.get_workflow_handle(saga_id).fetch_history()
     assert await replay_failure(history) is None
     if os.environ.get("SAGACITY_RECORD_PASSKEY_HISTORY"):  # re-record the committed history
-        PASSKEY_HISTORIES.mkdir(exist_ok=True)
+        PASSKEY_HISTORIES.mkdir(parents=True, exist_ok=True)
         for old in PASSKEY_HISTORIES.glob("*.json"):
             old.unlink()
         (PASSKEY_HISTORIES / f"{saga_id}.json").write_text(history.to_json() + "\n")

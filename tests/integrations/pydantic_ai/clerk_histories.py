@@ -4,9 +4,8 @@ that test_clerk_replay.py replays.
     .venv/bin/python -m tests.integrations.pydantic_ai.clerk_histories
 
 Starts its own dev server and a worker (SagacityPlugin and Pydantic AI's plugin on its
-client), runs each flow to its end and writes `histories/<flow>.json`. Commit the files;
-re-record only on purpose (after a change made behind `workflow.patched()`, keep the old
-files and add new ones).
+client), runs each flow to its end and writes `tests/histories/pydantic_ai/<flow>.json`.
+Commit the files (tests/histories says when to record).
 """
 
 from __future__ import annotations
@@ -30,10 +29,11 @@ from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
 from sagacity.worker.plugin import SagacityPlugin
 from sagacity.worker.saga_client import SagaClient
+from tests.histories import PYDANTIC_AI
 
 from .agents import ApprovalByAmount, ClerkOnABudget
 
-HISTORIES = Path(__file__).parent / "histories"
+HISTORIES = PYDANTIC_AI
 IBAN = "DE89370400440532013000"
 WORKFLOWS = [OrderClerk, ApprovalByAmount, ClerkOnABudget]
 
