@@ -15,9 +15,16 @@ import dataclasses
 from typing import Any
 
 import pytest
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from sagacity.activities.io_models import OutcomeKind, RunToolInput, ToolCall, ToolOutcome
+from sagacity.activities.io_models import (
+    TOOL_FAILED,
+    OutcomeKind,
+    RunToolInput,
+    ToolCall,
+    ToolOutcome,
+)
 from sagacity.activities.tool_runner import ToolRunner
 from sagacity.compensation import CompensationPlan, compensable_in, plan_compensation
 from sagacity.entry import EntryDraft
@@ -81,9 +88,13 @@ async def run_history(kinds: list[str]) -> tuple[MemoryJournalStore, list[ToolOu
                                input=call.args)
             )  # fmt: skip
             env.info = dataclasses.replace(env.info, attempt=2)
-        outcome = await env.run(
-            runner.run, RunToolInput(saga_id=SAGA, step=step, call=call), opened
-        )
+        try:
+            outcome = await env.run(
+                runner.run, RunToolInput(saga_id=SAGA, step=step, call=call), opened
+            )
+        except ApplicationError as exc:  # a failed tool fails its activity, outcome attached
+            assert exc.type == TOOL_FAILED and kind == "fails"
+            outcome = ToolOutcome.model_validate(exc.details[0])
         outcomes.append(outcome)
     return store, outcomes
 
