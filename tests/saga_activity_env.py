@@ -8,9 +8,12 @@ temporalio's ActivityEnvironment that identity and journal the matching opening.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
+from sagacity.activities.io_models import TOOL_FAILED, OutcomeKind, ToolOutcome
 from sagacity.entry import EntryDraft
 from sagacity.phases import Phase
 
@@ -30,3 +33,19 @@ def saga_env(saga_id: str, *, run_id: str = RUN, attempt: int = 1) -> ActivityEn
 def opening(saga_id: str, *, run_id: str = RUN) -> EntryDraft:
     """SAGA_OPENED as the run `run_id` (the first of its chain) journals it."""
     return EntryDraft.new(saga_id, Phase.SAGA_OPENED, input={"run_id": run_id, "chain": run_id})
+
+
+async def tool_outcome(env: ActivityEnvironment, *args: Any) -> ToolOutcome:
+    """`env.run(*args)` of the run_tool activity, as the workflow reads it: a tool that
+    failed fails its activity (journaled FAILED, not retried) with its outcome attached."""
+    try:
+        outcome: ToolOutcome = await env.run(*args)
+    except ApplicationError as exc:
+        if exc.type != TOOL_FAILED:
+            raise
+        assert exc.non_retryable, exc
+        failed = ToolOutcome.model_validate(exc.details[0])
+        assert failed.kind is OutcomeKind.FAILED
+        return failed
+    assert outcome.kind is not OutcomeKind.FAILED  # a failure always fails the activity
+    return outcome

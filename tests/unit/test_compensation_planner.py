@@ -15,11 +15,9 @@ import dataclasses
 from typing import Any
 
 import pytest
-from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from sagacity.activities.io_models import (
-    TOOL_FAILED,
     OutcomeKind,
     RunToolInput,
     ToolCall,
@@ -34,6 +32,7 @@ from sagacity.toolbox import Toolbox
 from sagacity.tools import CompensationContext, ToolContext, compensable, compensation, tool
 from sagacity.workflows.compensator import plan_reports
 from sagacity.workflows.reporting import compact_report, step_report
+from tests.saga_activity_env import tool_outcome
 
 SAGA = "saga-planner"
 
@@ -88,13 +87,9 @@ async def run_history(kinds: list[str]) -> tuple[MemoryJournalStore, list[ToolOu
                                input=call.args)
             )  # fmt: skip
             env.info = dataclasses.replace(env.info, attempt=2)
-        try:
-            outcome = await env.run(
-                runner.run, RunToolInput(saga_id=SAGA, step=step, call=call), opened
-            )
-        except ApplicationError as exc:  # a failed tool fails its activity, outcome attached
-            assert exc.type == TOOL_FAILED and kind == "fails"
-            outcome = ToolOutcome.model_validate(exc.details[0])
+        outcome = await tool_outcome(
+            env, runner.run, RunToolInput(saga_id=SAGA, step=step, call=call), opened
+        )
         outcomes.append(outcome)
     return store, outcomes
 

@@ -27,6 +27,7 @@ from sagacity.stores import MemoryJournalStore
 from sagacity.toolbox import Toolbox
 from sagacity.tools import CompensationContext, ToolContext, compensable, compensation, tool
 from sagacity.workflows.compensator import executed_input
+from tests.saga_activity_env import tool_outcome
 
 SAGA = "raisers"
 
@@ -64,7 +65,7 @@ async def _run_tool(raises: BaseException) -> tuple[ToolOutcome, MemoryJournalSt
     runner = ToolRunner(store, Toolbox.build(Hostile(raises)))
     request = RunToolInput(saga_id=SAGA, step=1, call=ToolCall(tool="quit"))
     opened = next(iter(store.entries(SAGA)))
-    return await ActivityEnvironment().run(runner.run, request, opened), store
+    return await tool_outcome(ActivityEnvironment(), runner.run, request, opened), store
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,7 @@ from sagacity.stores import MemoryJournalStore
 from sagacity.toolbox import Toolbox
 from sagacity.tools import ToolContext, compensable, compensation, irreversible, tool
 from tests.journal_approvals import approve, request_approval
+from tests.saga_activity_env import tool_outcome
 
 SAGA = "branches"
 
@@ -93,7 +94,7 @@ async def run(
     request = RunToolInput(
         saga_id=SAGA, step=step, call=ToolCall(tool=tool_name, args=args), **fields
     )
-    return await env.run(runner.run, request, next(iter(store.entries(SAGA))))
+    return await tool_outcome(env, runner.run, request, next(iter(store.entries(SAGA))))
 
 
 def journal(store: MemoryJournalStore) -> list[tuple[str, int, int]]:
