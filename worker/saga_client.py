@@ -33,9 +33,9 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from temporalio.client import Client, Plugin, WorkflowHandle
 from temporalio.contrib.pydantic import PydanticPayloadConverter
 from temporalio.envconfig import ClientConfig
@@ -43,11 +43,14 @@ from temporalio.envconfig import ClientConfig
 from sagacity.approval_models import ApprovalDecision
 from sagacity.audit import verify_store
 from sagacity.chain import VerifyReport
-from sagacity.decision_statement import signed_request
 from sagacity.entry import JournalEntry
+from sagacity.resolutions import Resolution
+from sagacity.signed_action import SignedAction
 from sagacity.signing import SigningKey
+from sagacity.statements import signed_request
 from sagacity.stores import JournalStore
 from sagacity.worker import client as api
+from sagacity.worker import client_actions as acts
 from sagacity.worker import client_resolutions as fixes
 from sagacity.worker.plugin import saga_converter
 from sagacity.worker.saga_reset import CompensationStarted, compensate_ended
@@ -292,7 +295,7 @@ class SagaClient:
             if not answer:
                 verb = "approved" if approve else "rejected"
                 raise DeclinedError(f"not {verb}: nothing was sent")
-        return await api.decide(
+        return await acts.decide(
             self.handle(saga_id),
             step=review.pending.step,
             payload_sha256=sent,
@@ -303,13 +306,17 @@ class SagaClient:
             signer=self.signer,
         )
 
-    async def send_decision(
-        self, saga_id: str, decision: ApprovalDecision | dict[str, Any]
-    ) -> DecisionResult:
-        """Send a decision made elsewhere — a passkey decision built with
-        sagacity.passkeys.passkey_decision — to the saga, unchanged (no review: the
-        decision already names the step, tool and payload hash it was made for)."""
-        return await api.send_decision(self.handle(saga_id), decision)
+    @overload
+    async def send(self, saga_id: str, action: ApprovalDecision) -> DecisionResult: ...
+    @overload
+    async def send(self, saga_id: str, action: Resolution) -> ResolutionResult: ...
+    @overload
+    async def send(self, saga_id: str, action: SignedAction) -> BaseModel: ...
+    async def send(self, saga_id: str, action: SignedAction) -> BaseModel:
+        """Send an action made elsewhere — a decision or a resolution signed with a passkey
+        (sagacity.passkeys.passkey_signed), or signed with another key — to the saga,
+        unchanged (no review: the action already names what it was made for)."""
+        return await acts.send_action(self.handle(saga_id), action)
 
     async def approve(
         self,
@@ -443,7 +450,5 @@ class SagaClient:
     async def _send(
         self, saga_id: str, action: fixes.Action, actor: str | None, **fields: Any
     ) -> ResolutionResult:
-        if actor is None and self.signer is not None:
-            actor = self.signer.approver
-        body = fixes.resolution_body(saga_id, action, actor=actor, signer=self.signer, **fields)
-        return await fixes.resolve(self.handle(saga_id), body)
+        made = fixes.resolution_of(saga_id, action, actor=actor, signer=self.signer, **fields)
+        return await fixes.resolve(self.handle(saga_id), made)
