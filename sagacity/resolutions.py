@@ -35,7 +35,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sagacity.actors import APPROVER_MAX_CHARS, CONTROL_CHARACTERS, is_reserved_actor
+from sagacity.actors import APPROVER_MAX_CHARS, CONTROL_CHARACTERS
 from sagacity.approval_models import (
     REASON_MAX_CHARS,
     SAGA_ID_MAX_CHARS,
@@ -50,7 +50,7 @@ from sagacity.errors import SagacityError
 from sagacity.lookalikes import skeleton
 from sagacity.registry import KeyLookup
 from sagacity.signed_action import SignedAction
-from sagacity.signed_checks import check_signed
+from sagacity.signed_checks import check_person, check_signed
 from sagacity.statements import result_digest
 
 DEFAULT_DEADLINE_SECONDS = 30 * 24 * 3600
@@ -234,15 +234,9 @@ def judge_resolution(view: DeskView, action: Resolution, context: ResolutionCont
     refusal = _check_target(view, action)
     if refusal is not None:
         return refusal
-    if not action.actor.strip():
-        return Verdict.refuse(
-            RefusalReason.EMPTY_APPROVER, "the resolution names no actor; send your identity"
-        )
-    if is_reserved_actor(action.actor):
-        return Verdict.refuse(
-            RefusalReason.RESERVED_APPROVER,
-            "names that read as 'sagacity:'… belong to the saga itself; send your own identity",
-        )
+    refusal = check_person(action)
+    if refusal is not None:
+        return refusal
     assert view.waiting_since is not None
     signed = check_signed(
         action,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from sagacity.actors import RESERVED_ACTOR_PREFIX, is_reserved_actor
 from sagacity.approval_models import ApprovalDecision, ApprovalRequest, RefusalReason, Verdict
 from sagacity.approval_policy import ApprovalRequirement
 from sagacity.entry import parse_timestamp
@@ -69,6 +70,24 @@ def check_signature(
             "sign a new decision",
         )
     return signed
+
+
+def check_person(action: SignedAction) -> Verdict | None:
+    """A refusal when the action names nobody, or one of the saga's own actors (read by
+    skeleton, so look-alike letters do not get through); None when it names a person."""
+    if not action.person.strip():
+        return Verdict.refuse(
+            RefusalReason.EMPTY_APPROVER,
+            f"the {action.KIND} names no {action.SIGNER}; send it with your identity",
+        )
+    if is_reserved_actor(action.person):
+        return Verdict.refuse(
+            RefusalReason.RESERVED_APPROVER,
+            f"names that read as {RESERVED_ACTOR_PREFIX!r}… (whatever the characters used to "
+            "write it) belong to the saga itself (timeouts, cancellations); send the "
+            f"{action.KIND} with your own identity",
+        )
+    return None
 
 
 def check_signed(
