@@ -134,7 +134,7 @@ class _Side:
 
     async def approve(self, handle: Any, pending: Any) -> None:
         if self.kind == "saga":
-            from sagacity.worker.client import decide
+            from sagacity.worker.client_actions import decide
 
             await decide(
                 handle,

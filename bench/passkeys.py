@@ -22,15 +22,16 @@ import cbor2
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from sagacity.approval_models import ApprovalDecision
 from sagacity.approvals import ApprovalRequest, JudgeContext, judge, parse_decision
 from sagacity.chain import seal
 from sagacity.decision_audit import DecisionAudit
-from sagacity.decision_statement import signed_decision
 from sagacity.entry import EntryDraft
 from sagacity.passkey_models import b64url
-from sagacity.passkeys import decision_draft, passkey_decision
+from sagacity.passkeys import passkey_draft, passkey_signed
 from sagacity.phases import Phase
 from sagacity.registry import ApproverRegistry, EnrolledKey, KeyLookup
+from sagacity.signed_action import sign_action
 from sagacity.signing import SigningKey
 
 NOW = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
@@ -83,13 +84,23 @@ def main() -> None:
     ed = SigningKey.generate("bob")
     ed_reg = ApproverRegistry().enroll("bob", ed.public_key, valid_from=NOW - timedelta(days=1))
     ed_lookup = KeyLookup(configured=True, version=1, sha256="0" * 64, key=ed_reg.keys[0])
-    ed_body = signed_decision(ed, saga_id="s", step=2, tool="pay", approve=True,
-                              payload_sha256=pending.payload_sha256, now=NOW)  # fmt: skip
+    ed_body = sign_action(
+        ed,
+        ApprovalDecision(
+            saga_id="s", step=2, tool="pay", approve=True, payload_sha256=pending.payload_sha256
+        ),
+        NOW,
+    ).body()
     private, key = _passkey()
     lookup = KeyLookup(configured=True, version=1, sha256="0" * 64, key=key)
-    draft = decision_draft(saga_id="s", step=2, tool="pay", payload_sha256=pending.payload_sha256,
-                           key=key, approve=True, now=NOW)  # fmt: skip
-    decision = passkey_decision(draft, _assertion(private, draft.challenge), key=key)
+    draft = passkey_draft(
+        ApprovalDecision(
+            saga_id="s", step=2, tool="pay", payload_sha256=pending.payload_sha256, approve=True
+        ),
+        key,
+        NOW,
+    )
+    decision = passkey_signed(draft, _assertion(private, draft.challenge), key=key)
     body = decision.model_dump(mode="json")
     auth_bytes = hashlib.sha256(RP.encode()).digest() + b"\x05" + bytes(4)
     client_bytes = json.dumps(

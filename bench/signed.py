@@ -21,15 +21,17 @@ from datetime import UTC, datetime, timedelta
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from sagacity.approval_models import ApprovalDecision
 from sagacity.approvals import ApprovalRequest, JudgeContext, judge, parse_decision
 from sagacity.canonical import canonical_text
 from sagacity.chain import seal
 from sagacity.decision_audit import DecisionAudit
-from sagacity.decision_statement import signed_decision, statement_bytes
 from sagacity.entry import EntryDraft
 from sagacity.phases import Phase
 from sagacity.registry import ApproverRegistry, KeyLookup
+from sagacity.signed_action import sign_action
 from sagacity.signing import SigningKey
+from sagacity.statements import statement_bytes
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 ROUNDS = 7
@@ -48,8 +50,13 @@ def main() -> None:
     lookup = KeyLookup(configured=True, version=1, sha256=reg.sha256, key=reg.key(key.key_id))
     unsigned_lookup = KeyLookup(configured=False)
     pending = ApprovalRequest.for_call("s", 2, "pay", {"amount": 5, "iban": "DE89"}, NOW)
-    body = signed_decision(key, saga_id="s", step=2, tool="pay", approve=True,
-                           payload_sha256=pending.payload_sha256, now=NOW)  # fmt: skip
+    body = sign_action(
+        key,
+        ApprovalDecision(
+            saga_id="s", step=2, tool="pay", approve=True, payload_sha256=pending.payload_sha256
+        ),
+        NOW,
+    ).body()
     plain = {
         k: body[k] for k in ("saga_id", "step", "tool", "payload_sha256", "approver", "approve")
     }

@@ -23,7 +23,6 @@ from sagacity.checkpoint import SagaCheckpoint, TreeHead
 from sagacity.checkpoint_log import CheckpointLog
 from sagacity.compensation import CompensationPlan, plan_compensation
 from sagacity.decision_audit import DecisionAudit
-from sagacity.decision_statement import signed_decision, signed_request
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import (
     AuditFileError,
@@ -46,7 +45,9 @@ from sagacity.evidence_walk import check_all, check_saga
 from sagacity.note_keys import NoteSigner, NoteVerifier
 from sagacity.phases import Phase, SagaStatus
 from sagacity.registry import ApproverRegistry
+from sagacity.signed_action import sign_action
 from sagacity.signing import SigningKey
+from sagacity.statements import signed_request
 from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox, ToolResultError, ToolSpec
 from sagacity.tools import (
@@ -122,7 +123,7 @@ __all__ = [
     "parse_decision",
     "payload_sha256",
     "plan_compensation",
-    "signed_decision",
+    "sign_action",
     "signed_request",
     "tool",
     "verify_all",

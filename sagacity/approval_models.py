@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, ClassVar, Self
 
 from pydantic import (
     AfterValidator,
@@ -14,44 +14,24 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SerializerFunctionWrapHandler,
-    model_serializer,
     model_validator,
 )
 
+from sagacity.actors import (
+    APPROVER_MAX_CHARS,
+    CONTROL_CHARACTERS,
+    RESERVED_ACTOR_PREFIX,
+    is_reserved_actor,
+)
 from sagacity.canonical import JsonValue, payload_sha256
-from sagacity.decision_statement import decision_statement
-from sagacity.lookalikes import may_read_as, skeleton
-from sagacity.passkey_models import PasskeyAssertion
 from sagacity.registry import EnrolledKey
-
-APPROVER_MAX_CHARS = 256
-RESERVED_ACTOR_PREFIX = "sagacity:"
-"""Actors the saga itself uses (`sagacity:timeout`, `sagacity:cancelled`...). No human
-decision may carry one, so the journal never shows a person's decision as the system's."""
-_RESERVED_WORD = RESERVED_ACTOR_PREFIX.rstrip(":")
-
-
-def is_reserved_actor(name: str) -> bool:
-    """Whether `name` reads as one of the saga's own actors: compared by its skeleton, so
-    fullwidth letters, a Cyrillic "a" (U+0430) or a zero-width space does not get through."""
-    if skeleton(name).startswith(RESERVED_ACTOR_PREFIX):
-        return True
-    # Written with anything outside ASCII, a name whose letters could read as "sagacity"
-    # is refused whatever follows them: look-alike colons and letters are too many to
-    # list (U+A4FD, U+0903, a Latin script g...). ASCII names keep the exact rule, so
-    # "sagacity-ops" stays a person's name.
-    return not name.isascii() and may_read_as(name, _RESERVED_WORD)
-
+from sagacity.signed_action import SignedAction
 
 REASON_MAX_CHARS = 2_000
 SAGA_ID_MAX_CHARS = 256
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _C0 = re.compile(r"[\x00-\x1f\x7f]")
-CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-"""Characters no person's name may hold: C0 and C1 controls, and the bidirectional controls
-that make a name display as another (an RLO in "olivia\u202e" reorders what follows it)."""
 
 
 def is_sha256_hex(value: str) -> bool:
@@ -103,11 +83,6 @@ def _text(value: str) -> str:
         raise ValueError("must be valid Unicode text (no lone surrogates)") from None
     return value
 
-
-IssuedAt = Annotated[str, Field(max_length=32)]
-KeyId = Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")]
-Signature = Annotated[str, Field(max_length=128)]
-"""The fields a signed statement adds (decisions and resolutions alike)."""
 
 _SagaId = Annotated[str, Field(max_length=SAGA_ID_MAX_CHARS), AfterValidator(_identifier)]
 _Hash = Annotated[str, Field(max_length=64), AfterValidator(_hash_or_empty)]
@@ -167,17 +142,18 @@ class ApprovalRequest(BaseModel):
         return self.deadline is not None and now >= self.deadline
 
 
-class ApprovalDecision(BaseModel):
-    """A human's answer to a pending request. Strict types: a security decision is not
-    coerced ("yes" is not True, "3" is not step 3).
+class ApprovalDecision(SignedAction):
+    """A human's answer to a pending request: a signed action of kind "decision".
 
-    Signed decisions add `issued_at`, `key_id` and `signature`: the signature covers the
-    statement rebuilt from these fields (sagacity.decision_statement), so every field
-    that names what is decided is signed. A decision signed with a passkey carries
-    `passkey` (the WebAuthn assertion, whose challenge is the SHA-256 of that statement)
-    instead of `signature`."""
+    Signed decisions add `issued_at`, `key_id` and `signature` (or a passkey's
+    assertion): the signature covers the statement rebuilt from these fields
+    (SignedAction.statement), so every field that names what is decided is signed."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    KIND: ClassVar[str] = "decision"
+    SIGNER: ClassVar[str] = "approver"
+    SIGN_HOW: ClassVar[str] = (
+        "decide with `sagacity approve --key YOUR_KEY_FILE` or SagaClient(signer=...)"
+    )
 
     saga_id: _SagaId | None = None
     step: Annotated[int, Field(ge=1)]
@@ -186,36 +162,16 @@ class ApprovalDecision(BaseModel):
     approver: _Approver = ""
     approve: bool
     reason: _Reason = ""
-    issued_at: IssuedAt | None = None
-    key_id: KeyId | None = None
-    signature: Signature | None = None
-    passkey: PasskeyAssertion | None = None
 
-    @model_serializer(mode="wrap")
-    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        # A decision without a passkey dumps as it did before passkeys existed.
-        data: dict[str, object] = handler(self)
-        if self.passkey is None:
-            data.pop("passkey", None)
-        return data
-
-    @property
-    def signed(self) -> bool:
-        return self.signature is not None or self.key_id is not None or self.passkey is not None
-
-    def statement(self) -> dict[str, Any]:
-        """The statement this decision's signature must cover."""
-        return decision_statement(
-            saga_id=self.saga_id or "",
-            step=self.step,
-            tool=self.tool or "",
-            payload_sha256=self.payload_sha256,
-            approve=self.approve,
-            approver=self.approver,
-            reason=self.reason,
-            issued_at=self.issued_at or "",
-            key_id=self.key_id or "",
-        )
+    def about(self) -> dict[str, Any]:
+        return {
+            "saga_id": self.saga_id or "",
+            "step": self.step,
+            "tool": self.tool or "",
+            "payload_sha256": self.payload_sha256,
+            "decision": "approve" if self.approve else "reject",
+            "reason": self.reason,
+        }
 
 
 class RefusalReason(StrEnum):
@@ -301,3 +257,21 @@ class Verdict(BaseModel):
     @classmethod
     def refuse(cls, reason: RefusalReason, detail: str) -> Verdict:
         return cls(accepted=False, refusal=Refusal(reason=reason, detail=detail))
+
+
+__all__ = [
+    "APPROVER_MAX_CHARS",
+    "CONTROL_CHARACTERS",
+    "REASON_MAX_CHARS",
+    "RESERVED_ACTOR_PREFIX",
+    "SAGA_ID_MAX_CHARS",
+    "ApprovalDecision",
+    "ApprovalRequest",
+    "Refusal",
+    "RefusalReason",
+    "Verdict",
+    "approval_hash",
+    "approval_payload",
+    "is_reserved_actor",
+    "is_sha256_hex",
+]

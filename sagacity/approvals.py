@@ -33,7 +33,13 @@ from sagacity.approval_models import (
     is_reserved_actor,
 )
 from sagacity.bounds import echo
-from sagacity.signed_checks import CLOCK_SKEW, JudgeContext, check_requirement, check_signature
+from sagacity.signed_checks import (
+    CLOCK_SKEW,
+    JudgeContext,
+    check_person,
+    check_requirement,
+    check_signature,
+)
 
 _DECISION_SHAPE = (
     "send a JSON object with saga_id, step (int), payload_sha256 (64 lowercase hex), "
@@ -181,18 +187,9 @@ def _check_request(
             f"payload of step {pending.step}; it may have changed since it was reviewed. "
             "Review the pending payload and send its hash",
         )
-    if not decision.approver.strip():
-        return Verdict.refuse(
-            RefusalReason.EMPTY_APPROVER,
-            "the decision names no approver; send it with your approver identity",
-        )
-    if is_reserved_actor(decision.approver):
-        return Verdict.refuse(
-            RefusalReason.RESERVED_APPROVER,
-            f"approver names that read as {RESERVED_ACTOR_PREFIX!r}… (whatever the characters "
-            "used to write it) belong to the saga itself (timeouts, cancellations); send the "
-            "decision with your own identity",
-        )
+    refusal = check_person(decision)
+    if refusal is not None:
+        return refusal
     if bound and decision.saga_id is None:
         return Verdict.refuse(
             RefusalReason.WRONG_SAGA,

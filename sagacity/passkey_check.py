@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from sagacity.approval_models import RefusalReason
-from sagacity.decision_statement import statement_bytes
 from sagacity.passkey_models import (
     AUTHENTICATOR_DATA_MAX_BYTES,
     CLIENT_DATA_MAX_BYTES,
@@ -38,6 +37,7 @@ from sagacity.passkey_models import (
     unb64url,
 )
 from sagacity.registry import EnrolledKey
+from sagacity.statements import statement_bytes
 
 GET_CEREMONY = "webauthn.get"
 

@@ -30,12 +30,11 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SerializerFunctionWrapHandler,
-    model_serializer,
     model_validator,
 )
 from pydantic import ValidationError as PydanticValidationError
 
+from sagacity.actors import is_reserved_actor
 from sagacity.canonical import canonical_bytes, sha256_hex
 from sagacity.entry import check_name
 from sagacity.errors import SagacityError
@@ -63,8 +62,6 @@ JournalMarks = Callable[[], list[JournaledMark]]
 
 
 def _person(value: str) -> str:
-    from sagacity.approval_models import is_reserved_actor  # the judge's rule, one definition
-
     check_name(value, "approver")
     if is_reserved_actor(value):
         raise ValueError("names that read as 'sagacity:' belong to the saga itself")
@@ -112,16 +109,6 @@ class EnrolledKey(BaseModel):
     revoked_at: AwareDatetime | None = None
     passkey: PasskeyCredential | None = None
     """Set for a passkey (WebAuthn credential); absent for an Ed25519 approver key."""
-
-    @model_serializer(mode="wrap")
-    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        # An Ed25519 key dumps exactly as before passkeys existed: a registry's SHA-256
-        # (journaled with every decision, compared to refuse a rolled-back file) must not
-        # change because sagacity learned a second kind of key.
-        data: dict[str, object] = handler(self)
-        if self.passkey is None:
-            data.pop("passkey", None)
-        return data
 
     @property
     def kind(self) -> Literal["ed25519", "passkey"]:

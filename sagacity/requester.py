@@ -2,7 +2,7 @@
 
 Separation of duties needs a requester nobody can make up. Where the worker has an
 approver registry, a saga start must carry a requester claim signed by the requester's
-enrolled key over a request statement naming this saga (sagacity.decision_statement), or
+enrolled key over a request statement naming this saga (sagacity.statements), or
 the saga is refused before anything runs; the requester recorded is the key's owner.
 Without a registry, a requester is recorded as declared (`verified: false`).
 """
@@ -14,11 +14,11 @@ from typing import Any
 
 from sagacity.approvals import CLOCK_SKEW, is_reserved_actor
 from sagacity.bounds import echo
-from sagacity.decision_statement import request_statement, statement_bytes
 from sagacity.entry import parse_timestamp
 from sagacity.registry import KeyLookup
 from sagacity.registry_marks import older_than
 from sagacity.signing import verify_signature
+from sagacity.statements import request_statement, statement_bytes
 
 HOW = (
     "start it with SagaClient(signer=SigningKey.from_file(...)) or `sagacity start --key "

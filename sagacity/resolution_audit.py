@@ -9,58 +9,32 @@ resolution, and that no signed statement was journaled twice (a statement acts o
 Every outcome in a person's name (EXECUTED or FAILED with an actor) must follow that
 person's RESOLVED for the step, and a reported result must be the one their statement
 hashed: nobody's word passes for the worker's observation, and nobody's word is moved.
-A resolution signed with a passkey carries its WebAuthn assertion beside the statement:
-it is re-checked as the saga checked it (DecisionAudit._passkey_signed, the one passkey
-check), and acts once by its statement's SHA-256 (a new ECDSA signature over the same
-statement is the same statement).
+Its signature (Ed25519 or a passkey's assertion) is re-checked, and acts once, by the
+one check of every signed action (sagacity.statement_audit).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
-from sagacity.canonical import sha256_hex
-from sagacity.decision_statement import RESOLUTION_TYPE, result_digest, statement_bytes
 from sagacity.entry import JournalEntry
 from sagacity.errors import SagacityError
 from sagacity.phases import Phase
+from sagacity.statement_audit import StatementAudit
+from sagacity.statements import result_digest
 
 
-class ResolutionChecks:
-    """The resolution half of sagacity.decision_audit.DecisionAudit (a mixin)."""
+@dataclass
+class ResolutionChecks(StatementAudit):
+    """The resolution half of sagacity.decision_audit.DecisionAudit."""
 
-    signed: int
-    unsigned: int
     registry_seen: bool = False
     """The saga's worker had an approver registry (so every resolution must be signed)."""
-    _vouched: dict[int, tuple[str | None, dict[str, Any]]]
-    _signatures: set[str]
-
-    def _problem(self, entry: JournalEntry, text: str) -> None:
-        raise NotImplementedError
-
-    def _signed_by_actor(
-        self,
-        entry: JournalEntry,
-        stmt: dict[str, Any],
-        signature: Any,
-        result: dict[str, Any],
-        what: str,
-    ) -> bool:
-        raise NotImplementedError
-
-    def _passkey_signed(
-        self,
-        entry: JournalEntry,
-        stmt: dict[str, Any],
-        assertion: Any,
-        signature: Any,
-        result: dict[str, Any],
-    ) -> bool:
-        raise NotImplementedError
+    _vouched: dict[int, tuple[str | None, dict[str, Any]]] = field(default_factory=dict)
 
     def start_saga(self) -> None:
-        self.registry_seen, self._vouched, self._signatures = False, {}, set()
+        self.registry_seen, self._vouched, self._spent = False, {}, set()
 
     def waiting(self, entry: JournalEntry) -> None:
         listed = entry.input if isinstance(entry.input, dict) else {}
@@ -70,10 +44,6 @@ class ResolutionChecks:
     def resolution(self, entry: JournalEntry) -> None:
         evidence = entry.input if isinstance(entry.input, dict) else {}
         result = entry.result if isinstance(entry.result, dict) else {}
-        stmt, signature = evidence.get("statement"), evidence.get("signature")
-        if not isinstance(stmt, dict) or stmt.get("type") != RESOLUTION_TYPE:
-            self._problem(entry, "the resolution's statement is not a resolution statement")
-            return
         accept = result.get("action") == "accept"
         expected = {
             "saga_id": entry.saga_id,
@@ -83,47 +53,13 @@ class ResolutionChecks:
             "steps": result.get("steps") if accept else None,
             "reason": result.get("reason"),
         }
-        for name, value in expected.items():
-            if stmt.get(name) != value:
-                self._problem(
-                    entry, f"the statement's {name} is {stmt.get(name)!r}, the entry's {value!r}"
-                )
-                return
+        stmt = self._statement(entry, evidence, "resolution", expected)
+        if stmt is None:
+            return
         if result.get("action") in ("happened", "did_not_happen"):
             self._vouched[entry.step] = (entry.actor, stmt)
-        if "passkey" in evidence:
-            self._passkey_resolution(entry, stmt, evidence, result)
-            return
-        if signature is None:
-            self.unsigned += 1
-            if self.registry_seen or result.get("registry") is not None:
-                self._problem(
-                    entry, "an unsigned resolution in a saga whose worker had an approver registry"
-                )
-            return
-        if str(signature) in self._signatures:
-            self._problem(entry, "a signed statement journaled twice (a statement acts once)")
-            return
-        self._signatures.add(str(signature))
-        if self._signed_by_actor(entry, stmt, signature, result, "resolution"):
-            self.signed += 1
-
-    def _passkey_resolution(
-        self, entry: JournalEntry, stmt: dict[str, Any], evidence: dict[str, Any],
-        result: dict[str, Any],
-    ) -> None:  # fmt: skip
-        try:
-            once = "passkey:" + sha256_hex(statement_bytes(stmt))
-        except SagacityError:
-            self._problem(entry, "the resolution's statement has no canonical form")
-            return
-        if once in self._signatures:
-            self._problem(entry, "a signed statement journaled twice (a statement acts once)")
-            return
-        self._signatures.add(once)
-        if self._passkey_signed(entry, stmt, evidence.get("passkey"), evidence.get("signature"),
-                                result):  # fmt: skip
-            self.signed += 1
+        required = self.registry_seen or result.get("registry") is not None
+        self._check_signed(entry, stmt, evidence, result, required=required, what="resolution")
 
     def vouched_outcome(self, entry: JournalEntry) -> None:
         """An EXECUTED or FAILED in a person's name: it must be what their RESOLVED said."""

@@ -18,9 +18,10 @@ NEEDS_HUMAN) instead of closing with a flag. The actions:
 Every action names the saga and the person, and is judged here like an approval: against
 what is dirty now, the saga's resolution policy (who may resolve, their groups, never the
 saga's requester) and, where the worker has an approver registry, a signature over the
-action's statement (sagacity.decision_statement.resolution_statement): an Ed25519
-signature, or a passkey's WebAuthn assertion whose challenge is the SHA-256 of that
-statement (sagacity.passkey_resolutions), checked by the one passkey check decisions use.
+action's statement (a SignedAction of kind "resolution"): an Ed25519 signature, or a
+passkey's WebAuthn assertion whose challenge is the SHA-256 of that statement
+(sagacity.passkey_signing), checked by the one check decisions use
+(sagacity.signed_checks.check_signed).
 Pure: no I/O, no clock (times are passed in), so the workflow runs it deterministically.
 """
 
@@ -30,32 +31,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sagacity.actors import APPROVER_MAX_CHARS, CONTROL_CHARACTERS
 from sagacity.approval_models import (
-    APPROVER_MAX_CHARS,
-    CONTROL_CHARACTERS,
     REASON_MAX_CHARS,
     SAGA_ID_MAX_CHARS,
-    IssuedAt,
-    KeyId,
     Refusal,
     RefusalReason,
-    Signature,
     Verdict,
-    is_reserved_actor,
 )
 from sagacity.approval_policy import MAX_NAMES
 from sagacity.bounds import MAX_ARGS_BYTES, check_value
-from sagacity.canonical import canonical_bytes, sha256_hex
-from sagacity.decision_statement import resolution_statement, result_digest, statement_bytes
+from sagacity.canonical import canonical_bytes
 from sagacity.errors import SagacityError
 from sagacity.lookalikes import skeleton
-from sagacity.passkey_models import PasskeyAssertion
 from sagacity.registry import KeyLookup
-from sagacity.signed_checks import SignedClaim, check_signed
+from sagacity.signed_action import SignedAction
+from sagacity.signed_checks import check_person, check_signed
+from sagacity.statements import result_digest
 
 DEFAULT_DEADLINE_SECONDS = 30 * 24 * 3600
 """How long a dirty saga waits for a person before it closes UNRESOLVED."""
@@ -122,11 +118,15 @@ _SHAPE = (
 )
 
 
-class Resolution(BaseModel):
-    """A person's action on a saga's dirty state. Strict, like a decision: "2" is not
-    step 2, and no field that is not listed is taken."""
+class Resolution(SignedAction):
+    """A person's action on a saga's dirty state: a signed action of kind "resolution".
+    Strict, like a decision: "2" is not step 2, and no field that is not listed is taken."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    KIND: ClassVar[str] = "resolution"
+    SIGNER: ClassVar[str] = "actor"
+    SIGN_HOW: ClassVar[str] = (
+        "resolve with `sagacity resolve --key YOUR_KEY_FILE` or SagaClient(signer=...)"
+    )
 
     saga_id: Annotated[str, Field(max_length=SAGA_ID_MAX_CHARS)] | None = None
     action: Action
@@ -137,37 +137,34 @@ class Resolution(BaseModel):
     result: Any = None
     reason: Annotated[str, Field(max_length=REASON_MAX_CHARS)] = ""
     actor: Annotated[str, Field(max_length=APPROVER_MAX_CHARS)] = ""
-    issued_at: IssuedAt | None = None
-    key_id: KeyId | None = None
-    signature: Signature | None = None
-    passkey: PasskeyAssertion | None = None
-    """A passkey's WebAuthn assertion over the statement, instead of `signature`."""
 
-    @property
-    def signed(self) -> bool:
-        return self.signature is not None or self.key_id is not None or self.passkey is not None
+    def about(self) -> dict[str, Any]:
+        """Which saga, which action on which step (or, to accept, exactly which steps the
+        person saw dirty), the SHA-256 of the result they report (empty when none), why."""
+        return {
+            "saga_id": self.saga_id or "",
+            "action": self.action,
+            "step": self.step,
+            "steps": self.steps,
+            "result_sha256": result_digest(self.result),
+            "reason": self.reason,
+        }
 
-    def acts_once_as(self) -> str | None:
-        """What makes a signed statement act once: its Ed25519 signature, or for a passkey
-        the SHA-256 of the statement it signs (an ECDSA passkey signs one statement with
-        ever new signatures, so the statement, not the signature, is what is spent)."""
-        if self.passkey is not None:
-            return "passkey:" + sha256_hex(statement_bytes(self.statement()))
-        return self.signature
-
-    def statement(self) -> dict[str, Any]:
-        """The statement this action's signature must cover."""
-        return resolution_statement(
-            saga_id=self.saga_id or "",
-            action=self.action,
-            step=self.step,
-            steps=self.steps,
-            result_sha256=result_digest(self.result),
-            reason=self.reason,
-            actor=self.actor,
-            issued_at=self.issued_at or "",
-            key_id=self.key_id or "",
-        )
+    def shape_problem(self) -> str | None:
+        if CONTROL_CHARACTERS.search(self.actor):
+            return "field 'actor' must not contain control or bidirectional-control characters"
+        if any(ord(c) < 32 or ord(c) == 127 for c in self.saga_id or ""):
+            return "field 'saga_id' must not contain control characters"
+        if self.action == "accept":
+            if self.step is not None or self.steps is None:
+                return "accept names `steps` (the dirty steps you accept), not `step`"
+            if not self.reason.strip():
+                return "accept needs a reason: it is journaled with the acceptance"
+        elif self.step is None or self.steps is not None:
+            return f"{self.action} names one `step`"
+        if self.result is not None and self.action != "happened":
+            return f"only `happened` reports a result, not {self.action}"
+        return None
 
 
 def parse_resolution(raw: object) -> Resolution | Refusal:
@@ -188,22 +185,8 @@ def parse_resolution(raw: object) -> Resolution | Refusal:
             for e in exc.errors(include_url=False, include_input=False)[:5]
         ]
         return _malformed("; ".join(problems))
-    if CONTROL_CHARACTERS.search(parsed.actor):
-        return _malformed(
-            "field 'actor' must not contain control or bidirectional-control characters"
-        )
-    if any(ord(c) < 32 or ord(c) == 127 for c in parsed.saga_id or ""):
-        return _malformed("field 'saga_id' must not contain control characters")
-    if parsed.action == "accept":
-        if parsed.step is not None or parsed.steps is None:
-            return _malformed("accept names `steps` (the dirty steps you accept), not `step`")
-        if not parsed.reason.strip():
-            return _malformed("accept needs a reason: it is journaled with the acceptance")
-    elif parsed.step is None or parsed.steps is not None:
-        return _malformed(f"{parsed.action} names one `step`")
-    if parsed.result is not None and parsed.action != "happened":
-        return _malformed(f"only `happened` reports a result, not {parsed.action}")
-    return parsed
+    problem = parsed.shape_problem()
+    return parsed if problem is None else _malformed(problem)
 
 
 def _malformed(detail: str) -> Refusal:
@@ -242,31 +225,16 @@ def judge_resolution(view: DeskView, action: Resolution, context: ResolutionCont
     refusal = _check_target(view, action)
     if refusal is not None:
         return refusal
-    if not action.actor.strip():
-        return Verdict.refuse(
-            RefusalReason.EMPTY_APPROVER, "the resolution names no actor; send your identity"
-        )
-    if is_reserved_actor(action.actor):
-        return Verdict.refuse(
-            RefusalReason.RESERVED_APPROVER,
-            "names that read as 'sagacity:'… belong to the saga itself; send your own identity",
-        )
+    refusal = check_person(action)
+    if refusal is not None:
+        return refusal
     assert view.waiting_since is not None
     signed = check_signed(
-        SignedClaim(
-            statement=action.statement(),
-            claimed=action.actor,
-            key_id=action.key_id,
-            signature=action.signature,
-            issued_at=action.issued_at,
-            signed=action.signed,
-            passkey=action.passkey,
-        ),
+        action,
         context.lookup,
         now=context.now,
         not_before=view.waiting_since,
         after_what="the saga began waiting for a person",
-        how="resolve with `sagacity resolve --key YOUR_KEY_FILE` or SagaClient(signer=...)",
     )
     if isinstance(signed, Verdict):
         return signed

@@ -1,22 +1,25 @@
-"""The checks of a bound decision beyond its request: its signature and key, and the
-step's approval requirement (who, groups, the requester, a second approval). Pure and
-deterministic, so the workflow runs them in its own code; called by approvals.judge."""
+"""The one signature check of every signed human action (`check_signed`: an Ed25519
+signature or a passkey's assertion, the key's owner and validity, `issued_at`), and the
+checks of a bound decision beyond its request (its freshness, and the step's approval
+requirement: who, groups, the requester, a second approval). Pure and deterministic, so
+the workflow runs them in its own code; called by approvals.judge and
+resolutions.judge_resolution."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
+from sagacity.actors import RESERVED_ACTOR_PREFIX, is_reserved_actor
 from sagacity.approval_models import ApprovalDecision, ApprovalRequest, RefusalReason, Verdict
 from sagacity.approval_policy import ApprovalRequirement
-from sagacity.decision_statement import statement_bytes
 from sagacity.entry import parse_timestamp
 from sagacity.lookalikes import skeleton
 from sagacity.passkey_check import PasskeyFailure, check_assertion
-from sagacity.passkey_models import PasskeyAssertion
 from sagacity.registry import EnrolledKey, KeyLookup
+from sagacity.signed_action import SignedAction
 from sagacity.signing import verify_signature
+from sagacity.statements import statement_bytes
 
 CLOCK_SKEW = timedelta(minutes=5)
 """How far a statement's `issued_at` may be ahead of the saga's clock, or before the
@@ -50,20 +53,11 @@ def check_signature(
             "a signed decision names the tool it approves; sign the statement with its tool",
         )
     signed = check_signed(
-        SignedClaim(
-            statement=decision.statement(),
-            claimed=decision.approver,
-            key_id=decision.key_id,
-            signature=decision.signature,
-            issued_at=decision.issued_at,
-            signed=decision.signed,
-            passkey=decision.passkey,
-        ),
+        decision,
         context.lookup,
         now=context.now,
         not_before=pending.requested_at,
         after_what=f"step {pending.step} asked for approval",
-        how="decide with `sagacity approve --key YOUR_KEY_FILE` or SagaClient(signer=...)",
     )
     if not isinstance(signed, EnrolledKey):
         return signed
@@ -78,34 +72,39 @@ def check_signature(
     return signed
 
 
-@dataclass(frozen=True)
-class SignedClaim:
-    """What any signed statement of a person carries: the statement rebuilt from the
-    fields they sent, the name they claim, and the signature fields (None when unsigned)."""
-
-    statement: dict[str, Any]
-    claimed: str
-    key_id: str | None
-    signature: str | None
-    issued_at: str | None
-    signed: bool
-    passkey: PasskeyAssertion | None = None
-    """A passkey's WebAuthn assertion over the statement, instead of `signature`."""
+def check_person(action: SignedAction) -> Verdict | None:
+    """A refusal when the action names nobody, or one of the saga's own actors (read by
+    skeleton, so look-alike letters do not get through); None when it names a person."""
+    if not action.person.strip():
+        return Verdict.refuse(
+            RefusalReason.EMPTY_APPROVER,
+            f"the {action.KIND} names no {action.SIGNER}; send it with your identity",
+        )
+    if is_reserved_actor(action.person):
+        return Verdict.refuse(
+            RefusalReason.RESERVED_APPROVER,
+            f"names that read as {RESERVED_ACTOR_PREFIX!r}… (whatever the characters used to "
+            "write it) belong to the saga itself (timeouts, cancellations); send the "
+            f"{action.KIND} with your own identity",
+        )
+    return None
 
 
 def check_signed(
-    claim: SignedClaim,
+    claim: SignedAction,
     lookup: KeyLookup | None,
     *,
     now: datetime,
     not_before: datetime,
     after_what: str,
-    how: str,
 ) -> EnrolledKey | Verdict | None:
     """The enrolled key that signed `claim`'s statement, a refusal, or None for an
-    unsigned claim where no registry is configured. Shared by decisions and resolutions:
-    the signature, the key's owner and validity at `now`, and `issued_at` neither in the
-    future (beyond the clock skew) nor before `not_before` (what it answers)."""
+    unsigned action where no registry is configured. One check for every kind of signed
+    action: the signature (Ed25519, or a passkey's assertion) over the statement rebuilt
+    from the action's fields, the key's owner and validity at `now`, and `issued_at`
+    neither in the future (beyond the clock skew) nor before `not_before` (what it
+    answers)."""
+    how = claim.SIGN_HOW
     configured = lookup is not None and lookup.configured
     if not claim.signed:
         if not configured:
@@ -122,8 +121,8 @@ def check_signed(
         return Verdict.refuse(
             RefusalReason.BAD_SIGNATURE,
             "a signed statement carries issued_at, key_id and one signature (an Ed25519 "
-            "signature or a passkey assertion) together; sign it with the helpers of "
-            "sagacity.decision_statement or sagacity.passkeys",
+            "signature or a passkey assertion) together; sign it with "
+            "sagacity.sign_action or sagacity.passkeys",
         )
     if lookup is None or not lookup.configured:
         return Verdict.refuse(
@@ -132,6 +131,7 @@ def check_signed(
             "approver registry to check it against; configure one (SAGACITY_APPROVERS) or "
             "send it unsigned",
         )
+    statement = claim.statement()
     key = lookup.key
     if key is None or key.key_id != claim.key_id:
         return Verdict.refuse(
@@ -140,31 +140,29 @@ def check_signed(
             f"{lookup.version}); enroll it with `sagacity keys enroll` first",
         )
     if claim.passkey is not None:
-        checked = check_assertion(claim.passkey, key, claim.statement)
+        checked = check_assertion(claim.passkey, key, statement)
         if isinstance(checked, PasskeyFailure):
             return Verdict.refuse(checked.reason, checked.detail)
     elif key.passkey is not None:
         return Verdict.refuse(
             RefusalReason.WRONG_KEY_KIND,
-            f"key {key.key_id} is a passkey: its decisions carry a WebAuthn assertion "
+            f"key {key.key_id} is a passkey: its statements carry a WebAuthn assertion "
             "(sagacity.passkeys), not an Ed25519 signature",
         )
-    elif not verify_signature(
-        key.public_key, statement_bytes(claim.statement), claim.signature or ""
-    ):
+    elif not verify_signature(key.public_key, statement_bytes(statement), claim.signature or ""):
         return Verdict.refuse(
             RefusalReason.BAD_SIGNATURE,
             f"the signature does not verify with key {key.key_id} over this statement "
-            f"(every field it names, {claim.statement.get('type')}); sign what you send, "
+            f"(every field it names, {statement['type']}); sign what you send, "
             "unchanged",
         )
     problem = key.invalid_at(now)
     if problem is not None:
         return Verdict.refuse(RefusalReason.KEY_NOT_VALID, f"{problem}; use a valid key")
-    if key.approver != claim.claimed:
+    if key.approver != claim.person:
         return Verdict.refuse(
             RefusalReason.APPROVER_MISMATCH,
-            f"the statement names {claim.claimed!r} but key {key.key_id} is enrolled to "
+            f"the statement names {claim.person!r} but key {key.key_id} is enrolled to "
             f"{key.approver!r}; a key speaks only for its owner",
         )
     try:

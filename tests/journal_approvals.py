@@ -11,18 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from sagacity.approval_models import ApprovalDecision
 from sagacity.approval_policy import ApprovalRequirement
 from sagacity.approvals import approval_hash, approval_payload
-from sagacity.decision_statement import (
-    decision_statement,
-    now_text,
-    request_statement,
-    statement_bytes,
-)
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.phases import Phase
 from sagacity.registry import ApproverRegistry
+from sagacity.signed_action import sign_action
 from sagacity.signing import SigningKey
+from sagacity.statements import now_text, request_statement, statement_bytes
 from sagacity.stores.base import JournalStore
 
 from .saga_activity_env import RUN
@@ -99,12 +96,13 @@ def approve(
     key = approver if isinstance(approver, SigningKey) else None
     name = key.approver if key is not None else str(approver)
     digest = approval_hash(tool, args)
-    statement = decision_statement(
+    decision = ApprovalDecision(
         saga_id=saga_id, step=step, tool=tool, payload_sha256=digest, approve=approve,
-        approver=name, reason="", issued_at=now_text() if key else "",
-        key_id=key.key_id if key else "",
+        approver=name,
     )  # fmt: skip
-    signature = key.sign(statement_bytes(statement)) if key is not None else None
+    if key is not None:
+        decision = sign_action(key, decision)
+    statement, signature = decision.statement(), decision.signature
     result: dict[str, Any] = {
         "payload_sha256": digest,
         "reason": "",

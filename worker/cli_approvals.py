@@ -10,7 +10,6 @@ module's prompt as its `confirm`.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -27,13 +26,13 @@ from sagacity.worker.cli_common import (
     err,
     fail,
     global_options,
-    load_signer,
     note,
     print_json,
     run,
     say,
     settings_of,
 )
+from sagacity.worker.cli_signed import ask, who_acts
 from sagacity.worker.client import connect
 from sagacity.worker.confusables import payload_warnings
 from sagacity.worker.render import pending_panel, text_warning_lines
@@ -103,12 +102,7 @@ def _decide(
     settings = settings_of(ctx)
     shown = err if as_json else console  # with --json, stdout carries the JSON alone
     verb = "approve" if approve else "reject"
-    signer, approver = load_signer(key, approver, "--approver")
-    if not approver or not approver.strip():
-        raise fail(
-            f"{verb} needs --key KEY_FILE (signed) or --approver NAME (or $SAGACITY_KEY, "
-            "$SAGACITY_APPROVER): it is journaled"
-        )
+    signer, approver = who_acts(key, approver, "--approver", verb)
 
     def confirm(pending: PendingApproval, local: str) -> bool:
         """Show what is decided on, warn about look-alike text, then ask (unless --yes)."""
@@ -119,16 +113,9 @@ def _decide(
                 f"warning: the hash you gave ({given_hash.strip()[:16]}…) is not the hash of "
                 "the payload shown; the saga will refuse it and journal the refusal",
             )
-        if yes:
-            return True
-        question = f"{verb} step {pending.step} ({pending.tool}) of saga {saga_id} as {approver}?"
-        try:
-            confirmed = typer.confirm(question, default=False, err=True)
-        except typer.Abort:
-            confirmed = False
-        if not sys.stdin.isatty():
-            note("")  # the answer came from a pipe, which echoed no newline
-        return confirmed
+        return ask(
+            f"{verb} step {pending.step} ({pending.tool}) of saga {saga_id} as {approver}?", yes
+        )
 
     async def main() -> DecisionResult:
         client = SagaClient(await connect(settings), task_queue=settings.task_queue, signer=signer)

@@ -12,7 +12,6 @@ for confirmation.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -31,7 +30,6 @@ from sagacity.worker.cli_common import (
     console,
     fail,
     global_options,
-    load_signer,
     located,
     note,
     print_json,
@@ -40,6 +38,7 @@ from sagacity.worker.cli_common import (
     settings_of,
 )
 from sagacity.worker.cli_ended import dirty_rows, ended_lines, searched_note
+from sagacity.worker.cli_signed import ask, who_acts
 from sagacity.worker.client import connect
 from sagacity.worker.client_resolutions import NeedingHuman, needing_human
 from sagacity.worker.progress_follow import readable_journal
@@ -102,14 +101,7 @@ def dirty(
 
 
 def _signer(actor: str | None, key: Path | None) -> tuple[SigningKey | None, str]:
-    """The key the action is signed with (if any), and the identity it is sent as."""
-    signer, actor = load_signer(key, actor, "--actor")
-    if not actor or not actor.strip():
-        raise fail(
-            "this needs --key KEY_FILE (signed) or --actor NAME (or $SAGACITY_KEY, "
-            "$SAGACITY_ACTOR): who acts is journaled"
-        )
-    return signer, actor
+    return who_acts(key, actor, "--actor", "this")
 
 
 Send = Callable[[SagaClient, list[DirtyStep]], Awaitable[ResolutionResult]]
@@ -139,7 +131,8 @@ def _act(
                 note(f"step {d.step} ({d.tool} {args}): {d.kind.value}: {d.known}")
         if step is not None and all(d.step != step for d in listed):
             note(f"step {step} is not listed as dirty; the saga will refuse (and journal) this")
-        _confirm(f"{question}, as {actor}?", yes)
+        if not ask(f"{question}, as {actor}?", yes):
+            raise fail("nothing was sent")
         return await send(client, listed)
 
     result = run(main())
@@ -147,19 +140,6 @@ def _act(
         print_json(result.model_dump(mode="json"))
     else:
         _done(result, saga_id)
-
-
-def _confirm(question: str, yes: bool) -> None:
-    if yes:
-        return
-    try:
-        confirmed = typer.confirm(question, default=False, err=True)
-    except typer.Abort:
-        confirmed = False
-    if not sys.stdin.isatty():
-        note("")  # the answer came from a pipe, which echoed no newline
-    if not confirmed:
-        raise fail("nothing was sent")
 
 
 def _done(result: ResolutionResult, saga_id: str) -> None:

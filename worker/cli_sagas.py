@@ -18,10 +18,10 @@ import typer
 from pydantic import ValidationError
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 
-from sagacity.decision_statement import signed_request
 from sagacity.errors import SagacityError
 from sagacity.phases import SagaStatus
 from sagacity.signing import SigningKey
+from sagacity.statements import signed_request
 from sagacity.worker.cli_common import (
     Actor,
     JsonOpt,

@@ -4,10 +4,8 @@ Every function takes a connected Temporal client (see `connect`) or a saga's wor
 handle, and turns Temporal's transport errors into typed sagacity errors that say what to
 do, so callers never have to read gRPC status codes.
 
-Approvals go through `decide`: it sends the validated `decide` update, which answers at
-once with the journaled APPROVED/REJECTED entry or a refusal (ApprovalRefusedError, whose
-`journaled` says whether the saga recorded the refusal as APPROVAL_REFUSED evidence; see
-workflows/approval_gate.py for how each door into the saga journals a refused decision).
+A person's signed actions (decisions, resolutions) go through worker.client_actions;
+the errors are in worker.client_errors, re-exported here.
 
 Queries need a worker to answer; `QUERY_TIMEOUT` bounds them and a timeout becomes
 NoWorkerError naming the query. (worker.task_queues asks the server which workers poll a
@@ -17,12 +15,9 @@ task queue, so a caller can say "no worker" before waiting at all.)
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 from temporalio.client import (
     Client,
@@ -30,27 +25,34 @@ from temporalio.client import (
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowQueryFailedError,
-    WorkflowUpdateFailedError,
-    WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
-from temporalio.service import RPCError, RPCStatusCode
 
-from sagacity.approval_models import ApprovalDecision
 from sagacity.approvals import approval_hash
-from sagacity.bounds import cut
-from sagacity.decision_statement import signed_decision
 from sagacity.errors import SagacityError
 from sagacity.phases import SagaStatus
 from sagacity.saga_details import start_details, start_summary
-from sagacity.signing import SigningKey
 from sagacity.worker.app import connect as _connect
+from sagacity.worker.client_errors import (
+    ApprovalRefusedError,
+    NothingPendingError,
+    NoWorkerError,
+    PendingHashMismatchError,
+    RefusedError,
+    SagaAlreadyClosedError,
+    SagaClientError,
+    SagaExistsError,
+    SagaNotFoundError,
+    SagaNotOpenError,
+    TemporalUnavailableError,
+    UpdateFailedError,
+    connect_reason,
+    rpc,
+)
 from sagacity.worker.settings import Settings
-from sagacity.worker.update_delivery import execute_update, workflow_not_ready
 from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
 from sagacity.workflows.models import (
-    DecisionResult,
     PendingApproval,
     SagaInput,
     SagaResult,
@@ -82,7 +84,7 @@ __all__ = [
     "cancel_saga",
     "check_pending",
     "connect",
-    "decide",
+    "connect_reason",
     "describe_saga",
     "list_sagas",
     "pending_approval",
@@ -92,7 +94,6 @@ __all__ = [
     "saga_result",
     "saga_steps",
     "saga_view",
-    "send_decision",
     "start_saga",
 ]
 
@@ -100,85 +101,8 @@ SAGA_WORKFLOW = "AgentSaga"
 QUERY_TIMEOUT = timedelta(seconds=10)
 """The RPC deadline of a query. A query is answered by a worker, and the server holds it
 until one polls; past this deadline the call fails with NoWorkerError naming the query."""
-DECISION_TIMEOUT = timedelta(seconds=30)
-"""The decide update returns once the decision is journaled; under a burst of decisions
-that can take longer than a query (measured: 1 in 2,000 over 10 s with 50 at once)."""
 
 SagaHandle = WorkflowHandle[Any, SagaResult]
-
-
-class SagaClientError(SagacityError):
-    """Base of the errors a saga client call raises on purpose."""
-
-
-class TemporalUnavailableError(SagaClientError):
-    """The Temporal server cannot be reached (or the namespace does not exist)."""
-
-
-class SagaNotFoundError(SagaClientError, LookupError):
-    """No saga with this id in the namespace."""
-
-
-class SagaExistsError(SagaClientError):
-    """A saga with this id exists (running or closed): saga ids are never reused."""
-
-
-class SagaAlreadyClosedError(SagaClientError):
-    """The saga has finished; it takes no more decisions or cancels."""
-
-
-class NoWorkerError(SagaClientError):
-    """No worker answered a query or update in time."""
-
-
-class SagaNotOpenError(SagaClientError):
-    """The workflow has not opened its saga yet (or is not a saga): it answers no saga
-    query."""
-
-
-class NothingPendingError(SagaClientError):
-    """The saga is not waiting for an approval."""
-
-
-class PendingHashMismatchError(SagaClientError):
-    """The hash the workflow reports is not the hash of the payload it shows: refuse to
-    approve anything until someone finds out why."""
-
-
-class UpdateFailedError(SagaClientError):
-    """A person's update failed in the workflow for another reason than a refusal (its
-    validator, a malformed body, an error in the workflow's handler): `reason` is the
-    failure's type, `detail` its message. Temporal's WorkflowUpdateFailedError keeps both
-    in its `cause`; this error says them."""
-
-    def __init__(self, what: str, reason: str, detail: str) -> None:
-        self.reason = reason
-        self.detail = detail
-        super().__init__(f"{what} failed ({reason}): {detail}")
-
-
-class RefusedError(SagaClientError):
-    """The saga refused what a person sent: `reason` is the stable code (HASH_MISMATCH,
-    NOT_ALLOWED...), `detail` the sentence, `journaled` whether the saga recorded the
-    refusal as evidence. The message says all three."""
-
-    what = "request"
-    unjournaled = "not journaled"
-
-    def __init__(self, reason: str, detail: str, *, journaled: bool) -> None:
-        self.reason = reason
-        self.detail = detail
-        self.journaled = journaled
-        evidence = "journaled as evidence" if journaled else self.unjournaled
-        super().__init__(f"{self.what} refused ({reason}): {detail} ({evidence})")
-
-
-class ApprovalRefusedError(RefusedError):
-    """The saga refused the decision. `journaled` says whether the refusal was re-sent as a
-    signal so the workflow records it in the journal."""
-
-    what = "decision"
-    unjournaled = "could not be journaled"
 
 
 @dataclass(frozen=True)
@@ -223,86 +147,7 @@ def handle_client(handle: SagaHandle) -> Client:
 
 
 _client_of = handle_client
-
-
-@contextlib.contextmanager
-def _rpc(
-    client: Client,
-    saga_id: str | None = None,
-    *,
-    call: str = "the request",
-    worker_timeout: timedelta | None = None,
-) -> Iterator[None]:
-    """Translate Temporal's RPC errors into sagacity errors that say what to do. `call`
-    names the call in a timeout's message; `worker_timeout` is set for calls a worker
-    must answer (queries), whose timeout means no worker answered."""
-    try:
-        yield
-    except RPCError as exc:
-        raise _translate(exc, client, saga_id, call=call, worker_timeout=worker_timeout) from exc
-
-
-def _translate(
-    exc: RPCError,
-    client: Client,
-    saga_id: str | None,
-    *,
-    call: str = "the request",
-    worker_timeout: timedelta | None = None,
-) -> SagacityError:
-    target = client.service_client.config.target_host
-    message = exc.message or str(exc)
-    if exc.status is RPCStatusCode.NOT_FOUND:
-        if "namespace" in message.lower():
-            return TemporalUnavailableError(
-                f"namespace {client.namespace!r} does not exist at {target}; set "
-                "SAGACITY_NAMESPACE or create it"
-            )
-        if "already completed" in message.lower():
-            return SagaAlreadyClosedError(f"saga {saga_id!r} has already finished")
-        return SagaNotFoundError(
-            f"no saga {saga_id!r} in namespace {client.namespace!r} at {target}"
-        )
-    if exc.status in (RPCStatusCode.CANCELLED, RPCStatusCode.DEADLINE_EXCEEDED):
-        of_saga = f" for saga {saga_id!r}" if saga_id is not None else ""
-        if worker_timeout is not None:
-            return NoWorkerError(
-                f"no worker answered {call}{of_saga} within "
-                f"{worker_timeout.total_seconds():g}s; is `sagacity worker` running on the "
-                "saga's task queue?"
-            )
-        return TemporalUnavailableError(
-            f"Temporal at {target} did not answer {call}{of_saga} in time "
-            f"({exc.status.name}): {message}"
-        )
-    if workflow_not_ready(exc):
-        of_saga = f" of saga {saga_id!r}" if saga_id is not None else ""
-        return SagaClientError(
-            f"the workflow task{of_saga} kept failing while it took {call}, so Temporal "
-            "dropped it and nothing was applied; send it again, and if this repeats read "
-            "the worker's log and the saga's history in the Temporal UI"
-        )
-    if exc.status is RPCStatusCode.UNAVAILABLE:
-        return TemporalUnavailableError(f"cannot reach Temporal at {target}: {message}")
-    if exc.status is RPCStatusCode.ALREADY_EXISTS:
-        return SagaExistsError(f"a saga with id {saga_id!r} already exists; pick another id")
-    if exc.status is RPCStatusCode.INVALID_ARGUMENT and "search attribute" in message:
-        return SagaClientError(
-            f"Temporal at {target} refused the query ({message}); register sagacity's search "
-            "attributes SagaStatus (Keyword) and SagaNeedsHuman (Bool) — `sagacity dev` does"
-        )
-    return SagaClientError(f"Temporal refused the request ({exc.status.name}): {message}")
-
-
-def connect_reason(exc: BaseException) -> str:
-    """The readable part of temporalio's connect error ("Connection refused"), not the
-    transport's debug rendering."""
-    text = str(exc)
-    found = re.search(r'message: "([^"]+)"', text) or re.search(r"\(([^()]*error[^()]*)\)", text)
-    if found:
-        return found.group(1)
-    lines = text.strip().splitlines()
-    return cut(lines[0], 200) if lines else type(exc).__name__
+_rpc = rpc
 
 
 # ---- starting and reading --------------------------------------------------------------------
@@ -510,118 +355,7 @@ async def pending_approvals(
     return [item for item in items if item.pending is not None or item.error is not None]
 
 
-# ---- deciding and cancelling ---------------------------------------------------------------
-
-
-async def decide(
-    handle: SagaHandle,
-    *,
-    step: int,
-    payload_sha256: str,
-    approver: str,
-    approve: bool,
-    reason: str = "",
-    tool: str | None = None,
-    signer: SigningKey | None = None,
-) -> DecisionResult:
-    """Approve or reject the pending step and return where the decision was journaled.
-    With `signer`, the decision is a statement signed by that key (its owner is the
-    approver; `approver` must then name the same person); `tool` is the pending step's.
-
-    Raises ApprovalRefusedError when the saga refuses the decision (wrong hash or step,
-    approver not allowed, already decided...). The saga journals every refusal itself,
-    whichever door the decision came through; only a saga that is closing refuses without
-    journaling (`journaled` is then False).
-    """
-    if signer is None:
-        body: dict[str, Any] = {
-            "saga_id": handle.id,
-            "step": step,
-            "payload_sha256": payload_sha256,
-            "approver": approver,
-            "approve": approve,
-            "reason": reason,
-        }
-        if tool is not None:
-            body["tool"] = tool
-    else:
-        if approver != signer.approver:
-            raise SagaClientError(
-                f"the key {signer.key_id} belongs to {signer.approver!r}, not {approver!r}: "
-                "a key decides only for its owner"
-            )
-        if tool is None:
-            raise SagaClientError("a signed decision names the tool of the pending step")
-        body = signed_decision(
-            signer,
-            saga_id=handle.id,
-            step=step,
-            tool=tool,
-            payload_sha256=payload_sha256,
-            approve=approve,
-            reason=reason,
-        )
-    return await send_decision(handle, body)
-
-
-async def send_decision(
-    handle: SagaHandle, decision: ApprovalDecision | dict[str, Any]
-) -> DecisionResult:
-    """Send a decision already made (a passkey decision from sagacity.passkeys, or a
-    body signed elsewhere) through the `decide` update, unchanged. Raises
-    ApprovalRefusedError (its `reason` the journaled RefusalReason) like `decide`."""
-    body = decision.model_dump(mode="json") if isinstance(decision, ApprovalDecision) else decision
-    return await send_update(
-        handle,
-        "decide",
-        body,
-        DecisionResult,
-        refusal_type="ApprovalRefused",
-        refused=ApprovalRefusedError,
-        what="decision",
-        recheck="check with `sagacity status` before deciding again",
-    )
-
-
-R = TypeVar("R")
-
-
-async def send_update(
-    handle: SagaHandle,
-    name: str,
-    body: dict[str, Any],
-    result_type: type[R],
-    *,
-    refusal_type: str,
-    refused: type[RefusedError],
-    what: str,
-    recheck: str,
-) -> R:
-    """Send a person's update (a decision, a resolution) and return the saga's answer. A
-    refusal the saga raised (its ApplicationError of `refusal_type`, details: reason code,
-    whether journaled) becomes `refused(reason, message, journaled=...)`; no worker in
-    time becomes NoWorkerError saying the update may still be applied."""
-    client = _client_of(handle)
-    with _rpc(client, handle.id, call=f"the {name} update", worker_timeout=DECISION_TIMEOUT):
-        try:
-            return await execute_update(
-                handle, name, body, result_type, rpc_timeout=DECISION_TIMEOUT
-            )
-        except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
-            raise NoWorkerError(
-                f"no worker answered the {what} for saga {handle.id!r} within "
-                f"{DECISION_TIMEOUT.seconds}s; it may still be applied when a worker polls — "
-                f"{recheck}"
-            ) from exc
-        except WorkflowUpdateFailedError as exc:
-            cause = exc.cause
-            if not (isinstance(cause, ApplicationError) and cause.type == refusal_type):
-                kind = getattr(cause, "type", None) or type(cause or exc).__name__
-                detail = getattr(cause, "message", None) or str(cause or exc)
-                raise UpdateFailedError(what, kind, detail) from exc
-            code = str(cause.details[0]) if cause.details else "REFUSED"
-            journaled = len(cause.details) > 1 and cause.details[1] == "journaled"
-            raise refused(code, cause.message, journaled=journaled) from exc
+# ---- cancelling ---------------------------------------------------------------------------
 
 
 def cancel_reason(actor: str | None, reason: str = "") -> str:

@@ -6,9 +6,10 @@ closed UNRESOLVED) with what is dirty, `needing_human` adds the sagas whose work
 ended without closing their journal (terminated, timed out: worker.ended_sagas) and says
 what it searched, and `resolve` sends one action through the
 `resolve` update, which answers once the saga has applied and journaled it — or with a
-refusal (ResolutionRefusedError, journaled by the saga as RESOLUTION_REFUSED). With a
-signer the action is a statement signed by the person's key (required where the
-worker has an approver registry).
+refusal (ResolutionRefusedError, journaled by the saga as RESOLUTION_REFUSED), by the
+one path of every signed action (worker.client_actions). With a signer the action is a
+statement signed by the person's key (required where the worker has an approver
+registry).
 """
 
 from __future__ import annotations
@@ -20,21 +21,20 @@ from typing import Any
 
 from temporalio.client import Client
 
-from sagacity.decision_statement import signed_resolution
 from sagacity.errors import SagacityError
-from sagacity.resolutions import ACTIONS, Action
+from sagacity.resolutions import ACTIONS, Action, Resolution
 from sagacity.signing import SigningKey
 from sagacity.stores import JournalStore
 from sagacity.worker.client import (
-    RefusedError,
     SagaClientError,
     SagaHandle,
     SagaSummary,
     _query,
     list_sagas,
     saga_handle,
-    send_update,
 )
+from sagacity.worker.client_actions import build_action, made_by, send_action
+from sagacity.worker.client_errors import ResolutionRefusedError
 from sagacity.worker.ended_sagas import EndedSaga, find_ended
 from sagacity.workflows.models import DirtyStep, ResolutionResult
 
@@ -45,17 +45,10 @@ __all__ = [
     "ResolutionRefusedError",
     "dirty_sagas",
     "needing_human",
-    "resolution_body",
+    "resolution_of",
     "resolve",
     "saga_dirty",
 ]
-
-
-class ResolutionRefusedError(RefusedError):
-    """The saga refused the action (what it names is not dirty, the actor may not resolve,
-    the signature does not verify...)."""
-
-    what = "resolution"
 
 
 @dataclass(frozen=True)
@@ -130,7 +123,7 @@ async def needing_human(
     return NeedingHuman(items, searched=[flags, *search.searched], not_searched=search.not_searched)
 
 
-def resolution_body(
+def resolution_of(
     saga_id: str,
     action: Action,
     *,
@@ -140,39 +133,18 @@ def resolution_body(
     result: Any = None,
     reason: str = "",
     signer: SigningKey | None = None,
-) -> dict[str, Any]:
-    """The body of one action, signed by `signer` when given (its owner is the actor)."""
+) -> Resolution:
+    """One action, signed by `signer` when given (its owner is the actor), else unsigned
+    under `actor` (SagaClientError when malformed: an unknown action, no actor)."""
     if action not in ACTIONS:
         raise SagaClientError(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
-    if signer is not None:
-        if actor is not None and actor != signer.approver:
-            raise SagaClientError(
-                f"the key {signer.key_id} belongs to {signer.approver!r}, not {actor!r}: a "
-                "key speaks only for its owner"
-            )
-        return signed_resolution(
-            signer, saga_id=saga_id, action=action, step=step, steps=steps, result=result,
-            reason=reason,
-        )  # fmt: skip
-    if not actor or not actor.strip():
-        raise SagaClientError("a resolution needs an actor (or a signer): it is journaled")
-    body: dict[str, Any] = {"saga_id": saga_id, "action": action, "actor": actor}
-    body.update({"reason": reason} if reason else {})
-    body.update({"step": step} if step is not None else {})
-    body.update({"steps": steps} if steps is not None else {})
-    body.update({"result": result} if result is not None else {})
-    return body
+    made = build_action(
+        Resolution, saga_id=saga_id, action=action, step=step, steps=steps, result=result,
+        reason=reason, actor=actor,
+    )  # fmt: skip
+    return made_by(made, signer)
 
 
-async def resolve(handle: SagaHandle, body: dict[str, Any]) -> ResolutionResult:
+async def resolve(handle: SagaHandle, action: Resolution) -> ResolutionResult:
     """Send one action and return what the saga did (journaled RESOLVED and its effect)."""
-    return await send_update(
-        handle,
-        "resolve",
-        body,
-        ResolutionResult,
-        refusal_type="ResolutionRefused",
-        refused=ResolutionRefusedError,
-        what="resolution",
-        recheck="check with `sagacity dirty` before sending it again",
-    )
+    return await send_action(handle, action)

@@ -33,9 +33,9 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from temporalio.client import Client, Plugin, WorkflowHandle
 from temporalio.contrib.pydantic import PydanticPayloadConverter
 from temporalio.envconfig import ClientConfig
@@ -43,18 +43,19 @@ from temporalio.envconfig import ClientConfig
 from sagacity.approval_models import ApprovalDecision
 from sagacity.audit import verify_store
 from sagacity.chain import VerifyReport
-from sagacity.decision_statement import signed_request
 from sagacity.entry import JournalEntry
+from sagacity.resolutions import Resolution
+from sagacity.signed_action import SignedAction
 from sagacity.signing import SigningKey
+from sagacity.statements import signed_request
 from sagacity.stores import JournalStore
 from sagacity.worker import client as api
-from sagacity.worker import client_resolutions as fixes
+from sagacity.worker import client_actions as acts
 from sagacity.worker.plugin import saga_converter
-from sagacity.worker.saga_reset import CompensationStarted, compensate_ended
+from sagacity.worker.saga_client_dirty import DirtyStateCalls
 from sagacity.worker.saga_runs import saga_run
 from sagacity.workflows.models import (
     DecisionResult,
-    DirtyStep,
     PendingApproval,
     RequesterClaim,
     ResolutionResult,
@@ -81,7 +82,7 @@ class Review:
     local_sha256: str
 
 
-class SagaClient:
+class SagaClient(DirtyStateCalls):
     """A Temporal client for sagas (the pydantic data converter set), plus the task queue
     new sagas start on."""
 
@@ -292,7 +293,7 @@ class SagaClient:
             if not answer:
                 verb = "approved" if approve else "rejected"
                 raise DeclinedError(f"not {verb}: nothing was sent")
-        return await api.decide(
+        return await acts.decide(
             self.handle(saga_id),
             step=review.pending.step,
             payload_sha256=sent,
@@ -303,13 +304,17 @@ class SagaClient:
             signer=self.signer,
         )
 
-    async def send_decision(
-        self, saga_id: str, decision: ApprovalDecision | dict[str, Any]
-    ) -> DecisionResult:
-        """Send a decision made elsewhere — a passkey decision built with
-        sagacity.passkeys.passkey_decision — to the saga, unchanged (no review: the
-        decision already names the step, tool and payload hash it was made for)."""
-        return await api.send_decision(self.handle(saga_id), decision)
+    @overload
+    async def send(self, saga_id: str, action: ApprovalDecision) -> DecisionResult: ...
+    @overload
+    async def send(self, saga_id: str, action: Resolution) -> ResolutionResult: ...
+    @overload
+    async def send(self, saga_id: str, action: SignedAction) -> BaseModel: ...
+    async def send(self, saga_id: str, action: SignedAction) -> BaseModel:
+        """Send an action made elsewhere — a decision or a resolution signed with a passkey
+        (sagacity.passkeys.passkey_signed), or signed with another key — to the saga,
+        unchanged (no review: the action already names what it was made for)."""
+        return await acts.send_action(self.handle(saga_id), action)
 
     async def approve(
         self,
@@ -363,87 +368,3 @@ class SagaClient:
             actor = self.signer.approver
         reason = api.cancel_reason(actor, reason)
         return await api.cancel_saga(self.handle(saga_id), reason=reason)
-
-    # ---- dirty state --------------------------------------------------------------------------
-
-    async def dirty(self, saga_id: str) -> list[DirtyStep]:
-        """The steps of `saga_id` that need a person (its `dirty` query)."""
-        return await fixes.saga_dirty(self.handle(saga_id))
-
-    async def needing_human(self, *, limit: int | None = None) -> fixes.NeedingHuman:
-        """Every saga needing a human (`sagacity dirty`): those flagged, with what is
-        dirty, and those whose workflow ended without closing their journal
-        (terminated, timed out; `item.ended` says how, what is live and what resolves
-        it). `.searched` and `.not_searched` say what was looked at: without a journal
-        store, only Temporal's visibility is (see worker.ended_sagas)."""
-        return await fixes.needing_human(
-            self.temporal,
-            self.store,
-            limit=limit,
-            why_no_journal="this SagaClient has no journal store: SagaClient(store=...)",
-        )
-
-    async def compensate(
-        self, saga_id: str, *, reason: str, actor: str | None = None
-    ) -> CompensationStarted:
-        """Compensate a saga whose workflow ended without closing its journal (terminated,
-        timed out): its run is reset to its last workflow task and cancelled at once, so
-        the saga's own cancellation path undoes its executed steps and closes its journal
-        (worker.saga_reset). Who asks (`actor`, default the signer's owner) and why are
-        journaled with the cancel. Raises NotEndedError when the saga runs, is closed, or
-        ended in a way a reset cannot undo."""
-        if actor is None and self.signer is not None:
-            actor = self.signer.approver
-        if not actor or not actor.strip():
-            raise api.SagaClientError("compensating a saga needs an actor: it is journaled")
-        return await compensate_ended(
-            self.temporal, self._store(), saga_id, actor=actor, reason=reason
-        )
-
-    async def resolve(
-        self,
-        saga_id: str,
-        step: int,
-        *,
-        happened: bool,
-        result: Any = None,
-        reason: str = "",
-        actor: str | None = None,
-    ) -> ResolutionResult:
-        """Say what became of a step whose outcome is unknown: it `happened` (with the
-        `result` you read from the other side; a compensable step is then undone) or it
-        did not (nothing to undo)."""
-        action: fixes.Action = "happened" if happened else "did_not_happen"
-        return await self._send(saga_id, action, actor, step=step, result=result, reason=reason)
-
-    async def retry_compensation(
-        self, saga_id: str, step: int, *, reason: str = "", actor: str | None = None
-    ) -> ResolutionResult:
-        """Run a failed compensation again (same idempotency key), e.g. once the service
-        it calls is back."""
-        return await self._send(saga_id, "retry_compensation", actor, step=step, reason=reason)
-
-    async def accept(
-        self,
-        saga_id: str,
-        *,
-        reason: str,
-        steps: list[int] | None = None,
-        actor: str | None = None,
-    ) -> ResolutionResult:
-        """Close the saga with its remaining dirty steps accepted as they are. `steps` are
-        the dirty steps you reviewed (default: those the saga lists now); the saga refuses
-        the acceptance if they are not exactly what is dirty when it arrives."""
-        if not reason.strip():
-            raise api.SagaClientError("an acceptance needs a reason: it is journaled")
-        if steps is None:
-            steps = [d.step for d in await self.dirty(saga_id)]
-        return await self._send(saga_id, "accept", actor, steps=steps, reason=reason)
-
-    async def _send(
-        self, saga_id: str, action: fixes.Action, actor: str | None, **fields: Any
-    ) -> ResolutionResult:
-        if actor is None and self.signer is not None:
-            actor = self.signer.approver
-        body = fixes.resolution_body(saga_id, action, actor=actor, signer=self.signer, **fields)
-        return await fixes.resolve(self.handle(saga_id), body)

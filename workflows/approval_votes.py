@@ -23,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.entry import parse_timestamp
     from sagacity.phases import Phase
     from sagacity.registry import KeyLookup
+    from sagacity.signed_action import journaled_signer, journaled_statement
 
 TIMEOUT_ACTOR = "sagacity:timeout"
 Accepted = tuple[ApprovalDecision, Verdict, KeyLookup | None]
@@ -131,33 +132,14 @@ class Voting:
 
     async def _journal_vote(self, request: ApprovalRequest, vote: Vote) -> EntryRef:
         decision, lookup = vote.decision, vote.lookup
-        key = lookup.key if lookup is not None and decision.signed else None
+        key = lookup.key if lookup is not None else None
         result: dict[str, Any] = {
             "payload_sha256": request.payload_sha256,
             "reason": decision.reason,
             "registry": lookup.registry_ref if lookup is not None else None,
-            "key": (
-                {"key_id": key.key_id, "public_key": key.public_key, "approver": key.approver}
-                if key is not None
-                else None
-            ),
+            **journaled_signer(decision, key),
         }
-        evidence: dict[str, Any] = {
-            "statement": decision.statement(),
-            "signature": decision.signature,
-        }
-        if decision.passkey is not None:
-            # The assertion itself is the signature (re-verified offline by verify-file);
-            # the key's credential, RP and origins, and what the authenticator said of the
-            # person (user verified) and its counter, are recorded beside it.
-            evidence["passkey"] = decision.passkey.model_dump(mode="json")
-            flags = decision.passkey.flags()
-            result["passkey"] = {
-                "user_verified": flags.user_verified,
-                "sign_count": flags.sign_count,
-            }
-            if key is not None and key.passkey is not None:
-                result["key"]["passkey"] = key.passkey.model_dump(mode="json")
+        evidence = journaled_statement(decision)
         if decision.approve:
             result.update(
                 approvals=[who for who, _ in self._counted],

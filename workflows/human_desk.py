@@ -42,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
         judge_resolution,
         parse_resolution,
     )
+    from sagacity.signed_action import journaled_signer, journaled_statement
     from sagacity.workflows.models import ResolutionResult
 
 from sagacity.workflows.approval_evidence import bounded, cap_note, field, message
@@ -74,37 +75,13 @@ class Queued:
     """The registry version the action was judged with (None: no registry)."""
 
     def evidence(self) -> dict[str, Any]:
-        """What an offline auditor needs beside the statement: the registry version and
-        the key it was checked with (as decisions journal theirs); for a passkey, its
-        credential (RP, origins) and what the authenticator said (user verified, counter)."""
-        key = self.key if self.action.signed else None
-        evidence: dict[str, Any] = {
-            "registry": self.registry,
-            "key": (
-                {"key_id": key.key_id, "public_key": key.public_key, "approver": key.approver}
-                if key is not None
-                else None
-            ),
-        }
-        passkey = self.action.passkey
-        if passkey is not None:
-            flags = passkey.flags()
-            evidence["passkey"] = {
-                "user_verified": flags.user_verified,
-                "sign_count": flags.sign_count,
-            }
-            if key is not None and key.passkey is not None:
-                evidence["key"]["passkey"] = key.passkey.model_dump(mode="json")
-        return evidence
+        """What an offline auditor needs beside the statement: the registry version, and
+        the key it was checked with (as decisions journal theirs)."""
+        return {"registry": self.registry, **journaled_signer(self.action, self.key)}
 
     def signed_input(self) -> dict[str, Any]:
-        """The RESOLVED entry's input: the statement and its signature, and for a passkey
-        the assertion itself (what verify-file checks again)."""
-        action = self.action
-        signed: dict[str, Any] = {"statement": action.statement(), "signature": action.signature}
-        if action.passkey is not None:
-            signed["passkey"] = action.passkey.model_dump(mode="json")
-        return signed
+        """The RESOLVED entry's input: the statement and its signature (or assertion)."""
+        return journaled_statement(self.action)
 
     @property
     def step(self) -> int | None:

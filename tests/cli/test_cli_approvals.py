@@ -16,10 +16,10 @@ from sagacity.worker.client import (
     ApprovalRefusedError,
     PendingHashMismatchError,
     check_pending,
-    decide,
     saga_handle,
     saga_result,
 )
+from sagacity.worker.client_actions import decide
 from sagacity.workflows.models import PendingApproval, SagaInput, ToolCall
 
 from .conftest import CliHarness

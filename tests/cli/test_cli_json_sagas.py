@@ -18,8 +18,8 @@ from sagacity.worker.client import (
     UpdateFailedError,
     saga_handle,
     saga_result,
-    send_update,
 )
+from sagacity.worker.client_actions import send_update
 from sagacity.worker.client_resolutions import ResolutionRefusedError
 from sagacity.worker.saga_client import SagaClient
 from sagacity.workflows.models import DecisionResult, SagaInput, ToolCall

@@ -16,10 +16,10 @@ from sagacity.worker.client import (
     NoWorkerError,
     SagaNotFoundError,
     TemporalUnavailableError,
-    _translate,
     describe_saga,
     saga_handle,
 )
+from sagacity.worker.client_errors import translate
 
 from .conftest import CliHarness
 
@@ -146,12 +146,12 @@ async def test_a_timeout_of_a_call_no_worker_answers_does_not_blame_a_worker(
     cli: CliHarness,
 ) -> None:
     timed_out = RPCError("context deadline exceeded", RPCStatusCode.DEADLINE_EXCEEDED, b"")
-    describe = _translate(timed_out, cli.client, "s-1", call="describe")
+    describe = translate(timed_out, cli.client, "s-1", call="describe")
     assert isinstance(describe, TemporalUnavailableError)
     assert "did not answer describe for saga 's-1' in time (DEADLINE_EXCEEDED)" in str(describe)
     assert "worker" not in str(describe)
 
-    query = _translate(
+    query = translate(
         timed_out, cli.client, "s-1", call="the 'steps' query", worker_timeout=timedelta(seconds=4)
     )
     assert isinstance(query, NoWorkerError)

@@ -29,16 +29,17 @@ from sagacity.chain import verify_chain
 from sagacity.entry import JournalEntry
 from sagacity.examples.orders import Shop
 from sagacity.passkeys import (
+    draft_options,
     enroll_passkey,
     new_challenge,
-    passkey_resolution,
+    passkey_draft,
+    passkey_signed,
     registration_options,
-    resolution_draft,
-    resolution_options,
     verify_registration,
 )
 from sagacity.phases import Phase, SagaStatus
 from sagacity.registry import ApproverRegistry, EnrolledKey
+from sagacity.resolutions import Resolution
 from sagacity.signing import SigningKey
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
@@ -76,9 +77,9 @@ class Desk:
     def body(self, who: str, saga_id: str, **fields: Any) -> dict[str, Any]:
         """`who`'s passkey resolution, as the inbox builds it (draft, options, assertion)."""
         key, device = self.passkeys[who], self.devices[who]
-        draft = resolution_draft(saga_id=saga_id, key=key, **fields)
-        challenge = resolution_options(draft, key)["challenge"]
-        return passkey_resolution(draft, device.get(challenge, ORIGIN, "localhost"))
+        draft = passkey_draft(Resolution(saga_id=saga_id, **fields), key)
+        challenge = draft_options(draft, key)["challenge"]
+        return passkey_signed(draft, device.get(challenge, ORIGIN, "localhost")).body()
 
 
 def _enroll(path: Path, device: SoftAuthenticator, who: str, groups: list[str]) -> EnrolledKey:
@@ -272,12 +273,12 @@ async def test_a_passkey_statement_acts_once_whatever_its_signature(desk: Desk) 
     handle = await desk.saga_client(desk.rita).start(inp, saga_id=saga_id)
     await needs_human(desk, saga_id)
     olivia, device = desk.passkeys["olivia"], desk.devices["olivia"]
-    draft = resolution_draft(saga_id=saga_id, action="retry_compensation", step=1, key=olivia)
-    challenge = resolution_options(draft, olivia)["challenge"]
-    first = passkey_resolution(draft, device.get(challenge, ORIGIN, "localhost"))
+    draft = passkey_draft(Resolution(saga_id=saga_id, action="retry_compensation", step=1), olivia)
+    challenge = draft_options(draft, olivia)["challenge"]
+    first = passkey_signed(draft, device.get(challenge, ORIGIN, "localhost")).body()
     again = await handle.execute_update("resolve", first, result_type=ResolutionResult)
     assert again.dirty == [1] and "failed" in again.outcome
-    second = passkey_resolution(draft, device.get(challenge, ORIGIN, "localhost"))
+    second = passkey_signed(draft, device.get(challenge, ORIGIN, "localhost")).body()
     assert second["passkey"]["signature"] != first["passkey"]["signature"]
     with pytest.raises(WorkflowUpdateFailedError) as replayed:
         await handle.execute_update("resolve", second)

@@ -20,12 +20,14 @@ from sagacity.audit import verify_store
 from sagacity.canonical import canonical_text
 from sagacity.chain import reseal, verify_chain
 from sagacity.decision_audit import DecisionAudit
-from sagacity.decision_statement import signed_resolution, statement_bytes
 from sagacity.entry import JournalEntry
 from sagacity.examples.orders import Shop
 from sagacity.phases import SagaStatus
 from sagacity.registry import ApproverRegistry, RegistryFile
+from sagacity.resolutions import Resolution
+from sagacity.signed_action import sign_action
 from sagacity.signing import SigningKey, verify_signature
+from sagacity.statements import statement_bytes
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
 from sagacity.worker.app import new_worker
@@ -111,14 +113,26 @@ async def test_only_signed_actions_of_an_allowed_resolver_count(signed: Signed) 
 
     base = {"saga_id": saga_id, "action": "happened", "step": 2}
     assert await refused({**base, "actor": "olivia"}) == "UNSIGNED"
-    assert await refused(signed_resolution(signed.keys["mallory"], **base)) == "UNKNOWN_KEY"
-    assert await refused(signed_resolution(signed.keys["alice"], **base)) == "NOT_IN_GROUP"
     assert (
-        await refused(signed_resolution(signed.keys["rita"], **base)) == "REQUESTER_CANNOT_RESOLVE"
+        await refused(sign_action(signed.keys["mallory"], Resolution(**base)).body())
+        == "UNKNOWN_KEY"
     )
-    tampered = {**signed_resolution(signed.keys["olivia"], **base), "action": "did_not_happen"}
+    assert (
+        await refused(sign_action(signed.keys["alice"], Resolution(**base)).body())
+        == "NOT_IN_GROUP"
+    )
+    assert (
+        await refused(sign_action(signed.keys["rita"], Resolution(**base)).body())
+        == "REQUESTER_CANNOT_RESOLVE"
+    )
+    tampered = {
+        **sign_action(signed.keys["olivia"], Resolution(**base)).body(),
+        "action": "did_not_happen",
+    }
     assert await refused(tampered) == "BAD_SIGNATURE"
-    other = signed_resolution(signed.keys["olivia"], **{**base, "saga_id": "another-saga"})
+    other = sign_action(
+        signed.keys["olivia"], Resolution(**{**base, "saga_id": "another-saga"})
+    ).body()
     assert await refused(other) == "WRONG_SAGA"
     refusals = [
         (e.error or "").split(":")[0]
@@ -239,9 +253,9 @@ async def test_a_signed_statement_acts_once(signed: Signed) -> None:
         SagaInput(plan=[charge, fails], compensation_attempts=1), saga_id=saga_id
     )
     await waiting(signed.client(), saga_id)
-    retry = signed_resolution(
-        signed.keys["olivia"], saga_id=saga_id, action="retry_compensation", step=1
-    )
+    retry = sign_action(
+        signed.keys["olivia"], Resolution(saga_id=saga_id, action="retry_compensation", step=1)
+    ).body()
     again = await handle.execute_update("resolve", retry, result_type=ResolutionResult)
     assert again.dirty == [1] and "failed" in again.outcome
     with pytest.raises(WorkflowUpdateFailedError) as replayed:
@@ -272,7 +286,9 @@ async def test_a_registry_that_cannot_answer_refuses_and_never_fails_the_saga(
         raise OSError("registry disk gone")
 
     monkeypatch.setattr(RegistryFile, "lookup", broken)
-    body = signed_resolution(signed.keys["olivia"], saga_id=saga_id, action="happened", step=2)
+    body = sign_action(
+        signed.keys["olivia"], Resolution(saga_id=saga_id, action="happened", step=2)
+    ).body()
     await handle.signal("resolve", body)
     [refused] = await eventually(lambda: _refused_entries(signed.store, saga_id), 20)
     assert (refused.error or "").startswith("UNKNOWN_KEY") and "registry" in (refused.error or "")

@@ -25,7 +25,8 @@ from temporalio.service import RPCError
 
 from sagacity.approvals import approval_hash
 from sagacity.phases import Phase, SagaStatus
-from sagacity.worker.client import ApprovalRefusedError, decide, saga_result
+from sagacity.worker.client import ApprovalRefusedError, saga_result
+from sagacity.worker.client_actions import decide
 from sagacity.workflows.models import DecisionResult, PendingApproval, SagaInput, SagaResult
 
 from .support import (

@@ -39,11 +39,12 @@ from sagacity.activities import (
     SAGA_ACTIVITY_TYPES,
     WORKER_IDENTITY,
 )
+from sagacity.approval_models import ApprovalDecision
 from sagacity.approvals import approval_hash, approval_payload
-from sagacity.decision_statement import signed_decision
 from sagacity.examples.orders import INITIAL_STOCK, Shop
 from sagacity.phases import SagaStatus
 from sagacity.registry import ApproverRegistry
+from sagacity.signed_action import sign_action
 from sagacity.signing import SigningKey
 from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox
@@ -266,10 +267,16 @@ async def test_a_new_run_under_a_terminated_sagas_id_is_another_chain(
         identity = (await rogue_run(client, [call(WORKER_IDENTITY, scene.queue)]))[1][0]["ok"]
         q, w = scene.queue, {"worker": identity}
         wire = {"tool": WIRE.tool, "args": WIRE_ARGS}
-        approval = signed_decision(
-            scene.keys["alice"], saga_id=saga_id, step=pending.step, tool=WIRE.tool,
-            payload_sha256=pending.payload_sha256, approve=True,
-        )  # fmt: skip
+        approval = sign_action(
+            scene.keys["alice"],
+            ApprovalDecision(
+                saga_id=saga_id,
+                step=pending.step,
+                tool=WIRE.tool,
+                payload_sha256=pending.payload_sha256,
+                approve=True,
+            ),
+        ).body()
         attacks = [
             call(RUN_TOOL, q, saga_id=saga_id, step=4, call={"tool": RESERVE.tool,
                  "args": RESERVE.args}, **w),

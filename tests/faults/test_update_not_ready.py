@@ -21,7 +21,8 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from sagacity.worker.client import _translate, saga_result
+from sagacity.worker.client import saga_result
+from sagacity.worker.client_errors import translate
 from sagacity.worker.update_delivery import execute_update, workflow_not_ready
 
 
@@ -118,7 +119,7 @@ async def test_the_server_drops_an_update_whose_closing_task_met_an_event(
     assert await _unhandled_command_failures(handle) == 1
     assert hold.calls == 1
     # Were every try dropped, the person is told that nothing was applied.
-    told = _translate(outcome, temporal_env.client, handle.id, call="the finish update")
+    told = translate(outcome, temporal_env.client, handle.id, call="the finish update")
     assert "kept failing while it took the finish update" in str(told)
     assert "nothing was applied" in str(told)
 

@@ -8,10 +8,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import BaseModel
+
+from sagacity.approval_models import ApprovalDecision
 from sagacity.approvals import approval_hash
 from sagacity.canonical import canonical_text
 from sagacity.chain import VerifyReport
 from sagacity.entry import JournalEntry
+from sagacity.resolutions import Resolution
+from sagacity.signed_action import SignedAction
 from sagacity.worker.client import PendingItem, SagaNotFoundError, SagaSummary
 from sagacity.worker.client_resolutions import DirtyItem
 from sagacity.worker.inbox.source import Approval
@@ -70,12 +75,11 @@ class FakeSource:
         self._check()
         return self.dirty_items
 
-    async def send_decision(self, saga_id: str, body: dict[str, Any]) -> DecisionResult:
-        self.sent.append((saga_id, body))
-        return DecisionResult(accepted=True, step=body["step"], approve=body["approve"])
-
-    async def send_resolution(self, saga_id: str, body: dict[str, Any]) -> ResolutionResult:
-        self.sent.append((saga_id, body))
+    async def send(self, saga_id: str, action: SignedAction) -> BaseModel:
+        self.sent.append((saga_id, action.body()))
+        if isinstance(action, ApprovalDecision):
+            return DecisionResult(accepted=True, step=action.step, approve=action.approve)
+        assert isinstance(action, Resolution)
         return ResolutionResult(
-            action=body["action"], step=body.get("step"), actor=body["actor"], outcome="done"
+            action=action.action, step=action.step, actor=action.actor, outcome="done"
         )

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -21,10 +22,11 @@ from sagacity.passkey_check import PasskeyFailure, check_assertion, statement_ch
 from sagacity.passkey_models import b64url
 from sagacity.registry import ApproverRegistry, EnrolledKey
 from sagacity.resolutions import Resolution
+from sagacity.signed_action import SignedAction
 from sagacity.worker.cli import app as cli_app
 from sagacity.worker.client_resolutions import DirtyItem, ResolutionRefusedError
 from sagacity.worker.inbox import InboxConfig, create_app
-from sagacity.workflows.models import DirtyStep, ResolutionResult
+from sagacity.workflows.models import DirtyStep
 
 from ..passkeys.soft_authenticator import SoftAuthenticator
 from ..passkeys.test_passkey_checks import ORIGIN, RP, enroll
@@ -57,11 +59,11 @@ DIRTY = [
 class RefusingSource(FakeSource):
     refuse_with: ResolutionRefusedError | None = None
 
-    async def send_resolution(self, saga_id: str, body: dict[str, Any]) -> ResolutionResult:
+    async def send(self, saga_id: str, action: SignedAction) -> BaseModel:
         if self.refuse_with is not None:
-            self.sent.append((saga_id, body))
+            self.sent.append((saga_id, action.body()))
             raise self.refuse_with
-        return await super().send_resolution(saga_id, body)
+        return await super().send(saga_id, action)
 
 
 @dataclass

@@ -15,26 +15,32 @@ import cbor2
 import pytest
 from pydantic import ValidationError
 
-from sagacity.approval_models import ApprovalRequest, Refusal, RefusalReason, Verdict
+from sagacity.approval_models import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Refusal,
+    RefusalReason,
+    Verdict,
+)
 from sagacity.approval_policy import ApprovalRequirement
 from sagacity.approvals import judge, parse_decision
-from sagacity.decision_statement import signed_decision
 from sagacity.passkey_models import b64url
 from sagacity.passkeys import (
     PasskeyAssertionError,
-    PasskeyDecisionDraft,
+    PasskeyDraft,
     PasskeyFailure,
     PasskeyRegistrationError,
     check_assertion,
-    decision_draft,
     draft_options,
     enroll_passkey,
     new_challenge,
-    passkey_decision,
+    passkey_draft,
+    passkey_signed,
     registration_options,
     verify_registration,
 )
 from sagacity.registry import ApproverRegistry, EnrolledKey, KeyLookup, RegistryError
+from sagacity.signed_action import sign_action
 from sagacity.signed_checks import JudgeContext
 from sagacity.signing import SigningKey
 
@@ -61,13 +67,12 @@ REQUEST = ApprovalRequest.for_call("saga-a", 2, "pay", {"iban": "DE89", "amount"
 
 def draft_for(
     key: EnrolledKey, request: ApprovalRequest = REQUEST, **over: Any
-) -> PasskeyDecisionDraft:
+) -> PasskeyDraft[ApprovalDecision]:
     fields: dict[str, Any] = {
         "saga_id": request.saga_id, "step": request.step, "tool": request.tool,
-        "payload_sha256": request.payload_sha256, "key": key, "approve": True,
-        "now": NOW + timedelta(seconds=5),
+        "payload_sha256": request.payload_sha256, "approve": True,
     }  # fmt: skip
-    return decision_draft(**{**fields, **over})
+    return passkey_draft(ApprovalDecision(**{**fields, **over}), key, NOW + timedelta(seconds=5))
 
 
 def body(device: SoftAuthenticator, key: EnrolledKey, **get: Any) -> dict[str, Any]:
@@ -76,7 +81,7 @@ def body(device: SoftAuthenticator, key: EnrolledKey, **get: Any) -> dict[str, A
     credential = device.get(
         options["challenge"], get.pop("origin", ORIGIN), get.pop("rp", RP), **get
     )
-    return passkey_decision(draft, credential).model_dump(mode="json")
+    return passkey_signed(draft, credential).model_dump(mode="json")
 
 
 def verdict(raw: Any, key: EnrolledKey | None, **context: Any) -> Verdict:
@@ -118,10 +123,10 @@ def test_passkey_decision_checks_before_sending_with_the_sagas_reason() -> None:
     draft = draft_for(key)
     credential = device.get(draft.challenge, "https://evil.example", RP)
     with pytest.raises(PasskeyAssertionError) as caught:
-        passkey_decision(draft, credential, key=key)
+        passkey_signed(draft, credential, key=key)
     assert caught.value.reason is RefusalReason.WRONG_ORIGIN
     # The draft survives a round trip through a page's session.
-    assert PasskeyDecisionDraft.from_json(draft.to_json()).challenge == draft.challenge
+    assert PasskeyDraft.from_json(draft.to_json(), ApprovalDecision).challenge == draft.challenge
 
 
 def test_registration_refuses_another_challenge_origin_rp_or_ceremony() -> None:
@@ -177,25 +182,10 @@ def test_key_id_is_the_public_keys_and_a_credential_is_enrolled_once(tmp_path: P
         ApproverRegistry.load(path).add(EnrolledKey.model_validate(same_credential))
 
 
-def test_ed25519_registries_dump_and_hash_as_before_passkeys() -> None:
-    key = SigningKey.generate("alice")
-    reg = ApproverRegistry(version=1, keys=[]).enroll("alice", key.public_key, valid_from=NOW)
-    dumped = reg.model_dump(mode="json")
-    assert set(dumped["keys"][0]) == {
-        "approver", "key_id", "public_key", "groups", "valid_from", "valid_until", "revoked_at"
-    }  # fmt: skip
-    # The registry's hash is over exactly the fields it had before passkeys existed.
-    from sagacity.canonical import canonical_bytes, sha256_hex
-
-    assert reg.sha256 == sha256_hex(canonical_bytes(dumped, what="registry"))
-    unsigned = parse_decision({"step": 1, "approve": True}, approve=None)
-    assert "passkey" not in unsigned.model_dump()  # type: ignore[union-attr]
-
-
 def _other_challenge(device: SoftAuthenticator, key: EnrolledKey) -> dict[str, Any]:
     other = draft_for(key, reason="something else")
-    raw = draft_for(key).decision.model_dump(mode="json")
-    assertion = passkey_decision(other, device.get(other.challenge, ORIGIN, RP)).passkey
+    raw = draft_for(key).action.model_dump(mode="json")
+    assertion = passkey_signed(other, device.get(other.challenge, ORIGIN, RP)).passkey
     return raw | {"passkey": assertion.model_dump(mode="json")}  # type: ignore[union-attr]
 
 
@@ -347,25 +337,30 @@ def test_the_key_kind_approver_validity_and_policy_still_apply() -> None:
         .keys[0]
     )
     # An Ed25519 signature under a passkey's key id, and an assertion naming an Ed25519 key.
-    ed_body = signed_decision(
-        ed, saga_id="saga-a", step=2, tool="pay", payload_sha256=REQUEST.payload_sha256,
-        approve=True, now=NOW,
-    )  # fmt: skip
+    ed_body = sign_action(
+        ed,
+        ApprovalDecision(
+            saga_id="saga-a",
+            step=2,
+            tool="pay",
+            payload_sha256=REQUEST.payload_sha256,
+            approve=True,
+        ),
+        NOW,
+    ).body()
     assert (
         verdict(ed_body | {"key_id": key.key_id}, key).refusal.reason
         is RefusalReason.WRONG_KEY_KIND
     )  # type: ignore[union-attr]
-    naming_ed = PasskeyDecisionDraft(
-        draft_for(key).decision.model_copy(update={"key_id": ed_key.key_id})
-    )
-    raw = passkey_decision(naming_ed, device.get(naming_ed.challenge, ORIGIN, RP)).model_dump(
+    naming_ed = PasskeyDraft(draft_for(key).action.model_copy(update={"key_id": ed_key.key_id}))
+    raw = passkey_signed(naming_ed, device.get(naming_ed.challenge, ORIGIN, RP)).model_dump(
         mode="json"
     )
     assert verdict(raw, ed_key).refusal.reason is RefusalReason.WRONG_KEY_KIND  # type: ignore[union-attr]
     # A statement naming bob, signed with alice's passkey.
     draft = draft_for(key)
-    as_bob = PasskeyDecisionDraft(draft.decision.model_copy(update={"approver": "bob"}))
-    raw = passkey_decision(as_bob, device.get(as_bob.challenge, ORIGIN, RP)).model_dump(mode="json")
+    as_bob = PasskeyDraft(draft.action.model_copy(update={"approver": "bob"}))
+    raw = passkey_signed(as_bob, device.get(as_bob.challenge, ORIGIN, RP)).model_dump(mode="json")
     assert verdict(raw, key).refusal.reason is RefusalReason.APPROVER_MISMATCH  # type: ignore[union-attr]
     revoked = key.model_copy(update={"revoked_at": NOW})
     assert verdict(body(device, key), revoked).refusal.reason is RefusalReason.KEY_NOT_VALID  # type: ignore[union-attr]

@@ -11,15 +11,14 @@ from typing import Any
 import pytest
 
 from sagacity.approval_models import Refusal, RefusalReason, Verdict
-from sagacity.decision_statement import signed_resolution
 from sagacity.passkey_check import statement_challenge
 from sagacity.passkey_models import b64url
 from sagacity.passkeys import (
     PasskeyAssertionError,
-    PasskeyResolutionDraft,
-    passkey_resolution,
-    resolution_draft,
-    resolution_options,
+    PasskeyDraft,
+    draft_options,
+    passkey_draft,
+    passkey_signed,
 )
 from sagacity.registry import ApproverRegistry, EnrolledKey, KeyLookup
 from sagacity.resolutions import (
@@ -31,6 +30,7 @@ from sagacity.resolutions import (
     judge_resolution,
     parse_resolution,
 )
+from sagacity.signed_action import sign_action
 from sagacity.signing import SigningKey
 
 from .soft_authenticator import SoftAuthenticator
@@ -49,14 +49,13 @@ def signed_body(
     device: SoftAuthenticator, key: EnrolledKey, *, origin: str = ORIGIN, **fields: Any
 ) -> dict[str, Any]:
     """What the inbox sends: the draft, the options' challenge, the device's assertion."""
-    draft = resolution_draft(
-        **{"saga_id": SAGA, "action": "happened", "step": 2, "result": {"psp": "paid 250"},
-           "reason": "the PSP shows it", "key": key, "now": NOW + timedelta(seconds=5),
-           **fields},
-    )  # fmt: skip
-    options = resolution_options(draft, key)
+    action = Resolution(**{"saga_id": SAGA, "action": "happened", "step": 2,
+                           "result": {"psp": "paid 250"}, "reason": "the PSP shows it",
+                           **fields})  # fmt: skip
+    draft = passkey_draft(action, key, NOW + timedelta(seconds=5))
+    options = draft_options(draft, key)
     assert options["challenge"] == b64url(statement_challenge(draft.statement))
-    return passkey_resolution(draft, device.get(options["challenge"], origin, RP))
+    return passkey_signed(draft, device.get(options["challenge"], origin, RP)).body()
 
 
 def verdict(
@@ -157,8 +156,12 @@ def test_hostile_bodies_are_refused_never_raised(device: SoftAuthenticator) -> N
     olivia = enroll(device, "olivia", ("ops",))
     raw = signed_body(device, olivia)
     signer = SigningKey.generate("olivia")
-    both = {**raw, "signature": signed_resolution(signer, saga_id=SAGA, action="happened",
-                                                  step=2)["signature"]}  # fmt: skip
+    both = {
+        **raw,
+        "signature": sign_action(
+            signer, Resolution(saga_id=SAGA, action="happened", step=2)
+        ).body()["signature"],
+    }
     assert refused_as(verdict(both, olivia)) == "BAD_SIGNATURE"
     wrong_origin = signed_body(device, olivia, origin="https://evil.example")
     assert refused_as(verdict(wrong_origin, olivia)) == "WRONG_ORIGIN"
@@ -177,40 +180,45 @@ def test_a_statement_acts_once_whatever_its_signature() -> None:
     statement, so a second assertion over it is the same resolution again."""
     device = SoftAuthenticator()
     olivia = enroll(device, "olivia", ("ops",))
-    draft = resolution_draft(saga_id=SAGA, action="retry_compensation", step=3, key=olivia,
-                             now=NOW)  # fmt: skip
-    challenge = resolution_options(draft, olivia)["challenge"]
-    first = passkey_resolution(draft, device.get(challenge, ORIGIN, RP), key=olivia)
-    second = passkey_resolution(draft, device.get(challenge, ORIGIN, RP), key=olivia)
+    draft = passkey_draft(
+        Resolution(saga_id=SAGA, action="retry_compensation", step=3), olivia, NOW
+    )
+    challenge = draft_options(draft, olivia)["challenge"]
+    first = passkey_signed(draft, device.get(challenge, ORIGIN, RP), key=olivia).body()
+    second = passkey_signed(draft, device.get(challenge, ORIGIN, RP), key=olivia).body()
     assert first["passkey"]["signature"] != second["passkey"]["signature"]
     one, two = (Resolution.model_validate(b) for b in (first, second))
     assert one.acts_once_as() == two.acts_once_as() is not None
     signer = SigningKey.generate("olivia")
-    ed = Resolution.model_validate(signed_resolution(signer, saga_id=SAGA, action="happened",
-                                                     step=2))  # fmt: skip
+    ed = Resolution.model_validate(
+        sign_action(signer, Resolution(saga_id=SAGA, action="happened", step=2)).body()
+    )
     assert ed.acts_once_as() == ed.signature  # Ed25519 statements: as before
 
 
 def test_the_draft_round_trips_and_refuses_what_is_not_one(device: SoftAuthenticator) -> None:
     olivia = enroll(device, "olivia", ("ops",))
-    draft = resolution_draft(saga_id=SAGA, action="accept", steps=[2, 3], reason="as is",
-                             key=olivia, now=NOW)  # fmt: skip
-    again = PasskeyResolutionDraft.from_json(draft.to_json())
+    draft = passkey_draft(
+        Resolution(saga_id=SAGA, action="accept", steps=[2, 3], reason="as is"), olivia, NOW
+    )
+    again = PasskeyDraft.from_json(draft.to_json(), Resolution)
     assert again.statement == draft.statement and again.challenge == draft.challenge
-    with pytest.raises(PasskeyAssertionError, match="not a passkey resolution draft"):
-        PasskeyResolutionDraft.from_json('{"saga_id": 1}')
+    with pytest.raises(PasskeyAssertionError, match="not a passkey draft"):
+        PasskeyDraft.from_json('{"saga_id": 1}', Resolution)
     with pytest.raises(PasskeyAssertionError) as malformed:
-        resolution_draft(saga_id=SAGA, action="accept", steps=[2], key=olivia)  # no reason
+        passkey_draft(Resolution(saga_id=SAGA, action="accept", steps=[2]), olivia)  # no reason
     assert malformed.value.reason is RefusalReason.MALFORMED
     with pytest.raises(PasskeyAssertionError) as not_passkey:
-        resolution_draft(saga_id=SAGA, action="happened", step=2,
-                         key=olivia.model_copy(update={"passkey": None}))  # fmt: skip
+        passkey_draft(
+            Resolution(saga_id=SAGA, action="happened", step=2),
+            olivia.model_copy(update={"passkey": None}),
+        )
     assert not_passkey.value.reason is RefusalReason.WRONG_KEY_KIND
     other = enroll(SoftAuthenticator(), "olivia", ("ops",))
     with pytest.raises(PasskeyAssertionError):
-        resolution_options(draft, other)
-    challenge = resolution_options(draft, olivia)["challenge"]
+        draft_options(draft, other)
+    challenge = draft_options(draft, olivia)["challenge"]
     # Checked before sending, as the saga will check it: another origin is refused here.
     with pytest.raises(PasskeyAssertionError) as early:
-        passkey_resolution(draft, device.get(challenge, "http://localhost:1", RP), key=olivia)
+        passkey_signed(draft, device.get(challenge, "http://localhost:1", RP), key=olivia).body()
     assert early.value.reason is RefusalReason.WRONG_ORIGIN

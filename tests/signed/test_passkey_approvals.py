@@ -15,15 +15,16 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from sagacity.approval_models import ApprovalDecision
 from sagacity.audit import entry_line
 from sagacity.canonical import canonical_text
 from sagacity.chain import verify_chain
 from sagacity.passkeys import (
-    decision_draft,
     draft_options,
     enroll_passkey,
     new_challenge,
-    passkey_decision,
+    passkey_draft,
+    passkey_signed,
     registration_options,
     verify_registration,
 )
@@ -61,12 +62,19 @@ def enroll(
 
 
 def decide(device: SoftAuthenticator, key: EnrolledKey, p: PendingApproval) -> Any:
-    draft = decision_draft(
-        saga_id=p.saga_id, step=p.step, tool=p.tool, payload_sha256=p.payload_sha256,
-        key=key, approve=True, reason="checked the IBAN",
-    )  # fmt: skip
+    draft = passkey_draft(
+        ApprovalDecision(
+            saga_id=p.saga_id,
+            step=p.step,
+            tool=p.tool,
+            payload_sha256=p.payload_sha256,
+            approve=True,
+            reason="checked the IBAN",
+        ),
+        key,
+    )
     options = draft_options(draft, key)
-    return passkey_decision(draft, device.get(options["challenge"], ORIGIN, "localhost"))
+    return passkey_signed(draft, device.get(options["challenge"], ORIGIN, "localhost"))
 
 
 @pytest.fixture
@@ -92,12 +100,12 @@ async def test_a_passkey_approval_completes_the_saga_and_verify_file_checks_it(
     client = bench.client_of(None)
 
     with pytest.raises(ApprovalRefusedError) as refused:
-        await client.send_decision(saga_id, decide(ivans_phone, ivan, pending))
+        await client.send(saga_id, decide(ivans_phone, ivan, pending))
     assert refused.value.reason == "NOT_IN_GROUP"
     assert await bench.refused_as(saga_id, 1) == "NOT_IN_GROUP"
     assert bench.bank.paid == []
 
-    result = await client.send_decision(saga_id, decide(alices_phone, alice, pending))
+    result = await client.send(saga_id, decide(alices_phone, alice, pending))
     assert result.accepted and result.approve and result.approver == "alice"
     assert (await client.result(saga_id)).status is SagaStatus.COMPLETED
     assert [p["amount"] for p in bench.bank.paid] == [5_000]

@@ -18,15 +18,17 @@ from typing import Any
 import pytest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
+from sagacity.approval_models import ApprovalDecision
 from sagacity.approval_policy import ApprovalPolicy
 from sagacity.approvals import approval_hash
-from sagacity.decision_statement import signed_decision, signed_request
 from sagacity.entry import JournalEntry
 from sagacity.examples.orders import INITIAL_STOCK, Shop
 from sagacity.phases import Phase, SagaStatus
 from sagacity.registry import ApproverRegistry, RegistryRolledBackError
 from sagacity.registry_marks import RegistryMark, top_mark
+from sagacity.signed_action import sign_action
 from sagacity.signing import SigningKey
+from sagacity.statements import signed_request
 from sagacity.stores import JournalStore, open_store
 from sagacity.toolbox import Toolbox
 from sagacity.tools import irreversible
@@ -83,8 +85,12 @@ class Registries:
         """Mallory's signed approval of paying `amount` at `step` (anyone can compute the
         payload's hash; her key is hers)."""
         digest = approval_hash("pay", {"iban": IBAN, "amount": amount})
-        return signed_decision(self.keys["mallory"], saga_id=saga_id, step=step, tool="pay",
-                               payload_sha256=digest, approve=True)  # fmt: skip
+        return sign_action(
+            self.keys["mallory"],
+            ApprovalDecision(
+                saga_id=saga_id, step=step, tool="pay", payload_sha256=digest, approve=True
+            ),
+        ).body()
 
     def claim(self, saga_id: str) -> RequesterClaim:
         return RequesterClaim.model_validate(signed_request(self.keys["rita"], saga_id))

@@ -15,16 +15,18 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 from typer.testing import CliRunner
 
+from sagacity.approval_models import ApprovalDecision
 from sagacity.approval_policy import ApprovalPolicy, ArgRule
 from sagacity.audit import entry_line, verify_jsonl
 from sagacity.chain import reseal, verify_chain
 from sagacity.decision_audit import DecisionAudit
-from sagacity.decision_statement import decision_statement, signed_decision, statement_bytes
 from sagacity.entry import JournalEntry
 from sagacity.examples.orders import INITIAL_STOCK, Shop
 from sagacity.phases import Phase, SagaStatus
 from sagacity.registry import ApproverRegistry
+from sagacity.signed_action import sign_action
 from sagacity.signing import SigningKey
+from sagacity.statements import statement_bytes
 from sagacity.stores import JournalStore
 from sagacity.toolbox import Toolbox
 from sagacity.tools import ToolContext, irreversible
@@ -122,7 +124,7 @@ def signed(
         "payload_sha256": p.payload_sha256,
     }
     fields.update(signed_over)
-    return signed_decision(key, approve=approve, reason="ok", **fields)
+    return sign_action(key, ApprovalDecision(approve=approve, reason="ok", **fields)).body()
 
 
 @pytest.fixture
@@ -147,7 +149,9 @@ async def test_every_attack_is_refused_journaled_and_the_payment_never_made(benc
     bob, k = bench.keys["bob"], bench.keys
     claims_alice = {**unsigned, "reason": "", "issued_at": signed(bob, p)["issued_at"],
                     "key_id": bob.key_id, "approve": True}  # fmt: skip
-    claims_alice["signature"] = bob.sign(statement_bytes(decision_statement(**claims_alice)))
+    claims_alice["signature"] = bob.sign(
+        statement_bytes(ApprovalDecision.model_validate(claims_alice).statement())
+    )
     real = signed(k["alice"], p)
     attacks: list[tuple[str, dict[str, Any], str]] = [
         ("unsigned", unsigned, "UNSIGNED"),
@@ -368,8 +372,12 @@ async def test_a_registry_that_cannot_answer_refuses_and_never_fails_the_saga(
         raise OSError("registry disk gone")
 
     monkeypatch.setattr(RegistryFile, "lookup", broken)
-    body = signed_decision(bench.keys["alice"], saga_id=saga_id, step=p.step, tool=p.tool,
-                           payload_sha256=p.payload_sha256, approve=True)  # fmt: skip
+    body = sign_action(
+        bench.keys["alice"],
+        ApprovalDecision(
+            saga_id=saga_id, step=p.step, tool=p.tool, payload_sha256=p.payload_sha256, approve=True
+        ),
+    ).body()
     await bench.client.get_workflow_handle(saga_id).signal("approve", body)
     assert await bench.refused_as(saga_id, 1) == "UNKNOWN_KEY"
     monkeypatch.undo()

@@ -124,7 +124,7 @@ def test_public_api_is_pinned() -> None:
             "open_store", "parse_decision", "payload_sha256", "plan_compensation", "tool",
             "verify_all", "verify_chain", "verify_jsonl", "verify_store",
             "ApprovalPolicy", "ApprovalRequirement", "ApproverRegistry", "ArgRule",
-            "DecisionAudit", "SigningKey", "signed_decision", "signed_request",
+            "DecisionAudit", "SigningKey", "sign_action", "signed_request",
             "CheckpointLog", "Finding", "NoteSigner", "NoteVerifier", "Problem",
             "SagaCheckpoint", "TreeHead", "check_all", "check_saga",
         ]

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from sagacity.decision_statement import signed_request
 from sagacity.entry import EntryDraft
 from sagacity.errors import StoreUnavailableError
 from sagacity.phases import Phase
@@ -25,6 +24,7 @@ from sagacity.registry_marks import (
 )
 from sagacity.requester import judge_requester
 from sagacity.signing import SigningKey
+from sagacity.statements import signed_request
 from sagacity.stores import MemoryJournalStore
 from sagacity.workflows.models import RequesterClaim
 

@@ -11,7 +11,6 @@ import pytest
 from sagacity.activities import SagaActivities
 from sagacity.activities.io_models import ResolveStepInput
 from sagacity.approvals import Refusal
-from sagacity.decision_statement import signed_resolution
 from sagacity.entry import EntryDraft
 from sagacity.phases import Phase
 from sagacity.registry import ApproverRegistry, KeyLookup
@@ -24,6 +23,7 @@ from sagacity.resolutions import (
     judge_resolution,
     parse_resolution,
 )
+from sagacity.signed_action import sign_action
 from sagacity.signing import SigningKey
 from sagacity.stores import MemoryJournalStore
 from sagacity.toolbox import Toolbox
@@ -131,8 +131,9 @@ def test_signed_statements() -> None:
     olivia = SigningKey.generate("olivia")
     lookup = _lookup(olivia, ["ops"])
     ops = ResolutionPolicy(groups=["ops"])
-    body = signed_resolution(olivia, saga_id=SAGA, action="happened", step=2,
-                             result={"psp": "pi_1"}, now=NOW)  # fmt: skip
+    body = sign_action(
+        olivia, Resolution(saga_id=SAGA, action="happened", step=2, result={"psp": "pi_1"}), NOW
+    ).body()
 
     def judged(b: dict[str, Any], **ctx: Any) -> str:
         parsed = parse_resolution(b)
@@ -147,8 +148,9 @@ def test_signed_statements() -> None:
     unsigned = {k: v for k, v in body.items() if k not in ("signature", "key_id", "issued_at")}
     assert judged(unsigned, lookup=lookup) == "UNSIGNED"
     assert judged(body, lookup=KeyLookup(configured=True, version=3)) == "UNKNOWN_KEY"
-    old = signed_resolution(olivia, saga_id=SAGA, action="happened", step=2,
-                            now=NOW - timedelta(hours=1))  # fmt: skip
+    old = sign_action(
+        olivia, Resolution(saga_id=SAGA, action="happened", step=2), NOW - timedelta(hours=1)
+    ).body()
     assert judged(old, lookup=lookup) == "STALE_STATEMENT"  # before the wait began
     assert judged(body, lookup=_lookup(olivia, ["finance"])) == "NOT_IN_GROUP"
 

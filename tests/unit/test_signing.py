@@ -20,8 +20,8 @@ from sagacity.approvals import (
     judge,
     parse_decision,
 )
-from sagacity.decision_statement import signed_decision
 from sagacity.registry import ApproverRegistry, KeyLookup, RegistryError, RegistryFile
+from sagacity.signed_action import sign_action
 from sagacity.signing import KeyFileError, SigningKey, verify_signature
 from sagacity.worker.cli import app
 
@@ -116,8 +116,18 @@ def _pending() -> ApprovalRequest:
 def test_a_signature_binds_every_field_of_the_statement() -> None:
     key = SigningKey.generate("alice")
     p = _pending()
-    body = signed_decision(key, saga_id="s1", step=2, tool="pay", payload_sha256=p.payload_sha256,
-                           approve=True, reason="ok", now=NOW)  # fmt: skip
+    body = sign_action(
+        key,
+        ApprovalDecision(
+            saga_id="s1",
+            step=2,
+            tool="pay",
+            payload_sha256=p.payload_sha256,
+            approve=True,
+            reason="ok",
+        ),
+        NOW,
+    ).body()
     reg = ApproverRegistry().enroll("alice", key.public_key, valid_from=NOW - timedelta(hours=1))
     lookup = KeyLookup(configured=True, version=1, sha256=reg.sha256, key=reg.key(key.key_id))
     ctx = JudgeContext(now=NOW, lookup=lookup)
@@ -133,8 +143,13 @@ def test_a_signature_binds_every_field_of_the_statement() -> None:
     assert verdict({**body, "issued_at": "2026-12-03T12:00:01.000000Z"}) == "BAD_SIGNATURE"
     assert verdict({**body, "approve": False}) == "BAD_SIGNATURE"
     assert verdict({**body, "signature": body["signature"].rstrip("=")}) == "BAD_SIGNATURE"  # type: ignore[union-attr]
-    future = signed_decision(key, saga_id="s1", step=2, tool="pay", payload_sha256=p.payload_sha256,
-                             approve=True, now=NOW + timedelta(hours=1))  # fmt: skip
+    future = sign_action(
+        key,
+        ApprovalDecision(
+            saga_id="s1", step=2, tool="pay", payload_sha256=p.payload_sha256, approve=True
+        ),
+        NOW + timedelta(hours=1),
+    ).body()
     assert verdict(future) == "STALE_STATEMENT"
     assert not verify_signature(key.public_key, b"x", "A" * 88)
 

@@ -10,6 +10,7 @@ from temporalio.client import WorkflowHandle
 
 from sagacity.entry import JournalEntry
 from sagacity.phases import SagaStatus
+from sagacity.resolutions import Resolution
 from sagacity.stores import JournalStore
 from sagacity.worker.client_resolutions import resolve
 from sagacity.workflows.models import DirtyStep, SagaView, ToolCall
@@ -60,14 +61,11 @@ async def accept_when_dirty(
         return view.dirty if view.status is SagaStatus.NEEDS_HUMAN else None
 
     dirty = await eventually(probe, timeout)
-    body = {
-        "saga_id": handle.id,
-        "action": "accept",
-        "steps": [d.step for d in dirty],
-        "actor": actor,
-        "reason": reason,
-    }
+    action = Resolution(
+        saga_id=handle.id, action="accept", steps=[d.step for d in dirty], actor=actor,
+        reason=reason,
+    )  # fmt: skip
     # The product's own call: it sends again an update the server dropped because the
     # saga's closing task met an event (a cancelled tool's acknowledgement, say).
-    await resolve(handle, body)
+    await resolve(handle, action)
     return dirty

@@ -2,14 +2,9 @@
 did not happen), retry the compensation, close accepting what is dirty.
 
 With an approver registry (the worker's, `--approvers`), each action is signed with the
-person's own passkey, exactly as a decision is: the server builds the resolution
-(sagacity.passkeys.resolution_draft: saga, action, step or the steps shown dirty, the
-result's SHA-256, reason, the chosen passkey's owner and key id, issued now), the
-WebAuthn challenge is the SHA-256 of its statement, and the browser's assertion joins it
-(passkey_resolution) on its way to the saga's `resolve` update. The saga judges it
-(signature, key, resolution policy) and journals it, accepted or refused; the inbox
-checks nothing in its place. There is no shared inbox key: whoever reaches the page
-speaks only with a passkey they hold.
+person's own passkey by the inbox's one path for every signed action, exactly as a
+decision is (worker.inbox.signing): the resolution names the saga, the action, the step
+or the steps shown dirty, the result's SHA-256 and the reason.
 
 Without a registry (a worker that takes unsigned resolutions), the form sends the
 action unsigned under the name the person gives, as `sagacity resolve` without --key.
@@ -23,27 +18,19 @@ from typing import Any
 from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
-from sagacity.passkeys import (
-    passkey_resolution,
-    resolution_draft,
-    resolution_options,
-)
-from sagacity.resolutions import ACTIONS, Action
-from sagacity.worker.client_resolutions import ResolutionRefusedError, resolution_body
-from sagacity.worker.inbox.passkey_registry import load_registry, usable_passkeys
-from sagacity.worker.inbox.security import csrf_form, csrf_json
+from sagacity.resolutions import ACTIONS, Action, Resolution
+from sagacity.worker.client_resolutions import resolution_of
+from sagacity.worker.inbox.security import csrf_form
 from sagacity.worker.inbox.sessions import session_of, shelf_of
+from sagacity.worker.inbox.signing import PageAction
 from sagacity.workflows.models import ResolutionResult
 
 __all__ = ["resolution_routes"]
 
 MAX_RESULT_BYTES = 64 * 1024
-
-
-DRAFT, ANSWER = "resolution-draft", "resolution-answer"
 
 
 def _text(form: FormData | dict[str, Any], name: str, limit: int = 2_000) -> str:
@@ -106,60 +93,22 @@ async def resolve(request: Request) -> Response:
             "the action with your passkey on the page of sagas needing a human",
         )
     action, fields = _fields(form)
-    body = resolution_body(saga_id, action, actor=_text(form, "actor", 256), **fields)
+    made = resolution_of(saga_id, action, actor=_text(form, "actor", 256), **fields)
     source = source_of(request)
-    result = await source.send_resolution(saga_id, body)
+    result = await source.send(saga_id, made)
     entries, report = await source.journal(saga_id)
     return render(
         request, "resolved.html", saga_id=saga_id, result=result, entries=entries, report=report
     )
 
 
-async def draft(request: Request) -> Response:
-    """The resolution to sign and the WebAuthn request options whose challenge is its
-    statement's SHA-256 (the chosen passkey's, valid now, for this inbox's RP)."""
-    from sagacity.worker.inbox.app import saga_id_of
-
-    body = await csrf_json(request)
-    saga_id = saga_id_of(request)
-    config = request.app.state.config
-    registry = load_registry(config.registry)
+async def _resolution(request: Request, body: dict[str, Any], saga_id: str) -> Resolution:
+    """The resolution the page's fields describe (400 naming what is wrong)."""
     action, fields = _fields(body)
-    key_id = body.get("key_id")
-    key = next((k for k in usable_passkeys(registry, config.rp_id) if k.key_id == key_id), None)
-    if key is None:
-        raise HTTPException(400, "that passkey is not enrolled (or no longer valid) here")
-    # What the person saw (the step, or the steps listed dirty) is what they sign: if the
-    # saga moved on since, it refuses the resolution and journals the refusal.
-    made = resolution_draft(saga_id=saga_id, action=action, key=key, **fields)
-    # One waits per session, on the server (a result may be 64 KB), for this saga only.
-    shelf_of(request).put(session_of(request), DRAFT, made, saga_id)
-    return JSONResponse({"options": resolution_options(made, key), "statement": made.statement})
+    return Resolution(saga_id=saga_id, action=action, **fields)
 
 
-async def finish(request: Request) -> Response:
-    """The assertion joins the draft and the resolution goes to the saga."""
-    from sagacity.worker.inbox.app import saga_id_of, source_of
-
-    body = await csrf_json(request)
-    saga_id = saga_id_of(request)
-    made = shelf_of(request).take(session_of(request), DRAFT, saga_id)  # used once
-    if made is None:
-        raise HTTPException(409, "no resolution is waiting for a passkey here: start again")
-    signed = passkey_resolution(made, body.get("credential") or {})
-    answer: dict[str, Any]
-    try:
-        result = await source_of(request).send_resolution(saga_id, signed)
-        answer = {"accepted": True, "result": result.model_dump(mode="json")}
-    except ResolutionRefusedError as exc:
-        answer = {
-            "accepted": False,
-            "reason": exc.reason,
-            "detail": exc.detail[:1_000],
-            "journaled": exc.journaled,
-        }
-    shelf_of(request).put(session_of(request), ANSWER, answer, saga_id)
-    return JSONResponse({"next": request.url_for("resolution", saga_id=saga_id).path})
+RESOLUTION = PageAction("resolution", _resolution, "resolution")
 
 
 async def answered(request: Request) -> Response:
@@ -167,7 +116,7 @@ async def answered(request: Request) -> Response:
     from sagacity.worker.inbox.app import render, saga_id_of, source_of
 
     saga_id = saga_id_of(request)
-    answer = shelf_of(request).take(session_of(request), ANSWER, saga_id)
+    answer = shelf_of(request).take(session_of(request), RESOLUTION.answer_key, saga_id)
     if not isinstance(answer, dict):
         raise HTTPException(404, "no resolution was sent for this saga in this session")
     if not answer.get("accepted"):
@@ -184,8 +133,8 @@ async def answered(request: Request) -> Response:
 
 def resolution_routes() -> list[Route]:
     return [
-        Route("/sagas/{saga_id:path}/resolve/draft", draft, methods=["POST"]),
-        Route("/sagas/{saga_id:path}/resolve/finish", finish, methods=["POST"]),
+        Route("/sagas/{saga_id:path}/resolve/draft", RESOLUTION.draft, methods=["POST"]),
+        Route("/sagas/{saga_id:path}/resolve/finish", RESOLUTION.finish, methods=["POST"]),
         Route("/sagas/{saga_id:path}/resolution", answered, name="resolution"),
         Route("/sagas/{saga_id:path}/resolve", resolve, methods=["POST"]),
     ]

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 from urllib.parse import quote
+
+from pydantic import BaseModel
 
 from sagacity.chain import VerifyReport
 from sagacity.entry import JournalEntry
+from sagacity.signed_action import SignedAction
 from sagacity.worker.client import SagaSummary
 from sagacity.worker.client_resolutions import DirtyItem
 from sagacity.worker.pending_list import PendingPage, SagaScope, pending_page
 from sagacity.worker.saga_client import Review, SagaClient
-from sagacity.workflows.models import DecisionResult, ResolutionResult
 
 __all__ = ["PENDING_LIMIT", "Approval", "InboxSource", "SagaSource", "temporal_ui_link"]
 
@@ -52,9 +54,7 @@ class InboxSource(Protocol):
 
     async def dirty(self) -> list[DirtyItem]: ...
 
-    async def send_decision(self, saga_id: str, body: dict[str, Any]) -> DecisionResult: ...
-
-    async def send_resolution(self, saga_id: str, body: dict[str, Any]) -> ResolutionResult: ...
+    async def send(self, saga_id: str, action: SignedAction) -> BaseModel: ...
 
 
 def temporal_ui_link(base: str | None, namespace: str, summary: SagaSummary) -> str | None:
@@ -109,11 +109,7 @@ class SagaSource:
     async def dirty(self) -> list[DirtyItem]:
         return await self.client.needing_human(limit=200)
 
-    async def send_decision(self, saga_id: str, body: dict[str, Any]) -> DecisionResult:
-        """A passkey decision, through the `decide` update (SagaClient.send_decision)."""
-        return await self.client.send_decision(saga_id, body)
-
-    async def send_resolution(self, saga_id: str, body: dict[str, Any]) -> ResolutionResult:
-        from sagacity.worker.client_resolutions import resolve
-
-        return await resolve(self.client.handle(saga_id), body)
+    async def send(self, saga_id: str, action: SignedAction) -> BaseModel:
+        """A person's action (a decision, a resolution), through its kind's update
+        (SagaClient.send): the saga's answer, or the kind's RefusedError."""
+        return await self.client.send(saga_id, action)

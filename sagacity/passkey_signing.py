@@ -1,26 +1,28 @@
-"""Deciding with a passkey: the statement a pending approval's decision makes, its
-WebAuthn challenge and authentication options, and the decision built from what the
-browser's `navigator.credentials.get()` returns.
+"""Signing any human action with a passkey: the draft of the action (every field but
+the assertion), its WebAuthn challenge and authentication options, and the action built
+from what the browser's `navigator.credentials.get()` returns.
 
-The statement names the passkey's key id, so it is one statement per passkey: the page
-picks the approver's passkey (or lets them choose) before asking the browser, and the
-options allow exactly that credential. The draft is plain data (`to_json`/`from_json`),
-so a web page can keep it in its session between showing the request and receiving the
-assertion; `issued_at` is fixed when the draft is made.
+One path for every kind of signed action (a decision, a resolution of dirty state, and
+whatever comes next): the statement is the action's (SignedAction.statement) naming the
+passkey's key id, so it is one statement per passkey, and the challenge is
+SHA-256(statement_bytes(statement)). The page picks the person's passkey before asking
+the browser, and the options allow exactly that credential. The draft is plain data
+(`to_json`/`from_json`), so a web page can keep it in its session between showing the
+request and receiving the assertion; `issued_at` is fixed when the draft is made.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import ValidationError as PydanticValidationError
 
-from sagacity.approval_models import ApprovalDecision, RefusalReason
-from sagacity.decision_statement import now_text
+from sagacity.approval_models import ApprovalDecision, Refusal, RefusalReason
+from sagacity.approvals import parse_decision
 from sagacity.errors import SagacityError
 from sagacity.passkey_check import PasskeyFailure, check_assertion, statement_challenge
 from sagacity.passkey_models import (
@@ -29,13 +31,18 @@ from sagacity.passkey_models import (
     unb64url,
 )
 from sagacity.registry import EnrolledKey
+from sagacity.resolutions import Resolution, parse_resolution
+from sagacity.signed_action import SignedAction
+from sagacity.statements import now_text
 
 CREDENTIAL_MAX_BYTES = 16_384
 """A browser's credential JSON larger than this is refused before it is parsed."""
 
+A = TypeVar("A", bound=SignedAction)
+
 
 class PasskeyAssertionError(SagacityError, ValueError):
-    """The browser's assertion cannot make this decision: malformed, or (when checked
+    """The browser's assertion cannot make this action: malformed, or (when checked
     before sending) refused for `reason`, the RefusalReason the saga would journal."""
 
     def __init__(self, message: str, reason: RefusalReason = RefusalReason.PASSKEY_MALFORMED):
@@ -43,15 +50,34 @@ class PasskeyAssertionError(SagacityError, ValueError):
         self.reason = reason
 
 
-@dataclass(frozen=True)
-class PasskeyDecisionDraft:
-    """A decision waiting for its passkey assertion: every field but the assertion."""
+_PARSERS: dict[type[SignedAction], Callable[[object], SignedAction | Refusal]] = {
+    ApprovalDecision: lambda raw: parse_decision(raw, approve=None),
+    Resolution: parse_resolution,
+}
+"""How the saga parses each kind of action: a draft is parsed the same way, so a
+malformed action is refused here with the reason the saga would give."""
 
-    decision: ApprovalDecision
+
+def _parse(kind: type[A], raw: object) -> A:
+    parser = _PARSERS.get(kind)
+    if parser is None:
+        raise PasskeyAssertionError(f"no passkey signing for actions of kind {kind.__name__}")
+    parsed = parser(raw)
+    if isinstance(parsed, Refusal):
+        raise PasskeyAssertionError(parsed.detail, parsed.reason)
+    assert isinstance(parsed, kind)
+    return parsed
+
+
+@dataclass(frozen=True)
+class PasskeyDraft(Generic[A]):
+    """An action waiting for its passkey assertion: every field but the assertion."""
+
+    action: A
 
     @property
     def statement(self) -> dict[str, Any]:
-        return self.decision.statement()
+        return self.action.statement()
 
     @property
     def challenge(self) -> bytes:
@@ -59,52 +85,45 @@ class PasskeyDecisionDraft:
         return statement_challenge(self.statement)
 
     def to_json(self) -> str:
-        return json.dumps(self.decision.model_dump(mode="json"), sort_keys=True)
+        return json.dumps(self.action.model_dump(mode="json"), sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> PasskeyDecisionDraft:
-        """The draft `to_json` wrote (PasskeyAssertionError when it is not one)."""
+    def from_json(cls, text: str, kind: type[A]) -> PasskeyDraft[A]:
+        """The draft of a `kind` action `to_json` wrote (PasskeyAssertionError when it
+        is not one)."""
         try:
-            decision = ApprovalDecision.model_validate_json(text)
-        except PydanticValidationError as exc:
-            raise PasskeyAssertionError(f"not a passkey decision draft: {exc}") from None
-        if decision.passkey is not None or decision.signature is not None or not decision.key_id:
-            raise PasskeyAssertionError("not a passkey decision draft (signed, or no key id)")
-        return cls(decision)
+            raw = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise PasskeyAssertionError(f"not a passkey draft: {exc}") from None
+        try:
+            parsed = _parse(kind, raw)
+        except PasskeyAssertionError as exc:
+            raise PasskeyAssertionError(f"not a passkey draft: {exc}") from None
+        if parsed.passkey is not None or parsed.signature is not None or not parsed.key_id:
+            raise PasskeyAssertionError("not a passkey draft (signed, or no key id)")
+        return cls(parsed)
 
 
-def decision_draft(
-    *,
-    saga_id: str,
-    step: int,
-    tool: str,
-    payload_sha256: str,
-    key: EnrolledKey,
-    approve: bool,
-    reason: str = "",
-    now: datetime | None = None,
-) -> PasskeyDecisionDraft:
-    """The draft of `key`'s owner's decision on a pending approval (its saga_id, step,
-    tool and payload_sha256, as the saga's pending query shows them)."""
+def passkey_draft(action: A, key: EnrolledKey, now: datetime | None = None) -> PasskeyDraft[A]:
+    """The draft of `key`'s owner's `action` (for a decision: the pending approval's
+    saga_id, step, tool and payload_sha256 as the saga shows them; for a resolution: one
+    `step`, or for `accept` the `steps` they saw dirty and a reason). The person and the
+    key id come from `key`; a malformed action is refused with the saga's reason."""
     if key.passkey is None:
         raise PasskeyAssertionError(
             f"key {key.key_id} is not a passkey", RefusalReason.WRONG_KEY_KIND
         )
-    try:
-        decision = ApprovalDecision(
-            saga_id=saga_id,
-            step=step,
-            tool=tool,
-            payload_sha256=payload_sha256,
-            approver=key.approver,
-            approve=approve,
-            reason=reason,
-            issued_at=now_text(now),
-            key_id=key.key_id,
+    if action.person and action.person != key.approver:
+        raise PasskeyAssertionError(
+            f"the action names {action.person!r}, but passkey {key.key_id} is enrolled to "
+            f"{key.approver!r}: a key speaks only for its owner",
+            RefusalReason.APPROVER_MISMATCH,
         )
-    except PydanticValidationError as exc:
-        raise PasskeyAssertionError(f"cannot make this decision: {exc}") from None
-    return PasskeyDecisionDraft(decision)
+    body = action.body()
+    body.update({action.SIGNER: key.approver, "issued_at": now_text(now), "key_id": key.key_id})
+    body.pop("signature", None)
+    body.pop("passkey", None)
+    return PasskeyDraft(_parse(type(action), body))
 
 
 def authentication_options(
@@ -151,11 +170,11 @@ def authentication_options(
     return result
 
 
-def draft_options(draft: PasskeyDecisionDraft, key: EnrolledKey) -> dict[str, Any]:
+def draft_options(draft: PasskeyDraft[Any], key: EnrolledKey) -> dict[str, Any]:
     """The authentication options of a draft: its challenge, its one passkey."""
-    if key.key_id != draft.decision.key_id:
+    if key.key_id != draft.action.key_id:
         raise PasskeyAssertionError(
-            f"the draft names key {draft.decision.key_id}, not {key.key_id}",
+            f"the draft names key {draft.action.key_id}, not {key.key_id}",
             RefusalReason.WRONG_CREDENTIAL,
         )
     return authentication_options(keys=[key], challenge=draft.challenge)
@@ -202,40 +221,40 @@ def assertion_from_browser(credential: Mapping[str, Any] | str) -> PasskeyAssert
         raise PasskeyAssertionError(f"the assertion is malformed: {problems}") from None
 
 
-def passkey_decision(
-    draft: PasskeyDecisionDraft,
+def passkey_signed(
+    draft: PasskeyDraft[A],
     credential: Mapping[str, Any] | str | PasskeyAssertion,
     *,
     key: EnrolledKey | None = None,
-) -> ApprovalDecision:
-    """The decision to send (SagaClient.send_decision, or the `decide` update/approve
-    signal as `decision.model_dump(mode="json")`): the draft with the browser's
-    assertion. Given the enrolled `key`, the assertion is checked first, exactly as the
-    saga will (PasskeyAssertionError with the RefusalReason it would journal)."""
+) -> A:
+    """The action to send (SagaClient.send, or its update/signal as `action.body()`):
+    the draft with the browser's assertion. Given the enrolled `key`, the assertion is
+    checked first, exactly as the saga will (PasskeyAssertionError with the
+    RefusalReason it would journal)."""
     assertion = (
         credential
         if isinstance(credential, PasskeyAssertion)
         else assertion_from_browser(credential)
     )
-    decision = draft.decision.model_copy(update={"passkey": assertion})
+    action = draft.action.model_copy(update={"passkey": assertion})
     if key is not None:
-        if key.key_id != decision.key_id:
+        if key.key_id != action.key_id:
             raise PasskeyAssertionError(
-                f"the draft names key {decision.key_id}, not {key.key_id}",
+                f"the draft names key {action.key_id}, not {key.key_id}",
                 RefusalReason.UNKNOWN_KEY,
             )
-        checked = check_assertion(assertion, key, decision.statement())
+        checked = check_assertion(assertion, key, action.statement())
         if isinstance(checked, PasskeyFailure):
             raise PasskeyAssertionError(checked.detail, checked.reason)
-    return decision
+    return action
 
 
 __all__ = [
     "PasskeyAssertionError",
-    "PasskeyDecisionDraft",
+    "PasskeyDraft",
     "assertion_from_browser",
     "authentication_options",
-    "decision_draft",
     "draft_options",
-    "passkey_decision",
+    "passkey_draft",
+    "passkey_signed",
 ]
