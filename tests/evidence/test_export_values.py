@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sagacity.chain import GENESIS_HASH, seal
+from sagacity.chain import GENESIS, seal
 from sagacity.entry import EntryDraft, render_timestamp
 from sagacity.phases import Phase
 from sagacity.stores.base import utc_now
@@ -154,17 +154,17 @@ async def test_a_hand_written_row_that_is_not_canonical_goes_out_verbatim_and_ve
     legacy = "legacy-row"
     text = '{"goal": "refund", "amount": 5000.0}'  # spaces and 5000.0: not RFC 8785
     draft = EntryDraft(legacy, 0, 1, "", Phase.SAGA_OPENED, text, "null", "null", '"ops"')
-    # A row of a journal written before recipe v2, by a tool that did not canonicalize.
-    row = seal(draft, seq=1, prev_hash=GENESIS_HASH, recorded_at=utc_now(), recipe=1)
+    # A row written by a tool that did not canonicalize, its bytes and hash right.
+    row = seal(draft, seq=1, prev_hash=GENESIS, recorded_at=utc_now())
     rig.tamper.run(
         (
             "INSERT INTO {journal} (saga_id, seq, step, attempt, tool, phase, input_json, "
-            "result_json, error_json, actor_json, recorded_at, prev_hash, hash) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",  # a v1 row: no material
+            "result_json, error_json, actor_json, recorded_at, prev_hash, hash, material) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 row.saga_id, row.seq, row.step, row.attempt, row.tool, row.phase.value,
-                row.input_json, row.result_json, row.error_json, row.actor_json,
-                render_timestamp(row.recorded_at), row.prev_hash, row.hash,
+                "", "", "", row.actor_json, render_timestamp(row.recorded_at),
+                row.prev_hash, row.hash, row.material,
             ),
         )
     )  # fmt: skip

@@ -267,7 +267,7 @@ def test_the_claim_function_inserts_only_an_untouched_step_at_the_head(
     now = store.clock()
 
     def sealed(draft: EntryDraft, on: JournalEntry) -> JournalEntry:
-        return seal(draft, seq=on.seq + 1, prev_hash=on.hash, recorded_at=now, recipe=on.recipe)
+        return seal(draft, seq=on.seq + 1, prev_hash=on.hash, recorded_at=now)
 
     schema = split_schema(schema_url)[1]
     call = sql.SQL("SELECT {}(" + ", ".join(["%s"] * (len(COLUMNS) + 1)) + ")").format(

@@ -17,7 +17,7 @@ import pytest
 from psycopg import sql
 
 from sagacity.audit import verify_store
-from sagacity.chain import GENESIS_HASH, seal
+from sagacity.chain import GENESIS, seal
 from sagacity.entry import EntryDraft
 from sagacity.phases import Phase
 from sagacity.stores import migrations as migrations_module
@@ -171,7 +171,7 @@ def test_recipe_v2_upgrades_a_v1_journal_in_place(
     assert [m.name for m in everything][3] == "recipe_v2"
     monkeypatch.setattr(migrations_module, "load_migrations", lambda: everything[:3])
     t0 = datetime(2026, 11, 1, tzinfo=UTC)
-    prev, old = GENESIS_HASH, []
+    prev, old = GENESIS, []
     for seq, draft in enumerate(
         [
             EntryDraft.new("old", Phase.SAGA_OPENED, input={"goal": "refund"}),

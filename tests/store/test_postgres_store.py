@@ -27,7 +27,7 @@ from sagacity.errors import (
     StoreUnavailableError,
 )
 from sagacity.phases import Phase
-from sagacity.recipe_v2 import GENESIS_V2
+from sagacity.recipe import GENESIS
 from sagacity.stores import open_store
 from sagacity.stores.postgres import PostgresJournalStore, lock_key, redact_url, split_schema
 
@@ -108,7 +108,7 @@ def test_explicit_timestamp_and_odd_saga_id_round_trip(
     entry = store.append(EntryDraft.new(odd, Phase.SAGA_OPENED, recorded_at=moment))
     assert entry.recorded_at == moment
     assert list(store.entries(odd)) == [entry]
-    assert entry.prev_hash == GENESIS_V2 and entry.recipe == 2
+    assert entry.prev_hash == GENESIS and entry.material
     assert count_rows(store, postgres_url, odd) == 1
 
 

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from sagacity.audit import verify_jsonl
 from sagacity.canonical import canonical_text, parse_canonical
 from sagacity.chain import (
-    GENESIS_HASH,
+    GENESIS,
     BreakReason,
     compute_hash,
     entry_material,
@@ -67,15 +67,15 @@ def independent_hash(record: dict[str, Any]) -> str:
 
 def test_doc_has_at_least_three_linked_vectors() -> None:
     assert len(VECTORS) >= 3
-    assert VECTORS[0]["prev_hash"] == GENESIS_HASH
+    assert VECTORS[0]["prev_hash"] == GENESIS
     for previous, vector in itertools.pairwise(VECTORS):
         assert vector["prev_hash"] == previous["hash"]
         assert vector["seq"] == previous["seq"] + 1
 
 
 def test_genesis_is_the_documented_constant() -> None:
-    assert hashlib.sha256(b"sagacity.journal.v1.genesis").hexdigest() == GENESIS_HASH
-    assert GENESIS_HASH in DOC.read_text("utf-8")
+    assert hashlib.sha256(b"sagacity.journal.v1.genesis").hexdigest() == GENESIS
+    assert GENESIS in DOC.read_text("utf-8")
 
 
 @pytest.mark.parametrize("index", range(len(VECTORS)))
@@ -153,7 +153,7 @@ def test_sealed_chain_verifies() -> None:
     store = _store_with_chain(5, close=True)
     chain = list(store.entries(SAGA))
     assert [e.seq for e in chain] == [1, 2, 3, 4, 5, 6]
-    assert chain[0].prev_hash == GENESIS_HASH
+    assert chain[0].prev_hash == GENESIS
     assert all(b.prev_hash == a.hash for a, b in itertools.pairwise(chain))
     report = verify_chain(SAGA, chain)
     assert (report.ok, report.entries, report.closed) == (True, 6, True)
@@ -256,7 +256,7 @@ def chains(draw: st.DrawFn) -> list[JournalEntry]:
         drafts.append(EntryDraft.new(SAGA, Phase.SAGA_CLOSED, result="COMPLETED"))
     chain: list[JournalEntry] = []
     for seq, draft in enumerate(drafts, start=1):
-        prev = chain[-1].hash if chain else GENESIS_HASH
+        prev = chain[-1].hash if chain else GENESIS
         at = T0 + timedelta(microseconds=seq)
         chain.append(seal(draft, seq=seq, prev_hash=prev, recorded_at=at, recipe=1))
     return chain
@@ -303,7 +303,7 @@ def test_any_single_field_mutation_is_detected_at_that_entry(
     assert not report.ok
     assert report.first_broken_seq == k
     assert report.reason == expected.get(field, BreakReason.HASH_MISMATCH)
-    assert report.head_hash == (chain[k - 2].hash if k > 1 else GENESIS_HASH)
+    assert report.head_hash == (chain[k - 2].hash if k > 1 else GENESIS)
 
 
 @settings(max_examples=300, deadline=None)

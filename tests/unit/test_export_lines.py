@@ -22,7 +22,7 @@ from hypothesis import given, settings
 
 from sagacity.audit import entry_line, export_jsonl, read_entries, verify_jsonl
 from sagacity.canonical import canonical_text
-from sagacity.chain import GENESIS_HASH, BreakReason, compute_hash, seal
+from sagacity.chain import GENESIS, BreakReason, reseal, seal
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import AuditFileError
 from sagacity.export_lines import is_canonical, render_line, value_line, value_text
@@ -44,10 +44,10 @@ T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 def _chain(saga_id: str, drafts: list[EntryDraft]) -> list[JournalEntry]:
     """A recipe-v1 chain: the worked examples of the doc are v1 lines (v2 lines are in
     tests/unit/test_recipe_v2.py)."""
-    entries, prev = [], GENESIS_HASH
+    entries, prev = [], GENESIS
     for seq, draft in enumerate(drafts, start=1):
         at = T0 + timedelta(seconds=seq)
-        entry = seal(draft, seq=seq, prev_hash=prev, recorded_at=at, recipe=1)
+        entry = seal(draft, seq=seq, prev_hash=prev, recorded_at=at)
         entries.append(entry)
         prev = entry.hash
     return entries
@@ -132,7 +132,7 @@ def test_the_worked_examples_of_the_doc_are_what_the_code_writes_and_reads() -> 
                     '{"goal": "refund order 42"}', "null", "null", "null")],
     )  # fmt: skip
     entry = replace(entry, recorded_at=T0 + timedelta(microseconds=1))
-    entry = replace(entry, hash=compute_hash(entry))
+    entry = reseal(entry)
     assert verbatim == value_line(entry)
     assert verify_jsonl([verbatim])[0].ok
     respelled = example.replace('"amount":100,', '"amount":100.0,')

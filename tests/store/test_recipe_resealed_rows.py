@@ -17,7 +17,7 @@ from sagacity.audit import verify_store
 from sagacity.chain import BreakReason
 from sagacity.errors import UnreadableEntryError
 from sagacity.export_writer import export_jsonl
-from sagacity.recipe_v2 import encode_material
+from sagacity.recipe import encode_material
 from tests.store.test_recipe_v2_attacks import Rig, _broken, _chain, rig
 
 __all__ = ["rig"]

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from sagacity.audit import export_jsonl, verify_jsonl, verify_store
 from sagacity.canonical import parse_canonical
 from sagacity.chain import (
-    GENESIS_HASH,
+    GENESIS,
     BreakReason,
     compute_hash,
     entry_material,
@@ -40,8 +40,8 @@ from sagacity.errors import AuditFileError
 from sagacity.export_lines import value_line
 from sagacity.export_writer import record_line
 from sagacity.phases import Phase
-from sagacity.recipe_v2 import (
-    GENESIS_V2,
+from sagacity.recipe import (
+    GENESIS,
     HEADER_SIZE,
     MAX_MATERIAL_BYTES,
     PREV_OFFSET,
@@ -86,9 +86,9 @@ def independent_material(record: dict[str, Any]) -> bytes:
 
 
 def test_v2_genesis_is_the_documented_constant() -> None:
-    assert hashlib.sha256(b"sagacity.journal.v2.genesis").hexdigest() == GENESIS_V2
-    assert genesis(2) == GENESIS_V2 != genesis(1) == GENESIS_HASH
-    assert VECTORS[0]["prev_hash"] == GENESIS_V2
+    assert hashlib.sha256(b"sagacity.journal.v2.genesis").hexdigest() == GENESIS
+    assert genesis(2) == GENESIS != genesis(1) == GENESIS
+    assert VECTORS[0]["prev_hash"] == GENESIS
     for previous, vector in itertools.pairwise(VECTORS):
         assert vector["prev_hash"] == previous["hash"]
 
@@ -180,9 +180,9 @@ def test_a_buffer_that_is_not_v2_is_refused_before_decoding() -> None:
 def test_sealing_a_first_entry_with_the_other_recipes_genesis_is_refused() -> None:
     draft = EntryDraft.new(SAGA, Phase.SAGA_OPENED)
     with pytest.raises(ValueError, match="links to"):
-        seal(draft, seq=1, prev_hash=GENESIS_HASH, recorded_at=T0)
+        seal(draft, seq=1, prev_hash=GENESIS, recorded_at=T0)
     with pytest.raises(ValueError, match="links to"):
-        seal(draft, seq=1, prev_hash=GENESIS_V2, recorded_at=T0, recipe=1)
+        seal(draft, seq=1, prev_hash=GENESIS, recorded_at=T0, recipe=1)
 
 
 # -- tampering in memory -----------------------------------------------------------------
@@ -191,7 +191,7 @@ def test_sealing_a_first_entry_with_the_other_recipes_genesis_is_refused() -> No
 def _v2(chain: list[JournalEntry]) -> list[JournalEntry]:
     """A v1 chain of test_chain's strategy, sealed again in v2."""
     out: list[JournalEntry] = []
-    prev = GENESIS_V2
+    prev = GENESIS
     for entry in chain:
         draft = EntryDraft(
             entry.saga_id, entry.step, entry.attempt, entry.tool, entry.phase,
@@ -311,7 +311,7 @@ def test_a_sqlite_journal_written_before_v2_upgrades_in_place(tmp_path: Path) ->
     with SqliteJournalStore(path) as store:
         assert [verify_store(store, s).ok for s in store.sagas()] == [True, True]
         closed = list(store.entries("legacy-closed"))
-        assert {e.recipe for e in closed} == {1} and closed[0].prev_hash == GENESIS_HASH
+        assert {e.recipe for e in closed} == {1} and closed[0].prev_hash == GENESIS
         later = store.append(EntryDraft.new("legacy-open", Phase.SAGA_CLOSED))
         assert later.recipe == 1 and verify_store(store, "legacy-open").closed
         assert store.append(EntryDraft.new("after-v2", Phase.SAGA_OPENED)).recipe == 2
@@ -368,7 +368,7 @@ def test_a_v2_line_without_its_recipe_does_not_verify() -> None:
         ('"recipe":2', '"recipe":1', "recipe 1 is not one"),
         ('"recipe":2', '"recipe":true', "recipe True is not one"),
         ('"recipe":2', '"recipe":2.0', "recipe 2.0 is not one"),
-        (GENESIS_V2, GENESIS_V2.upper(), "64 lowercase hex"),
+        (GENESIS, GENESIS.upper(), "64 lowercase hex"),
     ],
     ids=["recipe-1", "recipe-true", "recipe-float", "prev-upper"],
 )

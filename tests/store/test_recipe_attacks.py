@@ -25,13 +25,13 @@ import pytest
 from psycopg import sql
 
 from sagacity.audit import verify_store
-from sagacity.chain import GENESIS_HASH, BreakReason, compute_hash, verify_chain
+from sagacity.chain import GENESIS, BreakReason, compute_hash, verify_chain
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.evidence import Problem
 from sagacity.evidence_walk import check_one
 from sagacity.note_keys import NoteSigner
 from sagacity.phases import Phase
-from sagacity.recipe_v2 import HEADER_SIZE, PREV_OFFSET
+from sagacity.recipe import HEADER_SIZE, PREV_OFFSET
 from sagacity.stores.base import JournalStore
 from sagacity.stores.postgres import PostgresJournalStore
 from sagacity.stores.sqlite import SqliteJournalStore
@@ -265,7 +265,7 @@ def test_a_whole_chain_downgraded_to_v1_is_found_by_its_checkpoint(rig: Rig) -> 
     saga = f"down-{uuid.uuid4().hex[:8]}"
     chain = _chain(rig.store, saga, close=True)
     log, signer = _checkpointed(rig, saga)
-    prev, forged = GENESIS_HASH, []
+    prev, forged = GENESIS, []
     for entry in chain:
         entry = replace(entry, material=b"", prev_hash=prev, hash="")
         if entry.seq == K:
