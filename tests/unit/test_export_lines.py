@@ -32,7 +32,8 @@ from sagacity.note_keys import NoteVerifier
 from sagacity.phases import Phase
 from sagacity.stores.memory import MemoryJournalStore
 from tests.cli.conftest import invoke_sync
-from tests.unit.test_chain import VECTORS, _doc_block
+from tests.unit.test_chain import _doc_block
+from tests.unit.test_recipe import VECTORS
 from tests.unit.test_entry import json_values
 
 DATA = Path(__file__).resolve().parent / "data"
