@@ -109,7 +109,7 @@ def test_any_payload_reads_the_same_both_ways(given_value: Any, result: Any) -> 
         return  # no RFC 8785 form: never written
     [entry] = _chain([draft])
     line = value_line(entry) + "\n"
-    assert line == render_line(entry.to_record()) + "\n"  # the writer's two paths agree
+    assert line == render_line(entry_record(entry)) + "\n"  # the writer's two paths agree
     quick = quick_entry(line)
     assert quick == _general(line)
     assert quick is not None or "_text" in line  # only a verbatim text is left to the other
