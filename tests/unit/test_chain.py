@@ -87,7 +87,7 @@ def _reseal(entry: JournalEntry) -> JournalEntry:
         "move-resealed",
         "blank-hash",
         "blank-prev",
-    ],  # fmt: skip
+    ],
 )
 def test_each_tamper_is_reported_with_its_reason(edit: Any, seq: int, reason: str) -> None:
     chain, report = _tampered(edit)
