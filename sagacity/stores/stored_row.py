@@ -92,7 +92,7 @@ def row_payloads(row: Sequence[Any]) -> tuple[str, str, str]:
         if prev.hex() != row[11]:  # exactly: fromhex would also take upper case
             fixed = b""
         names = saga + tool + phase + actor
-    except (ValueError, UnicodeEncodeError, struct.error, TypeError):
+    except (ValueError, UnicodeEncodeError, struct.error, TypeError, AttributeError):
         fixed = names = b""  # a column no sagacity version writes: named below
     end = HEADER_SIZE + len(names)
     if (

@@ -250,8 +250,8 @@ def test_unique_keys_are_the_safety_net(
     table = sql.Identifier(store.schema, "sagacity_journal")
     insert = sql.SQL(
         "INSERT INTO {} (saga_id, seq, step, attempt, tool, phase, input_json, result_json,"
-        " error_json, actor_json, recorded_at, prev_hash, hash)"
-        " VALUES (%s, %s, %s, 1, '', %s, 'null', 'null', 'null', 'null', 'x', 'p', 'h')"
+        " error_json, actor_json, recorded_at, prev_hash, hash, material)"
+        " VALUES (%s, %s, %s, 1, '', %s, '', '', '', 'null', 'x', 'p', 'h', '\\x00'::bytea)"
     ).format(table)
     with psycopg.connect(postgres_url) as conn:
         with pytest.raises(psycopg.errors.UniqueViolation, match="pkey"):
