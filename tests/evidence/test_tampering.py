@@ -12,12 +12,12 @@ from pathlib import Path
 
 from sagacity.chain import GENESIS, reseal, seal, verify_chain
 from sagacity.checkpoint import sign_saga_checkpoint, sign_tree_head
-from sagacity.entry import EntryDraft, JournalEntry, render_timestamp
+from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.merkle import leaf_hash, nodes_completed, tree_root
 from sagacity.note_keys import NoteSigner
 from sagacity.phases import Phase
 from sagacity.stores.base import utc_now
-from tests.evidence.conftest import EvidenceRig
+from tests.evidence.conftest import EvidenceRig, insert_row
 
 
 def _count(rig: EvidenceRig, saga_id: str) -> int:
@@ -115,21 +115,7 @@ async def test_a_fake_saga_inserted_is_found(rig: EvidenceRig) -> None:
     await rig.run_sagas(1, "real")
     fake, backdated = "fake-saga-inserted", "fake-saga-backdated"
     entries = _fake_saga(fake, utc_now()) + _fake_saga(backdated, utc_now() - timedelta(hours=1))
-    rig.tamper.run(
-        *(
-            (
-                "INSERT INTO {journal} (saga_id, seq, step, attempt, tool, phase, input_json, "
-                "result_json, error_json, actor_json, recorded_at, prev_hash, hash) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    e.saga_id, e.seq, e.step, e.attempt, e.tool, e.phase.value, e.input_json,
-                    e.result_json, e.error_json, e.actor_json, render_timestamp(e.recorded_at),
-                    e.prev_hash, e.hash,
-                ),
-            )
-            for e in entries
-        )
-    )  # fmt: skip
+    rig.tamper.run(*(insert_row(e) for e in entries))
     assert _count(rig, fake) == _count(rig, backdated) == 3
     assert verify_chain(fake, rig.store.entries(fake)).ok
 
