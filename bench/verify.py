@@ -1,21 +1,16 @@
-"""Benchmark 2: verification against raw hashlib and against plain reads, for journal
-recipe v1 and recipe v2 (docs/hash-chain.md section 7) side by side.
+"""Benchmark 2: verification against raw hashlib and against plain reads.
 
 1. In memory (CPU time): `verify_chain` over prebuilt entries against
-   `hashlib.sha256(...).hexdigest()` over the same recipe's hashed bytes (v1:
-   `entry_material(entry)`, precomputed; v2: the stored `material`), for two entry sizes.
-   v2 twice: as verify runs on entries read from a store, whose columns the reader
-   compared with the bytes (`columns_checked=True`: one SHA-256 and a 32-byte link per
-   entry), and on entry objects made in memory (every field compared with the bytes).
+   `hashlib.sha256(...).hexdigest()` over the same entries' stored bytes (`material`),
+   for two entry sizes, twice: as verify runs on entries read from a store, whose columns
+   the reader compared with the bytes (`columns_checked=True`: one SHA-256 and a 32-byte
+   link per entry), and on entry objects made in memory (every field compared with the
+   bytes).
 2. Streamed from Postgres: `verify_all(store)` against the same reads done with plain
-   psycopg (same queries, same batches), hashing one buffer per row with raw hashlib, on
-   a v1 journal and a v2 journal of the same entries.
+   psycopg (same queries, same batches), hashing each row's material with raw hashlib.
 3. Export then verify, in a fresh subprocess each (so its peak RSS is its own):
    `export_jsonl` + `verify_jsonl` against a plain dump (server-side cursor, json.dumps
-   per row) read back with json.loads + sha256 per line, v1 and v2. Peak RSS from VmHWM.
-4. Export format 1 against format 2 (bench.export_formats): export and verify-file rates
-   side by side, on the v2 journal of section 2.
-5. Append, one writer, each store opened for recipe 1 and for recipe 2.
+   per row) read back with json.loads + sha256 per line. Peak RSS from VmHWM.
 
 The Postgres data (sagas of 100 entries) is sealed in Python with `seal` and bulk-loaded
 with COPY, which is the fixture, not the thing measured. Every side of a section runs in
@@ -37,7 +32,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench import export_formats, recipe_append
 from bench.common import (
     DEFAULT_POSTGRES_URL,
     Report,
@@ -56,14 +50,13 @@ ENTRIES_PER_SAGA = 100
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def build_chain(saga_id: str, n: int, *, result_bytes: int = 0, recipe: int = 2) -> Iterator[Any]:
-    """A realistic chain: SAGA_OPENED, INTENT/EXECUTED pairs, SAGA_CLOSED, sealed in
-    `recipe`."""
-    from sagacity.chain import genesis, seal
+def build_chain(saga_id: str, n: int, *, result_bytes: int = 0) -> Iterator[Any]:
+    """A realistic chain: SAGA_OPENED, INTENT/EXECUTED pairs, SAGA_CLOSED."""
+    from sagacity.chain import GENESIS, seal
     from sagacity.entry import EntryDraft
     from sagacity.phases import Phase
 
-    prev = genesis(recipe)
+    prev = GENESIS
     filler = "x" * result_bytes
     for seq in range(1, n + 1):
         if seq == 1:
@@ -87,20 +80,19 @@ def build_chain(saga_id: str, n: int, *, result_bytes: int = 0, recipe: int = 2)
                     result={"reservation": f"res-{seq:06d}", "qty": args["qty"], "rows": filler},
                 )
         at = EPOCH + timedelta(microseconds=seq)
-        entry = seal(draft, seq=seq, prev_hash=prev, recorded_at=at, recipe=recipe)
+        entry = seal(draft, seq=seq, prev_hash=prev, recorded_at=at)
         prev = entry.hash
         yield entry
 
 
 def stored_row(entry: Any, columns: tuple[str, ...]) -> tuple[Any, ...]:
-    """An entry as the journal table stores it (recorded_at as its hashed text; a v2
-    entry's payloads in its material only, their columns empty)."""
+    """An entry as the journal table stores it (recorded_at as its hashed text; the
+    payloads in its material only, their columns empty)."""
     record = {name: getattr(entry, name) for name in columns if name != "recorded_at"}
     record["phase"] = entry.phase.value
     record["recorded_at"] = entry.recorded_at_text
-    record["material"] = entry.material or None
-    if entry.material:
-        record |= {"input_json": "", "result_json": "", "error_json": ""}
+    record["material"] = entry.material
+    record |= {"input_json": "", "result_json": "", "error_json": ""}
     return tuple(record[name] for name in columns)
 
 
@@ -133,11 +125,11 @@ def _timed(fn: Callable[[], object]) -> Callable[[], float]:
 
 
 def _in_memory(report: Report, sizes: Sizes) -> None:
-    """Each recipe against raw hashlib over its own hashed bytes, v1 and v2 of the same
-    entries in the same rotated rounds. Timed by CPU time (time.process_time): the work
+    """verify_chain against raw hashlib over the entries' stored bytes, in the same
+    rotated rounds. Timed by CPU time (time.process_time): the work
     is single-threaded and CPU-bound, and on a shared machine wall time also counts the
     other sessions' turns."""
-    from sagacity.chain import entry_material, verify_chain
+    from sagacity.chain import verify_chain
 
     rows = []
     for label, result_bytes, is_target in (
@@ -145,10 +137,8 @@ def _in_memory(report: Report, sizes: Sizes) -> None:
         ("entries with 4 KB results", 4_096, False),
     ):
         saga = f"verify-mem-{result_bytes}"
-        v1 = list(build_chain(saga, sizes.verify_entries, result_bytes=result_bytes, recipe=1))
-        v2 = list(build_chain(saga, sizes.verify_entries, result_bytes=result_bytes, recipe=2))
-        bytes_v1 = [entry_material(e) for e in v1]
-        bytes_v2 = [e.material for e in v2]
+        chain = list(build_chain(saga, sizes.verify_entries, result_bytes=result_bytes))
+        hashed = [e.material for e in chain]
         outcome: dict[str, Any] = {}
 
         def hashing(materials: list[bytes]) -> Callable[[], None]:
@@ -171,16 +161,16 @@ def _in_memory(report: Report, sizes: Sizes) -> None:
             return run
 
         sides = {
-            "raw v2": hashing(bytes_v2),
-            "v2 verify_chain, columns checked at read": verifying(v2, "v2", columns_checked=True),
-            "v2 verify_chain, every field compared": verifying(v2, "v2 full"),
-            "raw v1": hashing(bytes_v1),
-            "v1 verify_chain": verifying(v1, "v1"),
+            "raw": hashing(hashed),
+            "verify_chain, columns checked at read": verifying(
+                chain, "checked", columns_checked=True
+            ),
+            "verify_chain, every field compared": verifying(chain, "full"),
         }
         times = _rotate(sizes.verify_rounds, {k: _cpu_timed(f) for k, f in sides.items()})
-        n = len(v2)
+        n = len(chain)
         rates = {k: [n / t for t in v] for k, v in times.items()}
-        for key in ("v2", "v2 full", "v1"):
+        for key in ("checked", "full"):
             verified = outcome[key]
             report.check(
                 verified.ok and verified.entries == n,
@@ -189,9 +179,7 @@ def _in_memory(report: Report, sizes: Sizes) -> None:
             )
         ratios: dict[str, list[float]] = {}
         for side in sides:
-            base = "raw v1" if side.startswith(("raw v1", "v1")) else "raw v2"
-            ratios[side] = pair_ratios(rates[base], rates[side])
-            hashed = bytes_v1 if base == "raw v1" else bytes_v2
+            ratios[side] = pair_ratios(rates["raw"], rates[side])
             rows.append(
                 [label, side, f"{sum(map(len, hashed)) / n:,.0f} B",
                  fmt_rate(median(rates[side])), _ratio(ratios[side])]
@@ -203,15 +191,15 @@ def _in_memory(report: Report, sizes: Sizes) -> None:
         }
         if is_target:
             report.target(
-                "verify vs raw hashlib (tool-call entries, v2, columns checked at read)",
-                median(ratios["v2 verify_chain, columns checked at read"]),
+                "verify vs raw hashlib (tool-call entries, columns checked at read)",
+                median(ratios["verify_chain, columns checked at read"]),
                 0.5,
                 ">=",
             )
     report.table(
         f"Verify in memory — {sizes.verify_entries:,} entries, {sizes.verify_rounds} rotated "
-        "rounds, CPU time; ratio = entries/s over raw hashlib's over the same recipe's "
-        "hashed bytes (median, min-max)",
+        "rounds, CPU time; ratio = entries/s over raw hashlib's over the same "
+        "stored bytes (median, min-max)",
         ["entries", "side", "hashed bytes", "entries/s", "ratio (spread)"],
         rows,
     )
@@ -229,11 +217,9 @@ def _cpu_timed(fn: Callable[[], object]) -> Callable[[], float]:
 # ---- Postgres fixture -------------------------------------------------------------------------
 
 
-def load_postgres(
-    store_url: str, admin_url: str, schema: str, total: int, recipe: int = 2
-) -> list[str]:
-    """Open (migrate) the store at `store_url` and COPY `total` entries sealed in `recipe`
-    into it, in sagas of ENTRIES_PER_SAGA. Returns the saga ids."""
+def load_postgres(store_url: str, admin_url: str, schema: str, total: int) -> list[str]:
+    """Open (migrate) the store at `store_url` and COPY `total` sealed entries into it,
+    in sagas of ENTRIES_PER_SAGA. Returns the saga ids."""
     import psycopg
 
     from sagacity.stores import open_store
@@ -246,7 +232,7 @@ def load_postgres(
     with psycopg.connect(admin_url) as conn, conn.cursor() as cur:
         with cur.copy(f'COPY "{schema}".sagacity_journal ({columns}) FROM STDIN') as copy:
             for saga in sagas:
-                for entry in build_chain(saga, per_saga, recipe=recipe):
+                for entry in build_chain(saga, per_saga):
                     copy.write_row(stored_row(entry, COLUMNS))
         conn.commit()
         conn.execute(f'ANALYZE "{schema}".sagacity_journal')
@@ -258,11 +244,10 @@ def load_postgres(
 
 
 def _streamed(
-    report: Report, sizes: Sizes, journals: dict[int, tuple[str, str]], admin_url: str, n: int
+    report: Report, sizes: Sizes, journal: tuple[str, str], admin_url: str, n: int
 ) -> None:
     """verify_all(store) against plain psycopg reads of the same rows in the same keyset
-    batches, hashing one buffer per row (a v2 row's material; a v1 row's columns joined),
-    for a v1 journal and a v2 journal of the same entries, all in rotated rounds."""
+    batches, hashing each row's material, in rotated rounds."""
     import psycopg
 
     from sagacity.audit import verify_all
@@ -271,55 +256,41 @@ def _streamed(
 
     columns = ", ".join(COLUMNS)
     conn = psycopg.connect(admin_url, autocommit=True)
-    stores = {recipe: open_store(url) for recipe, (url, _) in journals.items()}
+    store = open_store(journal[0])
     outcome: dict[str, Any] = {}
+    table = f'"{journal[1]}".sagacity_journal'
+    batch = getattr(store, "batch_size", 1000)
 
-    def verify(recipe: int) -> Callable[[], None]:
-        def run() -> None:
-            outcome[f"v{recipe}"] = list(verify_all(stores[recipe]))
+    def verify() -> None:
+        outcome["verify"] = list(verify_all(store))
 
-        return run
-
-    def plain(recipe: int) -> Callable[[], None]:
-        table = f'"{journals[recipe][1]}".sagacity_journal'
-        batch = getattr(stores[recipe], "batch_size", 1000)
-
-        def run() -> None:
-            sha256 = hashlib.sha256
-            count = 0
-            sagas = [
-                r[0]
-                for r in conn.execute(
-                    f"SELECT DISTINCT saga_id FROM {table} ORDER BY saga_id LIMIT %s",
-                    (1_000_000,),
+    def plain() -> None:
+        sha256 = hashlib.sha256
+        count = 0
+        sagas = [
+            r[0]
+            for r in conn.execute(
+                f"SELECT DISTINCT saga_id FROM {table} ORDER BY saga_id LIMIT %s", (1_000_000,)
+            ).fetchall()
+        ]
+        for saga in sagas:
+            last = 0
+            while True:
+                rows = conn.execute(
+                    f"SELECT {columns} FROM {table} WHERE saga_id = %s AND seq > %s "
+                    "ORDER BY seq LIMIT %s",
+                    (saga, last, batch),
+                    prepare=True,
                 ).fetchall()
-            ]
-            for saga in sagas:
-                last = 0
-                while True:
-                    rows = conn.execute(
-                        f"SELECT {columns} FROM {table} WHERE saga_id = %s AND seq > %s "
-                        "ORDER BY seq LIMIT %s",
-                        (saga, last, batch),
-                        prepare=True,
-                    ).fetchall()
-                    for row in rows:
-                        material = row[-1]
-                        if material is None:
-                            material = "".join(map(str, row[:-1])).encode()
-                        sha256(material).hexdigest()
-                    count += len(rows)
-                    if len(rows) < batch:
-                        break
-                    last = rows[-1][1]
-            outcome[f"plain v{recipe}"] = count
+                for row in rows:
+                    sha256(row[-1]).hexdigest()
+                count += len(rows)
+                if len(rows) < batch:
+                    break
+                last = rows[-1][1]
+        outcome["plain"] = count
 
-        return run
-
-    sides: dict[str, Callable[[], None]] = {}
-    for recipe in sorted(journals):
-        sides[f"plain v{recipe}"] = plain(recipe)
-        sides[f"verify v{recipe}"] = verify(recipe)
+    sides: dict[str, Callable[[], None]] = {"plain": plain, "verify": verify}
     try:
         for run in sides.values():
             run()  # warm-up: prepared statements, caches
@@ -327,45 +298,34 @@ def _streamed(
         cpu = _rotate(sizes.export_rounds + 1, {k: _cpu_timed(f) for k, f in sides.items()})
     finally:
         conn.close()
-        for store in stores.values():
-            store.close()
+        store.close()
     rates = {k: [n / t for t in v] for k, v in times.items()}
-    rows = []
-    extra: dict[str, Any] = {"entries": n, "rates": rates}
-    for recipe in sorted(journals):
-        reports = outcome[f"v{recipe}"]
-        verified = sum(r.entries for r in reports)
-        report.check(
-            all(r.ok and r.closed for r in reports)
-            and verified == n == outcome[f"plain v{recipe}"],
-            f"streamed from Postgres (v{recipe}): {len(reports):,} closed chains, "
-            f"{verified:,} entries, all verify",
-            f"streamed verify from Postgres (v{recipe}): {verified:,} entries of {n:,}; "
-            f"{sum(not r.ok for r in reports)} chains broken",
-        )
-        ratios = pair_ratios(rates[f"plain v{recipe}"], rates[f"verify v{recipe}"])
-        cpu_ratios = pair_ratios(cpu[f"verify v{recipe}"], cpu[f"plain v{recipe}"])
-        extra[f"ratios v{recipe}"], extra[f"cpu ratios v{recipe}"] = ratios, cpu_ratios
-        rows.append(
-            [f"v{recipe}", "plain psycopg reads + sha256 per row",
-             fmt_rate(median(rates[f"plain v{recipe}"])), "1.00", "1.00"]
-        )  # fmt: skip
-        rows.append(
-            [f"v{recipe}", "verify_all(store)", fmt_rate(median(rates[f"verify v{recipe}"])),
-             _ratio(ratios), _ratio(cpu_ratios)]
-        )  # fmt: skip
-        if recipe == 2:
-            report.target(
-                "streamed verify vs plain reads + hashing (Postgres, v2)", median(ratios), 0.8, ">="
-            )
+    reports = outcome["verify"]
+    verified = sum(r.entries for r in reports)
+    report.check(
+        all(r.ok and r.closed for r in reports) and verified == n == outcome["plain"],
+        f"streamed from Postgres: {len(reports):,} closed chains, {verified:,} entries, all verify",
+        f"streamed verify from Postgres: {verified:,} entries of {n:,}; "
+        f"{sum(not r.ok for r in reports)} chains broken",
+    )
+    ratios = pair_ratios(rates["plain"], rates["verify"])
+    cpu_ratios = pair_ratios(cpu["verify"], cpu["plain"])
+    plain_rate, verify_rate = fmt_rate(median(rates["plain"])), fmt_rate(median(rates["verify"]))
+    rows = [
+        ["plain psycopg reads + sha256 per row", plain_rate, "1.00", "1.00"],
+        ["verify_all(store)", verify_rate, _ratio(ratios), _ratio(cpu_ratios)],
+    ]
+    report.target("streamed verify vs plain reads + hashing (Postgres)", median(ratios), 0.8, ">=")
     report.table(
-        f"Streamed verify from PostgreSQL — {n:,} entries per journal, sagas of "
-        f"{ENTRIES_PER_SAGA}; ratio = entries/s over plain reads + raw hashlib of the same "
-        "recipe's rows (median, min-max), by wall time and by this process's CPU time",
-        ["recipe", "side", "entries/s", "wall ratio (spread)", "CPU ratio (spread)"],
+        f"Streamed verify from PostgreSQL — {n:,} entries, sagas of {ENTRIES_PER_SAGA}; "
+        "ratio = entries/s over plain reads + raw hashlib of the same rows (median, "
+        "min-max), by wall time and by this process's CPU time",
+        ["side", "entries/s", "wall ratio (spread)", "CPU ratio (spread)"],
         rows,
     )
-    report.extra["streamed"] = extra
+    report.extra["streamed"] = {
+        "entries": n, "rates": rates, "ratios": ratios, "cpu ratios": cpu_ratios,
+    }  # fmt: skip
 
 
 # ---- 3. export then verify, in a subprocess ------------------------------------------------------
@@ -390,8 +350,7 @@ def _export_verify(
     report: Report, sizes: Sizes, postgres_url: str, tag: str, workdir: Path
 ) -> None:
     """export_jsonl + verify_jsonl against a plain dump and reload, each in a fresh
-    subprocess, for a v1 and a v2 journal of the same entries, all four in rotated
-    rounds."""
+    subprocess, in rotated rounds."""
     import psycopg
 
     rows = []
@@ -399,66 +358,57 @@ def _export_verify(
     sep = "&" if "?" in postgres_url else "?"
     try:
         for n in sizes.export_entries:
-            journals = {r: f"bench_{tag}_export_{n}_v{r}" for r in (1, 2)}
+            schema = f"bench_{tag}_export_{n}"
+            url = f"{postgres_url}{sep}schema={schema}"
             try:
-                for recipe, schema in journals.items():
-                    load_postgres(
-                        f"{postgres_url}{sep}schema={schema}", postgres_url, schema, n, recipe
-                    )
+                load_postgres(url, postgres_url, schema, n)
                 out = workdir / f"export-{n}.jsonl"
-                sides = [(kind, r) for r in (1, 2) for kind in ("plain", "sagacity")]
-                runs: dict[tuple[str, int], list[dict[str, Any]]] = {side: [] for side in sides}
+                sides = ["plain", "sagacity"]
+                runs: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
                 for r in range(sizes.export_rounds):
-                    for kind, recipe in sides[r % 4 :] + sides[: r % 4]:
-                        schema = journals[recipe]
-                        url = f"{postgres_url}{sep}schema={schema}"
-                        runs[kind, recipe].append(_child_run(kind, url, postgres_url, schema, out))
+                    for kind in sides[r % 2 :] + sides[: r % 2]:
+                        runs[kind].append(_child_run(kind, url, postgres_url, schema, out))
                         out.unlink(missing_ok=True)
-                for recipe in (1, 2):
-                    rows += _export_rows(report, n, recipe, runs)
+                rows += _export_rows(report, n, runs)
             finally:
-                for schema in journals.values():
-                    with contextlib.suppress(psycopg.Error):
-                        admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+                with contextlib.suppress(psycopg.Error):
+                    admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     finally:
         admin.close()
     report.table(
         "Export then verify (fresh subprocess per run; peak RSS = VmHWM; growth = peak - "
         "RSS after imports and connect); ratio = entries/s over the plain dump's of the "
-        "same recipe's journal",
-        ["entries", "recipe", "side", "entries/s", "export s / verify s", "RSS at start",
+        "same journal",
+        ["entries", "side", "entries/s", "export s / verify s", "RSS at start",
          "peak RSS", "growth", "ratio (spread)"],
         rows,
     )  # fmt: skip
 
 
-def _export_rows(
-    report: Report, n: int, recipe: int, runs: dict[tuple[str, int], list[dict[str, Any]]]
-) -> list[list[str]]:
-    sag = runs["sagacity", recipe]
+def _export_rows(report: Report, n: int, runs: dict[str, list[dict[str, Any]]]) -> list[list[str]]:
+    sag = runs["sagacity"]
     ok = all(x["entries"] == n and x["verified"] == n and x["broken"] == 0 for x in sag)
     report.check(
         ok,
-        f"export of {n:,} v{recipe} entries: every line written, read back and verified",
-        f"export of {n:,} v{recipe}: {[(x['entries'], x['verified'], x['broken']) for x in sag]}",
+        f"export of {n:,} entries: every line written, read back and verified",
+        f"export of {n:,}: {[(x['entries'], x['verified'], x['broken']) for x in sag]}",
     )
-    rates = {k: [n / x["seconds"] for x in runs[k, recipe]] for k in ("plain", "sagacity")}
+    rates = {k: [n / x["seconds"] for x in runs[k]] for k in ("plain", "sagacity")}
     ratios = pair_ratios(rates["plain"], rates["sagacity"])
-    report.extra.setdefault("export", {})[f"{n} v{recipe}"] = {
-        "runs": {k: runs[k, recipe] for k in ("plain", "sagacity")},
+    report.extra.setdefault("export", {})[f"{n}"] = {
+        "runs": {k: runs[k] for k in ("plain", "sagacity")},
         "ratios": ratios,
     }
-    if recipe == 2:
-        report.target(f"export then verify vs plain dump ({n:,}, v2)", median(ratios), 0.7, ">=")
+    report.target(f"export then verify vs plain dump ({n:,})", median(ratios), 0.7, ">=")
     rows = []
     for kind, label in (
         ("plain", "plain dump + json.loads + sha256"),
         ("sagacity", "export_jsonl + verify_jsonl"),
     ):
-        xs = runs[kind, recipe]
+        xs = runs[kind]
         rows.append(
             [
-                f"{n:,}", f"v{recipe}", label,
+                f"{n:,}", label,
                 fmt_rate(median(rates[kind])),
                 f"{median([x['export_s'] for x in xs]):.2f} / "
                 f"{median([x['verify_s'] for x in xs]):.2f}",
@@ -520,8 +470,7 @@ def _plain_child(args: argparse.Namespace) -> dict[str, Any]:
         )
         for row in cur:
             record = dict(zip(COLUMNS, row, strict=True))
-            if record["material"] is not None:  # a v2 row: its hashed bytes, as hex
-                record["material"] = record["material"].hex()
+            record["material"] = record["material"].hex()  # its hashed bytes
             fh.write(json.dumps(record, ensure_ascii=False))
             fh.write("\n")
             entries += 1
@@ -568,27 +517,19 @@ def run(
 
     n = max(sizes.export_entries)
     sep = "&" if "?" in postgres_url else "?"
-    journals = {
-        r: (f"{postgres_url}{sep}schema=bench_{tag}_verify_v{r}", f"bench_{tag}_verify_v{r}")
-        for r in (1, 2)
-    }
+    schema = f"bench_{tag}_verify"
+    journal = (f"{postgres_url}{sep}schema={schema}", schema)
     admin = psycopg.connect(postgres_url, autocommit=True)
     try:
-        for recipe, (store_url, schema) in journals.items():
-            load_postgres(store_url, postgres_url, schema, n, recipe)
-        _streamed(report, sizes, journals, postgres_url, n)
-        with tempfile.TemporaryDirectory(prefix="sagacity-bench-", dir=workdir) as tmp:
-            export_formats.measure(report, sizes, journals[2][0], n, Path(tmp))
+        load_postgres(journal[0], postgres_url, schema, n)
+        _streamed(report, sizes, journal, postgres_url, n)
     finally:
-        for _, schema in journals.values():
-            with contextlib.suppress(psycopg.Error):
-                admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        with contextlib.suppress(psycopg.Error):
+            admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
         admin.close()
 
     with tempfile.TemporaryDirectory(prefix="sagacity-bench-", dir=workdir) as tmp:
         _export_verify(report, sizes, postgres_url, tag, Path(tmp))
-    with tempfile.TemporaryDirectory(prefix="sagacity-bench-", dir=workdir) as tmp:
-        recipe_append.measure(report, sizes, postgres_url, Path(tmp))
     return report
 
 

@@ -1,4 +1,4 @@
-"""`python -m bench.verify_payload_check`: what holding each stored v2 payload to one JSON
+"""`python -m bench.verify_payload_check`: what holding each stored payload to one JSON
 value costs `verify_store`'s fast path (attack 16 finding 4: a payload repeating a key
 reads differently in different parsers, so verify refuses it).
 
@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import sagacity.recipe_v2 as recipe_v2
+import sagacity.stores.stored_row as stored_row
 from sagacity.audit import verify_store
 from sagacity.entry import EntryDraft
 from sagacity.phases import Phase
@@ -47,7 +47,7 @@ def _fill(store: SqliteJournalStore) -> list[str]:
 
 
 def main() -> None:
-    checked = recipe_v2._readable_payload
+    checked = stored_row._readable_payload
 
     def unchecked(name: str, text: str, seq: int) -> None:
         return None
@@ -65,12 +65,12 @@ def main() -> None:
 
             ratios = []
             for _ in range(ROUNDS):
-                recipe_v2._readable_payload = unchecked
+                stored_row._readable_payload = unchecked
                 base = run()
-                recipe_v2._readable_payload = checked
+                stored_row._readable_payload = checked
                 ratios.append(run() / base)
         finally:
-            recipe_v2._readable_payload = checked
+            stored_row._readable_payload = checked
             store.close()
     shown = ", ".join(f"{r:.2f}" for r in ratios)
     print(f"{SAGAS * 20} entries; checked / unchecked per round: {shown}")

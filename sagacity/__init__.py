@@ -18,7 +18,7 @@ from sagacity.approvals import (
 )
 from sagacity.audit import export_jsonl, verify_all, verify_jsonl, verify_store
 from sagacity.canonical import canonical_bytes, canonical_text, payload_sha256
-from sagacity.chain import GENESIS_HASH, BreakReason, VerifyReport, verify_chain
+from sagacity.chain import GENESIS, BreakReason, VerifyReport, verify_chain
 from sagacity.checkpoint import SagaCheckpoint, TreeHead
 from sagacity.checkpoint_log import CheckpointLog
 from sagacity.compensation import CompensationPlan, plan_compensation
@@ -61,7 +61,7 @@ from sagacity.tools import (
 )
 
 __all__ = [
-    "GENESIS_HASH",
+    "GENESIS",
     "ApprovalDecision",
     "ApprovalPolicy",
     "ApprovalRequest",

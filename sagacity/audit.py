@@ -1,11 +1,10 @@
 """Audit export and verification: the journal as evidence someone else can check.
 
-Export writes JSON Lines, one entry per line in its hashed form, streamed from the store:
-in format 2 (sagacity.export_lines) payloads are JSON values, in format 1 their canonical
-text. Offline verification reads either and needs nothing else: no database, no sagacity
-configuration, constant memory in the number of entries. The formats and the rules
-(contiguous sagas, strict fields, one format per file) are specified in
-docs/hash-chain.md, section 4.
+Export writes JSON Lines, one entry per line in its hashed form, payloads as JSON values
+(sagacity.export_lines), streamed from the store. Offline verification reads it and
+needs nothing else: no database, no sagacity configuration, constant memory in the
+number of entries. The format and the rules (contiguous sagas, strict fields, each line
+in its exact form) are specified in docs/hash-chain.md, section 4.
 """
 
 from __future__ import annotations
@@ -18,25 +17,13 @@ from typing import Any
 
 from sagacity.chain import BreakReason, ChainVerifier, VerifyReport
 from sagacity.entry import JournalEntry, parse_timestamp, render_timestamp
-from sagacity.errors import (
-    AuditFileError,
-    InvalidEntryError,
-    TamperedEntryError,
-    UnreadableEntryError,
-)
+from sagacity.errors import AuditFileError, TamperedEntryError, UnreadableEntryError
 from sagacity.export_evidence import CheckpointLine, HeadLine, is_evidence, parse_evidence
-from sagacity.export_lines import (
-    FORMAT,
-    FORMAT_FIELD,
-    RECIPE_FIELD,
-    check_line,
-    hashed_record,
-    value_line,
-)
-from sagacity.export_read_v2 import LINE_START, V2_MARK, quick_v2_entry
+from sagacity.export_lines import check_line, hashed_record, record_entry, value_line
+from sagacity.export_read import LINE_START, quick_entry
 from sagacity.export_writer import entry_line, export_jsonl
 from sagacity.phases import Phase
-from sagacity.recipe_v2 import counter_out_of_range
+from sagacity.recipe import counter_out_of_range
 from sagacity.stores.base import JournalStore
 from sagacity.verify_rows import verify_rows
 
@@ -58,8 +45,8 @@ _INT_FIELDS = ("seq", "step", "attempt")
 _TEXT_FIELDS = ("saga_id", "tool", "phase", "input", "result", "error", "actor", "recorded_at")
 _HASH_FIELDS = ("prev_hash", "hash")
 RECORD_FIELDS = frozenset(_INT_FIELDS + _TEXT_FIELDS + _HASH_FIELDS)
-"""Exactly the fields of an exported line: the thirteen hashed fields, nothing unverified
-(and, for a recipe-v2 entry, RECIPE_FIELD)."""
+"""Exactly the fields of an exported entry (besides its format): the thirteen hashed
+fields, nothing unverified."""
 _PHASES = frozenset(phase.value for phase in Phase)
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
@@ -73,7 +60,7 @@ def verify_store(
     verifier = ChainVerifier(saga_id, columns_checked=store.checks_columns)
     rows = store.stored_rows(saga_id) if observe is None else None
     try:
-        if rows is not None:  # v2 rows are checked in place, not made entries
+        if rows is not None:  # rows are checked in place, not made entries
             verify_rows(saga_id, rows, store.entry_of, verifier)
         else:
             for entry in store.entries(saga_id):
@@ -110,13 +97,13 @@ _decode = json.JSONDecoder(object_pairs_hook=_refuse_duplicate_keys).decode
 """json.loads refusing a repeated key, built once rather than per line."""
 
 
-def _parse_line(number: int, line: str) -> tuple[int, JournalEntry] | HeadLine | CheckpointLine:
-    """One line as (its export format, its entry), or an evidence line, or AuditFileError
-    saying which line and what is wrong."""
-    if line.startswith(LINE_START) and V2_MARK in line:  # perhaps a v2 line, as written
-        quick = quick_v2_entry(line)
-        if quick is not None:  # exactly the writer's line of `quick` (export_read_v2)
-            return FORMAT, quick
+def _parse_line(number: int, line: str) -> JournalEntry | HeadLine | CheckpointLine:
+    """One line as its entry, or an evidence line, or AuditFileError saying which line
+    and what is wrong."""
+    if line.startswith(LINE_START):  # perhaps an entry line, as written
+        quick = quick_entry(line)
+        if quick is not None:  # exactly the writer's line of `quick` (export_read)
+            return quick
     try:
         record = _decode(line)
     except json.JSONDecodeError as exc:
@@ -130,12 +117,10 @@ def _parse_line(number: int, line: str) -> tuple[int, JournalEntry] | HeadLine |
         )
     if is_evidence(record):
         return parse_evidence(number, record)
-    if FORMAT_FIELD not in record:
-        return 1, _entry(number, record)
-    hashed, verbatim = hashed_record(number, record)  # format 2: payloads as values
+    hashed, verbatim = hashed_record(number, record)  # payloads as their hashed text
     entry = _entry(number, hashed)
     check_line(number, line, hashed, verbatim)
-    return FORMAT, entry
+    return entry
 
 
 def _entry(number: int, record: dict[str, Any]) -> JournalEntry:
@@ -143,7 +128,7 @@ def _entry(number: int, record: dict[str, Any]) -> JournalEntry:
     missing = sorted(RECORD_FIELDS - record.keys())
     if missing:
         raise AuditFileError(f"line {number}: missing field(s) {', '.join(missing)}")
-    extra = sorted(record.keys() - RECORD_FIELDS - {RECIPE_FIELD})
+    extra = sorted(record.keys() - RECORD_FIELDS)
     if extra:
         raise AuditFileError(
             f"line {number}: unexpected field(s) {', '.join(extra)}; an export carries only "
@@ -174,31 +159,24 @@ def _entry(number: int, record: dict[str, Any]) -> JournalEntry:
     if record["phase"] not in _PHASES:
         raise AuditFileError(f"line {number}: unknown phase {record['phase']!r}")
     _check_timestamp(number, record["recorded_at"])
-    if RECIPE_FIELD in record:
-        _check_v2(number, record)
+    _check_bytes(number, record)
     try:
-        return JournalEntry.from_record(record)
-    except InvalidEntryError as exc:  # pragma: no cover - the checks above are stricter
+        return record_entry(record)
+    except ValueError as exc:  # pragma: no cover - the checks above are stricter
         raise AuditFileError(f"line {number}: {exc}") from exc
 
 
-def _check_v2(number: int, record: dict[str, Any]) -> None:
-    """A line of a recipe-v2 entry says `"recipe": 2` (a v1 line says nothing) and its
-    prev_hash is the 64 hex characters whose bytes the v2 material holds."""
-    recipe = record[RECIPE_FIELD]
-    if type(recipe) is not int or recipe != 2:
-        raise AuditFileError(
-            f"line {number}: recipe {recipe!r} is not one this verifier reads (a v1 line has "
-            f'no {RECIPE_FIELD} field; a v2 line has "{RECIPE_FIELD}":2)'
-        )
+def _check_bytes(number: int, record: dict[str, Any]) -> None:
+    """The fields an entry's bytes hold as numbers: seq, step and attempt in range, and
+    prev_hash the 64 hex characters of its 32 bytes."""
     wrong = counter_out_of_range(record["seq"], record["step"], record["attempt"])
     if wrong is not None:
         raise AuditFileError(f"line {number}: {wrong}: the line was altered")
     prev = record["prev_hash"]
     if not isinstance(prev, str) or not _HEX64.fullmatch(prev):
         raise AuditFileError(
-            f"line {number}: prev_hash of a recipe-2 entry must be 64 lowercase hex "
-            "characters (its 32 bytes are hashed): the line was altered"
+            f"line {number}: prev_hash must be 64 lowercase hex characters (its 32 bytes "
+            "are hashed): the line was altered"
         )
 
 
@@ -236,7 +214,6 @@ def read_entries(
     """(line number, entry) for each non-blank entry line, parsed lazily; evidence lines
     (checkpoints, a tree head) go to `evidence`. Raises AuditFileError; a carriage return
     anywhere (CRLF line ends, a lone CR) is refused: an export never writes one."""
-    first: tuple[int, int] | None = None  # (format, line) of the first entry line
     for number, line in enumerate(lines, start=1):
         if "\r" in line:
             raise AuditFileError(
@@ -245,17 +222,8 @@ def read_entries(
             )
         if line.strip():
             parsed = _parse_line(number, line)
-            if isinstance(parsed, tuple):
-                form, entry = parsed
-                if first is None:
-                    first = (form, number)
-                elif form != first[0]:
-                    raise AuditFileError(
-                        f"line {number}: an entry in export format {form}, but line "
-                        f"{first[1]} is in format {first[0]}; an export is written in one "
-                        "format, so lines of two files were joined"
-                    )
-                yield number, entry
+            if isinstance(parsed, JournalEntry):
+                yield number, parsed
             elif evidence is not None:
                 evidence(number, parsed)
 
@@ -264,7 +232,7 @@ class _Block:
     """The contiguous lines of one saga being verified, and where its first break was."""
 
     def __init__(self, saga_id: str) -> None:
-        # A v2 entry of a file is rebuilt from the line's fields: they are its bytes.
+        # An entry of a file is rebuilt from the line's fields: they are its bytes.
         self.verifier = ChainVerifier(saga_id, columns_checked=True)
         self.broken_line: int | None = None
 

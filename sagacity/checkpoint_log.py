@@ -22,13 +22,21 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 
 from sagacity.checkpoint import TreeHead, open_tree_head, sign_saga_checkpoint, sign_tree_head
-from sagacity.entry import JournalEntry
+from sagacity.checkpoint_rows import (
+    LoggedCheckpoint,
+    LogNodeMissingError,
+    LogRowError,
+    checkpoint_row,
+    head_row,
+    int_column,
+    missing_node,
+    node_column,
+)
+from sagacity.entry import Clock, JournalEntry, utc_now
 from sagacity.errors import JournalError, JournalWriteError
 from sagacity.merkle import (
-    HASH_SIZE,
     consistency_proof,
     inclusion_proof,
     leaf_hash,
@@ -36,7 +44,18 @@ from sagacity.merkle import (
     tree_root,
 )
 from sagacity.note_keys import NoteSigner
-from sagacity.stores.base import Clock, utc_now
+
+__all__ = [
+    "CheckpointConflictError",
+    "CheckpointLog",
+    "CheckpointLogUnavailableError",
+    "Execute",
+    "LogNodeMissingError",
+    "LogProofError",
+    "LogRowError",
+    "LoggedCheckpoint",
+    "Rows",
+]
 
 Rows = list[tuple[object, ...]]
 Execute = Callable[[str, Sequence[object]], Rows]
@@ -56,84 +75,10 @@ class CheckpointLogUnavailableError(JournalWriteError):
     already journaled, and appends are idempotent), or this process has no log key."""
 
 
-class LogNodeMissingError(JournalError, KeyError):
-    """A subtree hash a root or a proof needs is not in the log's nodes table: the table
-    was changed (the leaves and the signed heads are the evidence, and `sagacity verify`
-    recomputes the roots from the leaves alone). A KeyError too, as merkle's subtree
-    lookups expect; its message is a sentence, not a key's repr."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else "a log node is missing"
-
-
-class LogRowError(JournalError):
-    """A row of the checkpoint log says something else than its signed note: it was
-    edited (the note is the evidence; the columns are an index)."""
-
-
 class LogProofError(JournalError, ValueError):
     """A proof asked for between sizes no proof relates (an older tree larger than the
     newer, a leaf outside its tree): the sizes came from somewhere the log's signed notes
     do not say, such as a stored row's edited size column."""
-
-
-def _missing(level: int, index: int) -> LogNodeMissingError:
-    return LogNodeMissingError(
-        f"the checkpoint log's stored node at level {level}, index {index} is missing: its "
-        "nodes table was changed; run `sagacity verify --all`"
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class LoggedCheckpoint:
-    """A leaf of the log as stored. The columns are an index: the signed note is the
-    evidence, and verification checks the columns against it."""
-
-    index: int
-    saga_id: str
-    entries: int
-    head_hash: str
-    note: str
-
-
-def _int(value: object) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise LogRowError(
-            f"a checkpoint log row holds {type(value).__name__} where an integer belongs: "
-            "the log's tables were changed; run `sagacity verify --all`"
-        )
-    return value
-
-
-def _bytes(value: object) -> bytes:
-    if not isinstance(value, (bytes, bytearray, memoryview)):
-        raise LogRowError(
-            f"a checkpoint log row holds {type(value).__name__} where a hash belongs: the "
-            "log's tables were changed; run `sagacity verify --all`"
-        )
-    return bytes(value)
-
-
-def _node(level: object, index: object, value: object) -> bytes:
-    """A stored subtree hash, which must be one: a node of another length was written by
-    hand (merkle would refuse it deep inside a proof, as a bare ValueError)."""
-    digest = _bytes(value)
-    if len(digest) != HASH_SIZE:
-        raise LogRowError(
-            f"the checkpoint log's stored node at level {level}, index {index} is not a "
-            f"{HASH_SIZE}-byte hash: its nodes table was changed; run `sagacity verify --all`"
-        )
-    return digest
-
-
-def _checkpoint(row: tuple[object, ...]) -> LoggedCheckpoint:
-    index, saga_id, entries, head_hash, note = row
-    return LoggedCheckpoint(_int(index), str(saga_id), _int(entries), str(head_hash), str(note))
-
-
-def _head(row: tuple[object, ...]) -> TreeHead:
-    size, root, note = row
-    return TreeHead(_int(size), _bytes(root), str(note))
 
 
 def _perfect_pieces(size: int) -> list[tuple[int, int]]:
@@ -199,7 +144,7 @@ class CheckpointLog(ABC):
                 (entry.saga_id, entry.seq),
             )
             if found:
-                existing = _checkpoint(found[0])
+                existing = checkpoint_row(found[0])
                 if existing.head_hash != entry.hash:
                     raise CheckpointConflictError(
                         f"saga {entry.saga_id!r}: the checkpoint log already holds its head at "
@@ -209,7 +154,7 @@ class CheckpointLog(ABC):
                     )
                 return existing
             size_rows = execute(self._sql("SELECT COALESCE(MAX(log_index) + 1, 0) FROM {cp}"), ())
-            index = _int(size_rows[0][0])
+            index = int_column(size_rows[0][0])
             note = sign_saga_checkpoint(
                 signer,
                 saga_id=entry.saga_id,
@@ -246,7 +191,7 @@ class CheckpointLog(ABC):
         where = " OR ".join("(level=? AND idx=?)" for _ in wanted)
         params = [value for key in wanted for value in key]
         rows = execute(self._sql(f"SELECT level, idx, hash FROM {{nodes}} WHERE {where}"), params)
-        return {(_int(r[0]), _int(r[1])): _node(r[0], r[1], r[2]) for r in rows}
+        return {(int_column(r[0]), int_column(r[1])): node_column(r[0], r[1], r[2]) for r in rows}
 
     # ---- reading ----------------------------------------------------------------------
 
@@ -261,7 +206,7 @@ class CheckpointLog(ABC):
         )
         if not rows:
             return None
-        stored = _head(rows[0])
+        stored = head_row(rows[0])
         said = open_tree_head(stored.note, None)
         if (said.size, said.root) != (stored.size, stored.root):
             raise LogRowError(
@@ -288,10 +233,10 @@ class CheckpointLog(ABC):
                 ),
                 (last, _PAGE),
             )
-            yield from (_head(row) for row in rows)
+            yield from (head_row(row) for row in rows)
             if len(rows) < _PAGE:
                 return
-            last = _int(rows[-1][0])
+            last = int_column(rows[-1][0])
 
     def leaves(self) -> Iterator[LoggedCheckpoint]:
         """Every leaf in log order, streamed."""
@@ -303,10 +248,10 @@ class CheckpointLog(ABC):
                 ),
                 (last, _PAGE),
             )
-            yield from (_checkpoint(row) for row in rows)
+            yield from (checkpoint_row(row) for row in rows)
             if len(rows) < _PAGE:
                 return
-            last = _int(rows[-1][0])
+            last = int_column(rows[-1][0])
 
     def by_saga(self) -> Iterator[LoggedCheckpoint]:
         """Every leaf ordered by saga id (code-point order, as `JournalStore.sagas()`) and
@@ -320,10 +265,10 @@ class CheckpointLog(ABC):
                 ),
                 (saga, saga, entries, _PAGE),
             )
-            yield from (_checkpoint(row) for row in rows)
+            yield from (checkpoint_row(row) for row in rows)
             if len(rows) < _PAGE:
                 return
-            saga, entries = str(rows[-1][1]), _int(rows[-1][2])
+            saga, entries = str(rows[-1][1]), int_column(rows[-1][2])
 
     def of_saga(self, saga_id: str) -> list[LoggedCheckpoint]:
         """The saga's leaves by entry count (a handful: one per N entries and the close)."""
@@ -331,15 +276,15 @@ class CheckpointLog(ABC):
             self._sql(f"SELECT {_CP_COLUMNS} FROM {{cp}} WHERE saga_id=? ORDER BY entries"),
             (saga_id,),
         )
-        return [_checkpoint(row) for row in rows]
+        return [checkpoint_row(row) for row in rows]
 
     def subtree(self, level: int, index: int) -> bytes:
         rows = self._read(
             self._sql("SELECT hash FROM {nodes} WHERE level=? AND idx=?"), (level, index)
         )
         if not rows:
-            raise _missing(level, index)
-        return _node(level, index, rows[0][0])
+            raise missing_node(level, index)
+        return node_column(level, index, rows[0][0])
 
     def subtrees(self, keys: Sequence[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
         """The stored nodes at (level, index) `keys`, in one query; missing ones absent."""
@@ -351,7 +296,10 @@ class CheckpointLog(ABC):
             self._sql(f"SELECT level, idx, hash FROM {{nodes}} WHERE {where}"),
             [value for key in unique for value in key],
         )
-        return {(_int(row[0]), _int(row[1])): _node(row[0], row[1], row[2]) for row in rows}
+        return {
+            (int_column(row[0]), int_column(row[1])): node_column(row[0], row[1], row[2])
+            for row in rows
+        }
 
     def prove_inclusion(self, index: int, size: int) -> list[bytes]:
         """The audit path of leaf `index` in the tree of `size` leaves, from stored nodes.
@@ -389,7 +337,7 @@ class CheckpointLog(ABC):
 def _lookup(known: dict[tuple[int, int], bytes]) -> Callable[[int, int], bytes]:
     def subtree(level: int, index: int) -> bytes:
         if (level, index) not in known:
-            raise _missing(level, index)
+            raise missing_node(level, index)
         return known[(level, index)]
 
     return subtree

@@ -8,6 +8,7 @@ rewrites numbers) and what the chain hashes, so verification never re-encodes va
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +24,14 @@ MAX_STORED_DEPTH = 256
 """Deepest nesting a stored payload may have: a worker's decoders refuse values nested
 about 200 levels deep, so no entry it wrote is deeper; reading one that is would recurse
 past Python's limit in whatever walks it next."""
+
+Clock = Callable[[], datetime]
+"""What stamps entries (and checkpoints) with the time: `utc_now`, or a test's clock."""
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -181,18 +190,13 @@ class JournalEntry:
     recorded_at: datetime
     prev_hash: str
     hash: str
-    material: bytes = b""
-    """Recipe v2: the exact bytes that were hashed, as stored (sagacity.recipe_v2).
-    Empty for a recipe-v1 entry, whose hash is recomputed from the fields."""
+    material: bytes
+    """The exact bytes that were hashed, as stored (sagacity.recipe): every field above
+    but `hash` is in them, and verification holds the fields to them."""
 
     @property
     def key(self) -> tuple[str, int, str, int]:
         return (self.saga_id, self.step, self.phase.value, self.attempt)
-
-    @property
-    def recipe(self) -> int:
-        """The hash recipe of this entry: 2 when it carries its hashed bytes, else 1."""
-        return 2 if self.material else 1
 
     @property
     def input(self) -> JsonValue:
@@ -238,33 +242,10 @@ class JournalEntry:
     def recorded_at_text(self) -> str:
         return render_timestamp(self.recorded_at)
 
-    def to_record(self) -> dict[str, Any]:
-        """The export form: every hashed field, payloads as their canonical text, so an
-        offline verifier sees exactly the bytes that were hashed; a recipe-v2 entry also
-        says `"recipe": 2` (the v2 bytes are a function of these fields), a v1 entry says
-        nothing, so its record is what it was before v2."""
-        record = {
-            "saga_id": self.saga_id,
-            "seq": self.seq,
-            "step": self.step,
-            "attempt": self.attempt,
-            "tool": self.tool,
-            "phase": self.phase.value,
-            "input": self.input_json,
-            "result": self.result_json,
-            "error": self.error_json,
-            "actor": self.actor_json,
-            "recorded_at": self.recorded_at_text,
-            "prev_hash": self.prev_hash,
-            "hash": self.hash,
-        }
-        if self.material:
-            record["recipe"] = 2
-        return record
-
     def to_values(self) -> dict[str, Any]:
         """The entry for people and tools like jq: payloads as JSON values (objects, null),
-        not as the canonical text that is hashed (`to_record` is the verifiable form)."""
+        not as the canonical text that is hashed (an export line is the verifiable form,
+        sagacity.export_lines)."""
         return {
             "saga_id": self.saga_id,
             "seq": self.seq,
@@ -280,42 +261,3 @@ class JournalEntry:
             "prev_hash": self.prev_hash,
             "hash": self.hash,
         }
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> JournalEntry:
-        """Inverse of to_record; raises InvalidEntryError on a malformed record. A v2
-        record's bytes are rebuilt from its fields (sagacity.recipe_v2), so a verifier
-        with only the file hashes what was stored."""
-        try:
-            fields: dict[str, Any] = {
-                "saga_id": str(record["saga_id"]),
-                "seq": int(record["seq"]),
-                "step": int(record["step"]),
-                "attempt": int(record["attempt"]),
-                "tool": str(record["tool"]),
-                "phase": Phase(record["phase"]),
-                "input_json": str(record["input"]),
-                "result_json": str(record["result"]),
-                "error_json": str(record["error"]),
-                "actor_json": str(record["actor"]),
-                "recorded_at": parse_timestamp(str(record["recorded_at"])),
-                "prev_hash": str(record.get("prev_hash") or ""),
-                "hash": str(record.get("hash") or ""),
-            }
-            recipe = record.get("recipe", 1)
-            if type(recipe) is not int or recipe not in (1, 2):
-                raise ValueError(f"recipe {recipe!r} is not 1 or 2")
-            if recipe == 1:
-                return cls(**fields)
-            from sagacity.recipe_v2 import encode_material  # v2 builds on entries
-
-            material = encode_material(
-                **{k: v for k, v in fields.items() if k not in ("phase", "recorded_at", "hash")},
-                phase=fields["phase"].value,
-                recorded_at=str(record["recorded_at"]),  # the text, exact (checked above)
-            )
-            return cls(**fields, material=material)
-        except (KeyError, TypeError, ValueError, UnicodeEncodeError) as exc:
-            raise InvalidEntryError(
-                f"malformed journal record: {type(exc).__name__}: {exc}"
-            ) from exc

@@ -1,27 +1,31 @@
-"""Export format 2: entry lines whose payloads are JSON values, verifiable byte for byte.
+"""The export's entry lines: payloads as JSON values, verifiable byte for byte.
 
-Format 1 (`JournalEntry.to_record`) writes `input`, `result`, `error` and `actor` as the
-canonical text that is hashed, a JSON string holding JSON (`"input":"{\\"amount\\":5}"`),
-which jq and people read badly. A format-2 line holds them as JSON values
-(`"input":{"amount":5}`, `"actor":null`) and says so with `"format":2`.
+An entry line holds the thirteen hashed fields of one entry and `"format":1`. Its
+`input`, `result`, `error` and `actor` are JSON values (`"input":{"amount":5}`,
+`"actor":null`), which jq and people read as they are.
 
 The hashed bytes of such a field are the RFC 8785 form of its value. A stored text that
-is not its own RFC 8785 form (a row written by an older version or by hand) cannot be
-given back by any value, so the line carries it verbatim as `<field>_text`, a string,
-and verification hashes that; nothing is re-canonicalized on the way.
+is not its own RFC 8785 form (a row written by hand) cannot be given back by any value,
+so the line carries it verbatim as `<field>_text`, a string, and verification hashes
+that; nothing is re-canonicalized on the way.
 
-A format-2 line is one exact string: the RFC 8785 form of its own JSON object (keys
-sorted, no spaces, numbers and strings in their one canonical spelling), with U+0085,
-U+2028 and U+2029 written as `\\u` escapes. The verifier rebuilds that string from what
-it read and refuses a line that differs, naming the field, because a value respelled
-(`5000` as `5000.0` or `5e3`, keys reordered inside `input`) still hashes the same: its
-bytes, not its hash, show the edit. It refuses as well a `_text` whose text is its own
-RFC 8785 form (an export writes that as the value) and a line with both `input` and
+A line is one exact string: the RFC 8785 form of its own JSON object (keys sorted, no
+spaces, numbers and strings in their one canonical spelling), with U+0085, U+2028 and
+U+2029 written as `\\u` escapes. The verifier rebuilds that string from what it read and
+refuses a line that differs, naming the field, because a value respelled (`5000` as
+`5000.0` or `5e3`, keys reordered inside `input`) still hashes the same: its bytes, not
+its hash, show the edit. It refuses as well a `_text` whose text is its own RFC 8785
+form (an export writes that as the value) and a line with both `input` and
 `input_text`.
 
 Numbers are read as RFC 8785 reads them, as IEEE doubles: an integer beyond ±(2**53-1)
 is the nearest double (so `100000000000000000000`, the canonical form of 1e20, is its own
 form), the reading every JSON parser that keeps doubles (JavaScript, jq) shares.
+
+Inside this module an entry travels as its *record* (`entry_record`): the thirteen
+hashed fields by their line keys, each payload as the text that is hashed. The entry's
+bytes are a function of those fields (sagacity.recipe), so `record_entry` rebuilds them
+and a verifier with only the file hashes what was stored.
 
 docs/hash-chain.md, section 4, specifies the format for other implementations.
 """
@@ -34,21 +38,19 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from sagacity.canonical import MAX_CANONICAL_DEPTH, canonical_bytes, fast_text
-from sagacity.entry import JournalEntry, render_timestamp
+from sagacity.entry import JournalEntry, parse_timestamp, render_timestamp
 from sagacity.errors import AuditFileError, NotCanonicalError
+from sagacity.phases import Phase
+from sagacity.recipe import encode_material
 
 FORMAT_FIELD = "format"
-FORMAT = 2
-"""The value of FORMAT_FIELD in every format-2 entry line. A format-1 line has no such
-field: its absence is how a reader knows the first form."""
+FORMAT = 1
+"""The value of FORMAT_FIELD in every entry line: the one export format. A reader
+refuses any other value, so a later format can never be misread as this one."""
 PAYLOAD_FIELDS = ("input", "result", "error", "actor")
-"""The hashed fields that are JSON: in a format-2 line, each as its value or as
-`<field>_text`, its stored text verbatim."""
+"""The hashed fields that are JSON: in a line, each as its value or as `<field>_text`,
+its stored text verbatim."""
 TEXT_SUFFIX = "_text"
-RECIPE_FIELD = "recipe"
-"""`"recipe":2` in the line of a recipe-v2 entry; a v1 entry's line has no such field, so
-it is the line it was before v2. The v2 bytes are a function of the hashed fields
-(sagacity.recipe_v2), so the line needs nothing else for the verifier to rebuild them."""
 _MAX_SAFE_INT = 2**53 - 1
 
 # json.dumps(ensure_ascii=False) and RFC 8785 leave these unescaped, and str.splitlines()
@@ -127,29 +129,73 @@ _PLAIN_FIELDS = ("saga_id", "seq", "step", "attempt", "tool", "phase", "recorded
 _HASH_FIELDS = ("prev_hash", "hash")
 
 
-def _keys(verbatim: frozenset[str], v2: bool = False) -> list[str]:
-    """The keys of a format-2 line, sorted (they are ASCII: code-point order is RFC
-    8785's UTF-16 order)."""
+def _keys(verbatim: frozenset[str]) -> list[str]:
+    """The keys of a line, sorted (they are ASCII: code-point order is RFC 8785's UTF-16
+    order)."""
     payloads = (name + TEXT_SUFFIX if name in verbatim else name for name in PAYLOAD_FIELDS)
-    recipe = [RECIPE_FIELD] if v2 else []
-    return sorted([FORMAT_FIELD, *_PLAIN_FIELDS, *_HASH_FIELDS, *payloads, *recipe])
+    return sorted([FORMAT_FIELD, *_PLAIN_FIELDS, *_HASH_FIELDS, *payloads])
 
 
 _TEMPLATES = {
-    (verbatim, v2): "{" + ",".join(f'"{key}":%({key})s' for key in _keys(verbatim, v2)) + "}"
+    verbatim: "{" + ",".join(f'"{key}":%({key})s' for key in _keys(verbatim)) + "}"
     for verbatim in (
         frozenset(name for bit, name in enumerate(PAYLOAD_FIELDS) if mask >> bit & 1)
         for mask in range(1 << len(PAYLOAD_FIELDS))
     )
-    for v2 in (False, True)
 }
-"""The line for each choice of verbatim fields and recipe, with a %(key)s hole for each
-value."""
+"""The line for each choice of verbatim fields, with a %(key)s hole for each value."""
+
+
+def entry_record(entry: JournalEntry) -> dict[str, Any]:
+    """The record of `entry`: its thirteen hashed fields by line key, payloads as their
+    canonical text, so an offline verifier sees exactly what was hashed."""
+    return {
+        "saga_id": entry.saga_id,
+        "seq": entry.seq,
+        "step": entry.step,
+        "attempt": entry.attempt,
+        "tool": entry.tool,
+        "phase": entry.phase.value,
+        "input": entry.input_json,
+        "result": entry.result_json,
+        "error": entry.error_json,
+        "actor": entry.actor_json,
+        "recorded_at": render_timestamp(entry.recorded_at),
+        "prev_hash": entry.prev_hash,
+        "hash": entry.hash,
+    }
+
+
+def record_entry(record: Mapping[str, Any]) -> JournalEntry:
+    """The entry of a record whose fields were checked (sagacity.audit), its bytes
+    rebuilt from them. ValueError when a field is not what an entry's bytes hold."""
+    stamp = str(record["recorded_at"])
+    fields: dict[str, Any] = {
+        "saga_id": str(record["saga_id"]),
+        "seq": int(record["seq"]),
+        "step": int(record["step"]),
+        "attempt": int(record["attempt"]),
+        "tool": str(record["tool"]),
+        "input_json": str(record["input"]),
+        "result_json": str(record["result"]),
+        "error_json": str(record["error"]),
+        "actor_json": str(record["actor"]),
+        "prev_hash": str(record["prev_hash"]),
+    }
+    phase = Phase(record["phase"])
+    material = encode_material(**fields, phase=phase.value, recorded_at=stamp)
+    return JournalEntry(
+        **fields,
+        phase=phase,
+        recorded_at=parse_timestamp(stamp),
+        hash=str(record["hash"] or ""),
+        material=material,
+    )
 
 
 def _fields(record: Mapping[str, Any], verbatim: frozenset[str]) -> dict[str, str]:
-    """Each field of the format-2 line of `record` (the thirteen hashed fields, payloads
-    as their hashed text), as JSON text, by key."""
+    """Each field of the line of `record` (the thirteen hashed fields, payloads as their
+    hashed text), as JSON text, by key."""
     quote = encode_basestring
     fields = {FORMAT_FIELD: str(FORMAT)}
     for key in _PLAIN_FIELDS:
@@ -162,76 +208,72 @@ def _fields(record: Mapping[str, Any], verbatim: frozenset[str]) -> dict[str, st
             fields[key + TEXT_SUFFIX] = quote(record[key])
         else:
             fields[key] = record[key]  # its RFC 8785 text, which is its JSON value
-    if RECIPE_FIELD in record:
-        fields[RECIPE_FIELD] = _json(record[RECIPE_FIELD])
     return fields
 
 
 def render_line(record: Mapping[str, Any], verbatim: Collection[str] = ()) -> str:
-    """The format-2 line (without its newline) of a format-1 record (`to_record()`: the
-    thirteen hashed fields, payloads as their hashed text), the payload fields named in
-    `verbatim` as `<field>_text`, the others as their values."""
+    """The line (without its newline) of a record (`entry_record`: the thirteen hashed
+    fields, payloads as their hashed text), the payload fields named in `verbatim` as
+    `<field>_text`, the others as their values."""
     chosen = frozenset(verbatim)
-    template = _TEMPLATES[chosen, RECIPE_FIELD in record]
+    template = _TEMPLATES[chosen]
     return escape_line_breakers(template % _fields(record, chosen))
 
 
-_V2_LINE = "{" + ",".join(f'"{key}":%s' for key in _keys(frozenset(), True)) + "}"
-"""The line of a recipe-v2 entry whose four payloads go out as values (every entry
-sagacity writes), with a positional %s hole per value in key order: the same line as
-_TEMPLATES[frozenset(), True], filled without building the record first."""
+_VALUE_LINE = "{" + ",".join(f'"{key}":%s' for key in _keys(frozenset())) + "}"
+"""The line of an entry whose four payloads go out as values (every entry sagacity
+writes), with a positional %s hole per value in key order: the same line as
+_TEMPLATES[frozenset()], filled without building the record first."""
 
 
 def value_line(entry: JournalEntry) -> str:
-    """One entry as a format-2 line (without the newline): payloads as JSON values, each
-    stored text that is not its own RFC 8785 form as `<field>_text`."""
+    """One entry as a line (without the newline): payloads as JSON values, each stored
+    text that is not its own RFC 8785 form as `<field>_text`."""
     actor, given, result, error = (
         entry.actor_json,
         entry.input_json,
         entry.result_json,
         entry.error_json,
     )
-    if (
-        entry.material
-        and is_canonical(actor)
-        and is_canonical(given)
-        and is_canonical(result)
-        and is_canonical(error)
-    ):
+    if is_canonical(actor) and is_canonical(given) and is_canonical(result) and is_canonical(error):
         quote = encode_basestring
         return escape_line_breakers(
-            _V2_LINE
+            _VALUE_LINE
             % (
                 actor, entry.attempt, error, FORMAT, _json(entry.hash), given,
-                quote(entry.phase.value), _json(entry.prev_hash), 2,
+                quote(entry.phase.value), _json(entry.prev_hash),
                 quote(render_timestamp(entry.recorded_at)), result, quote(entry.saga_id),
                 entry.seq, entry.step, quote(entry.tool),
             )
         )  # fmt: skip
-    record = entry.to_record()
+    record = entry_record(entry)
     verbatim = [name for name in PAYLOAD_FIELDS if not is_canonical(record[name])]
     return render_line(record, verbatim)
 
 
 def hashed_record(number: int, record: dict[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
-    """A parsed format-2 line as the format-1 record of the same entry (each payload
-    field as the text that is hashed), and the fields it carried as `<field>_text`.
+    """A parsed line as the record of its entry (each payload field as the text that is
+    hashed), and the fields it carried as `<field>_text`.
     The plain fields are left for the caller's checks; check_line then holds the line
     to its exact form. Raises AuditFileError naming the line. `record` is changed."""
     out = record
+    if FORMAT_FIELD not in out:
+        raise AuditFileError(
+            f'line {number}: missing field {FORMAT_FIELD}; every entry line says "'
+            f'{FORMAT_FIELD}":{FORMAT}'
+        )
     form = out.pop(FORMAT_FIELD)
     if type(form) is not int or form != FORMAT:
         raise AuditFileError(
             f"line {number}: format {form!r} is not an export format this verifier reads "
-            f"(a format-1 line has no {FORMAT_FIELD} field; a format-2 line has "
-            f'"{FORMAT_FIELD}":{FORMAT})'
+            f'(an entry line says "{FORMAT_FIELD}":{FORMAT})'
         )
     verbatim = []
     for name in PAYLOAD_FIELDS:
         text_name = name + TEXT_SUFFIX
         if name in out and text_name in out:
             raise AuditFileError(
-                f"line {number}: holds both {name} and {text_name}; a format-2 line holds "
+                f"line {number}: holds both {name} and {text_name}; a line holds "
                 f"one of them: the line was altered"
             )
         if text_name in out:
@@ -263,7 +305,7 @@ def hashed_record(number: int, record: dict[str, Any]) -> tuple[dict[str, Any], 
 def check_line(
     number: int, line: str, record: Mapping[str, Any], verbatim: Collection[str]
 ) -> None:
-    """Refuse a format-2 line that is not exactly the line an export writes for the
+    """Refuse a line that is not exactly the line an export writes for the
     entry it holds (`record` as hashed_record returned it, its fields checked)."""
     actual = line[:-1] if line.endswith("\n") else line
     expected = render_line(record, verbatim)
@@ -275,7 +317,7 @@ def check_line(
     )
     raise AuditFileError(
         f"line {number}: differs from its exported form at column {at + 1}, in "
-        f"{_field_at(at, record, frozenset(verbatim))}: a format-2 line is the RFC 8785 "
+        f"{_field_at(at, record, frozenset(verbatim))}: an entry line is the RFC 8785 "
         "form of its object (keys sorted, no spaces, each number and string in its one "
         "spelling), so a value was respelled or the line edited after export"
     )
@@ -286,7 +328,7 @@ def _field_at(at: int, record: Mapping[str, Any], verbatim: frozenset[str]) -> s
     comma after it)."""
     fields = _fields(record, verbatim)
     start = 1
-    for key in _keys(verbatim, RECIPE_FIELD in record):
+    for key in _keys(verbatim):
         start += len(escape_line_breakers(f'"{key}":{fields[key]}')) + 1
         if at < start:
             return f"field {key}"

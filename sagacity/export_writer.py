@@ -1,7 +1,6 @@
-"""Writing a JSON Lines export: the entries in their hashed form (format 2 by default,
-payloads as JSON values, sagacity.export_lines; or format 1, payloads as their canonical
-text) and, with a checkpoint log, the evidence lines of sagacity.export_evidence around
-them.
+"""Writing a JSON Lines export: the entries in their hashed form (payloads as JSON
+values, sagacity.export_lines) and, with a checkpoint log, the evidence lines of
+sagacity.export_evidence around them.
 
 A journal changes while it is exported (sagas run on), so the export reads each saga's
 entries first, then its checkpoints, and writes the checkpoints that match what it read:
@@ -21,10 +20,9 @@ tree head covers whose saga is no longer in the journal: the auditor sees the de
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
@@ -32,7 +30,7 @@ from sagacity.checkpoint import TreeHead
 from sagacity.checkpoint_log import CheckpointLog, LoggedCheckpoint
 from sagacity.entry import JournalEntry
 from sagacity.export_evidence import checkpoint_lines, leaf_line, tree_head_line
-from sagacity.export_lines import escape_line_breakers, value_line
+from sagacity.export_lines import value_line
 from sagacity.phases import Phase
 from sagacity.stores.base import JournalStore
 
@@ -45,31 +43,11 @@ WAIT_BUDGET = 10.0
 """Seconds one export spends waiting for checkpoints in all (a worker that died
 between a close and its checkpoint must not stall an export saga by saga)."""
 
-DEFAULT_FORMAT = 2
-"""Export format 2: payloads as JSON values (sagacity.export_lines). Format 1 writes
-them as their canonical text, as exports made before format 2 did."""
 
-
-def entry_line(entry: JournalEntry, format: int = DEFAULT_FORMAT) -> str:
-    """One entry as a JSON Lines line (without the newline): stable, diffable, valid JSON.
-    Format 2 is export_lines.value_line; format 1 is `to_record()`, payloads as their
-    canonical text."""
-    return line_writer(format)(entry)
-
-
-def line_writer(format: int) -> Callable[[JournalEntry], str]:
-    """What writes one entry line in export `format` (1 or 2)."""
-    if format == 2:
-        return value_line
-    if format == 1:
-        return record_line
-    raise ValueError(f"export format {format!r}: use 1 or 2")
-
-
-def record_line(entry: JournalEntry) -> str:
-    """One entry as a format-1 line: `to_record()`, keys sorted, compact, UTF-8."""
-    line = json.dumps(entry.to_record(), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-    return escape_line_breakers(line)
+def entry_line(entry: JournalEntry) -> str:
+    """One entry as a JSON Lines line (without the newline): stable, diffable, valid JSON,
+    payloads as JSON values (export_lines.value_line)."""
+    return value_line(entry)
 
 
 class JournalExport:
@@ -83,11 +61,9 @@ class JournalExport:
         out: TextIO,
         log: CheckpointLog | None,
         head: TreeHead | None,
-        *,
-        format: int = DEFAULT_FORMAT,
     ) -> None:
         self.store, self.out, self.log, self.head = store, out, log, head
-        self.line = line_writer(format)
+        self.line = value_line
         self.entries = 0
         self.complete = False
         self._exported: set[str] = set()
@@ -162,18 +138,16 @@ def export_jsonl(
     *,
     log: CheckpointLog | None = None,
     head: TreeHead | None = None,
-    format: int = DEFAULT_FORMAT,
 ) -> int:
     """Write the journal (or the named sagas) to `out` as JSON Lines; returns the number of
-    entries written. `format` 2 writes payloads as JSON values, 1 as their canonical text
-    (docs/hash-chain.md, section 4); verify_jsonl reads both.
+    entries written (docs/hash-chain.md, section 4).
 
     Entries are streamed from the store in seq order per saga, sagas in `store.sagas()`
     order (or the order of `saga_ids`), so memory does not grow with the journal. With
     the checkpoint `log` and its tree `head` (read before the export begins), the export
     carries the evidence lines; without `saga_ids` it is a complete export.
     """
-    export = JournalExport(store, out, log, head, format=format)
+    export = JournalExport(store, out, log, head)
     export.begin(complete=saga_ids is None)
     for saga_id in store.sagas() if saga_ids is None else saga_ids:
         export.saga(saga_id)

@@ -29,7 +29,7 @@ from sagacity.chain import VerifyReport
 from sagacity.decision_audit import DecisionAudit
 from sagacity.errors import JournalError
 from sagacity.evidence import Finding
-from sagacity.export_writer import DEFAULT_FORMAT, JournalExport
+from sagacity.export_writer import JournalExport
 from sagacity.registry import ApproverRegistry
 from sagacity.stores import JournalStore
 from sagacity.visible import visible
@@ -279,23 +279,12 @@ def export(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="write to this file, not stdout")
     ] = None,
-    export_format: Annotated[
-        int,
-        typer.Option(
-            "--format",
-            help="2: input, result, error and actor as JSON values (jq reads .input.amount); "
-            "1: as their canonical text, a JSON string holding JSON (the form of exports "
-            "made before format 2). verify-file reads both",
-            min=1,
-            max=2,
-        ),
-    ] = DEFAULT_FORMAT,
 ) -> None:
     """Export journal entries as JSON Lines, verifiable offline with verify-file.
 
     One entry per line in seq order; written to stdout, or to --out FILE (renamed into
-    place only when complete). Payloads are JSON values (format 2; --format 1 writes
-    them as canonical text). With a checkpoint log, the file also carries the log's
+    place only when complete). Payloads are JSON values (jq reads .input.amount).
+    With a checkpoint log, the file also carries the log's
     signed tree head and each saga's checkpoints with their inclusion proofs; an export
     of --all is complete: it carries every checkpoint of its tree head (those of sagas
     no longer in the journal too), so verify-file sees one left out.
@@ -311,7 +300,7 @@ def export(
         else:
             ids = list(store.sagas())
         with _output(out) as fh:
-            export = JournalExport(store, fh, log, head, format=export_format)
+            export = JournalExport(store, fh, log, head)
             export.begin(complete=saga_id is None)
             with _progress(visible=out is not None and saga_id is None) as progress:
                 task = progress.add_task(f"exporting to {out}", total=len(ids))

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-from sagacity.chain import CURRENT_RECIPE
 from sagacity.errors import UnknownStoreURLError
 from sagacity.stores.base import Clock, JournalStore, next_entry, utc_now
 from sagacity.stores.memory import MemoryJournalStore
@@ -21,26 +20,23 @@ __all__ = [
 ]
 
 
-def open_store(
-    url: str, *, clock: Clock | None = None, recipe: int = CURRENT_RECIPE
-) -> JournalStore:
+def open_store(url: str, *, clock: Clock | None = None) -> JournalStore:
     """Open the journal store named by `url`.
 
     Backends are imported lazily so that the memory store needs neither sqlite3 nor
-    psycopg. `recipe` is the hash recipe new sagas are sealed with (2; 1 only for a
-    journal that old offline verifiers must still read). Raises UnknownStoreURLError for
+    psycopg. Raises UnknownStoreURLError for
     an unsupported scheme and StoreUnavailableError when the database cannot be reached.
     """
     if url == "memory://" or url.startswith("memory:"):
-        return MemoryJournalStore(clock, recipe=recipe)
+        return MemoryJournalStore(clock)
     if url.startswith("sqlite:"):
         from sagacity.stores.sqlite import SqliteJournalStore
 
-        return SqliteJournalStore.from_url(url, clock=clock, recipe=recipe)
+        return SqliteJournalStore.from_url(url, clock=clock)
     if url.startswith(("postgresql://", "postgres://")):
         from sagacity.stores.postgres import PostgresJournalStore
 
-        return PostgresJournalStore.from_url(url, clock=clock, recipe=recipe)
+        return PostgresJournalStore.from_url(url, clock=clock)
     raise UnknownStoreURLError(
         f"unsupported journal URL {url!r}; use memory://, sqlite:///path/journal.db "
         "or postgresql://user@host:5432/db"

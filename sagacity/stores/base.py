@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from sagacity.chain import CURRENT_RECIPE, RECIPES, genesis, seal
-from sagacity.entry import EntryDraft, JournalEntry
+from sagacity.chain import GENESIS, seal
+from sagacity.entry import Clock, EntryDraft, JournalEntry, utc_now
 from sagacity.errors import JournalConflictError, SagaClosedError
 from sagacity.phases import Phase
 from sagacity.registry_marks import MARK_FIELD, JournaledMark, RegistryMark, mark_in
@@ -25,11 +25,17 @@ if TYPE_CHECKING:
     from sagacity.checkpoint_log import CheckpointLog
     from sagacity.note_keys import NoteSigner
 
-Clock = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
+__all__ = [
+    "Clock",
+    "JournalStore",
+    "Snapshot",
+    "StepClaim",
+    "decide_step",
+    "entry_mark",
+    "newest_marks",
+    "next_entry",
+    "utc_now",
+]
 
 
 def next_entry(
@@ -38,13 +44,8 @@ def next_entry(
     existing: JournalEntry | None,
     head: JournalEntry | None,
     now: datetime,
-    recipe: int = CURRENT_RECIPE,
 ) -> JournalEntry | None:
     """Decide an append under the saga's lock.
-
-    A new saga is sealed in `recipe` (the store's); a saga that has entries goes on in
-    the recipe of its head, so a chain never mixes recipes (v1 sagas written before v2
-    stay v1).
 
     Returns None when `existing` already records this logical entry (an at-least-once
     retry: the caller returns `existing`), the sealed entry to insert otherwise. Raises
@@ -65,8 +66,8 @@ def next_entry(
             f"step {draft.step}"
         )
     if head is None:
-        return seal(draft, seq=1, prev_hash=genesis(recipe), recorded_at=now, recipe=recipe)
-    return seal(draft, seq=head.seq + 1, prev_hash=head.hash, recorded_at=now, recipe=head.recipe)
+        return seal(draft, seq=1, prev_hash=GENESIS, recorded_at=now)
+    return seal(draft, seq=head.seq + 1, prev_hash=head.hash, recorded_at=now)
 
 
 def entry_mark(entry: JournalEntry) -> RegistryMark | None:
@@ -125,7 +126,6 @@ def decide_step(
     head: JournalEntry | None,
     fenced: bool,
     now: datetime,
-    recipe: int = CURRENT_RECIPE,
 ) -> tuple[StepClaim, JournalEntry | None]:
     """Decide a step's start under the saga's lock; returns the claim and the INTENT entry
     to insert (None when nothing is to be written).
@@ -143,13 +143,13 @@ def decide_step(
     mine = next((e for e in intents if e.attempt == draft.attempt), None)
     if mine is not None:  # this attempt's own INTENT: a retried begin_step after commit
         if not draft.same_content(mine):
-            next_entry(draft, existing=mine, head=head, now=now, recipe=recipe)  # the conflict
+            next_entry(draft, existing=mine, head=head, now=now)  # the conflict
         return StepClaim(True, mine, None, fenced), None
     if intents:
         return StepClaim(False, intents[0], None, fenced), None
     if fenced:
         return StepClaim(False, None, None, True), None
-    entry = next_entry(draft, existing=None, head=head, now=now, recipe=recipe)
+    entry = next_entry(draft, existing=None, head=head, now=now)
     assert entry is not None
     return StepClaim(True, entry, None, False), entry
 
@@ -163,19 +163,13 @@ class JournalStore(ABC):
     """
 
     url: str
-    recipe: int = CURRENT_RECIPE
-    """The hash recipe new sagas are sealed with (sagacity.chain); a saga keeps the
-    recipe of its first entry."""
     checks_columns: bool = False
     """True when every entry this store reads back has had its columns compared with its
-    v2 bytes (sagacity.recipe_v2.stored_entry), so verification checks only the bytes.
-    The memory store keeps entry objects, whose fields verification compares itself."""
+    bytes (sagacity.stores.stored_row), so verification checks only the bytes. The
+    memory store keeps entry objects, whose fields verification compares itself."""
 
-    def __init__(self, clock: Clock | None = None, *, recipe: int = CURRENT_RECIPE) -> None:
-        if recipe not in RECIPES:
-            raise ValueError(f"journal recipe {recipe!r}: use one of {RECIPES}")
+    def __init__(self, clock: Clock | None = None) -> None:
         self.clock: Clock = clock or utc_now
-        self.recipe = recipe
 
     @abstractmethod
     def append(self, draft: EntryDraft) -> JournalEntry:
@@ -251,7 +245,7 @@ class JournalStore(ABC):
 
     def stored_rows(self, saga_id: str, *, after_seq: int = 0) -> Iterator[Sequence[Any]] | None:
         """The saga's rows as stored (COLUMNS order), streamed, for a verifier that checks
-        rows without making entries of them (sagacity.recipe_v2.verify_rows); None when
+        rows without making entries of them (sagacity.verify_rows); None when
         the store keeps entry objects, not rows. `entry_of` makes one row an entry."""
         return None
 

@@ -2,7 +2,7 @@
 
 The log shares its journal's database and connections: SQLite's file (or, for the
 in-memory journal, a private in-memory SQLite database) and PostgreSQL's pool and schema
-(migration 0003). Only locking and placeholders differ.
+(migration 0001). Only locking and placeholders differ.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import contextlib
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 from sagacity.checkpoint_log import (
     CheckpointLog,
@@ -19,13 +19,12 @@ from sagacity.checkpoint_log import (
     Execute,
     Rows,
 )
+from sagacity.entry import Clock
 from sagacity.errors import JournalError, StoreUnavailableError
 from sagacity.note_keys import NoteSigner
-from sagacity.stores.base import Clock
 
-if TYPE_CHECKING:
-    from sagacity.stores.postgres import PostgresJournalStore
-    from sagacity.stores.sqlite import SqliteJournalStore
+Using = Callable[[], contextlib.AbstractContextManager[Any]]
+"""A connection held for the block: the store's own (its lock, its pool, its snapshot)."""
 
 SQLITE_LOG_SCHEMA = """
 CREATE TABLE IF NOT EXISTS checkpoints (
@@ -104,9 +103,10 @@ class _SqliteLog(CheckpointLog):
 
 
 def sqlite_log(
-    store: SqliteJournalStore, signer: NoteSigner | None, clock: Clock | None
+    using: Using, url: str, signer: NoteSigner | None, clock: Clock | None
 ) -> CheckpointLog:
-    return _SqliteLog(store._using, store.url, signer, clock)
+    """The log in the SQLite journal file `url`, on the store's connections (`using`)."""
+    return _SqliteLog(using, url, signer, clock)
 
 
 def memory_database() -> Callable[[], contextlib.AbstractContextManager[sqlite3.Connection]]:
@@ -139,15 +139,21 @@ class _PostgresLog(CheckpointLog):
     """Advisory lock key of the log (journal sagas use keys hashed from their ids)."""
 
     def __init__(
-        self, store: PostgresJournalStore, signer: NoteSigner | None, clock: Clock | None
+        self,
+        writing: Using,
+        reading: Using,
+        schema: str,
+        url: str,
+        signer: NoteSigner | None,
+        clock: Clock | None,
     ) -> None:
         super().__init__(signer, clock)
         from psycopg import sql
 
-        self._store = store
-        self.url = store.url
+        self._writing, self._reading = writing, reading
+        self.url = url
         names = {
-            key: sql.Identifier(store.schema, table).as_string(None)
+            key: sql.Identifier(schema, table).as_string(None)
             for key, table in (
                 ("cp", "sagacity_checkpoints"),
                 ("nodes", "sagacity_log_nodes"),
@@ -168,7 +174,7 @@ class _PostgresLog(CheckpointLog):
             return list(cursor.fetchall()) if cursor.description else []
 
         try:
-            with self._store._pool.connection() as conn, conn.transaction():
+            with self._writing() as conn, conn.transaction():
                 conn.execute(b"SELECT pg_advisory_xact_lock(%s)", (self.LOCK_KEY,))
                 yield execute
         except psycopg.Error as exc:
@@ -178,7 +184,7 @@ class _PostgresLog(CheckpointLog):
         import psycopg
 
         try:  # on the store's `reading()` connection when in one: the same snapshot
-            with self._store.connection() as conn:
+            with self._reading() as conn:
                 return list(conn.execute(sql.encode(), params, prepare=True).fetchall())
         except psycopg.OperationalError as exc:
             raise StoreUnavailableError(
@@ -189,6 +195,13 @@ class _PostgresLog(CheckpointLog):
 
 
 def postgres_log(
-    store: PostgresJournalStore, signer: NoteSigner | None, clock: Clock | None
+    writing: Using,
+    reading: Using,
+    schema: str,
+    url: str,
+    signer: NoteSigner | None,
+    clock: Clock | None,
 ) -> CheckpointLog:
-    return _PostgresLog(store, signer, clock)
+    """The log in the PostgreSQL journal's `schema`: written on a pooled connection
+    (`writing`), read on the store's `reading()` one when in a block (`reading`)."""
+    return _PostgresLog(writing, reading, schema, url, signer, clock)

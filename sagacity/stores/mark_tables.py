@@ -3,8 +3,8 @@
 One row per approver registry (version, SHA-256) any entry recorded, with the first
 entry that did: a handful of rows however large the journal grows, so "the newest
 version journaled" is an index read. A row is inserted in the same transaction as its
-entry (SQLite: inside the append's BEGIN IMMEDIATE; PostgreSQL: by sagacity_append_v3,
-migration 0006), so no entry that records a registry commits without its mark. Rows
+entry (SQLite: inside the append's BEGIN IMMEDIATE; PostgreSQL: by sagacity_append,
+migration 0001), so no entry that records a registry commits without its mark. Rows
 are never changed or deleted (triggers refuse it, as for the journal).
 """
 
@@ -50,7 +50,7 @@ def sqlite_record_mark(conn: sqlite3.Connection, entry: JournalEntry) -> None:
 
 
 def mark_params(entry: JournalEntry) -> tuple[int | None, str | None]:
-    """sagacity_append_v3's last two arguments: the registry `entry` records, or NULLs."""
+    """sagacity_append's mark arguments: the registry `entry` records, or NULLs."""
     mark = entry_mark(entry)
     return (mark.version, mark.sha256) if mark is not None else (None, None)
 

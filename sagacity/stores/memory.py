@@ -6,7 +6,6 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from sagacity.chain import CURRENT_RECIPE
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.registry_marks import JournaledMark
 from sagacity.stores.base import (
@@ -27,8 +26,8 @@ if TYPE_CHECKING:
 class MemoryJournalStore(JournalStore):
     """One list per saga behind one lock: appends are totally ordered by construction."""
 
-    def __init__(self, clock: Clock | None = None, *, recipe: int = CURRENT_RECIPE) -> None:
-        super().__init__(clock, recipe=recipe)
+    def __init__(self, clock: Clock | None = None) -> None:
+        super().__init__(clock)
         self.url = "memory://"
         self._lock = threading.Lock()
         self._chains: dict[str, list[JournalEntry]] = {}
@@ -47,7 +46,6 @@ class MemoryJournalStore(JournalStore):
                 existing=existing,
                 head=chain[-1] if chain else None,
                 now=self.clock(),
-                recipe=self.recipe,
             )
             if entry is None:
                 assert existing is not None
@@ -64,7 +62,6 @@ class MemoryJournalStore(JournalStore):
                 head=chain[-1] if chain else None,
                 fenced=(draft.saga_id, draft.step) in self._fences,
                 now=self.clock(),
-                recipe=self.recipe,
             )
             if entry is not None:
                 self._add(entry)

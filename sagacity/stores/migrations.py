@@ -1,8 +1,10 @@
 """Versioned schema migrations for the PostgreSQL journal store.
 
-Migrations are the numbered files in `sagacity/stores/migrations/` (`0001_journal.sql`,
-`0002_….sql`), applied in order when a store opens and recorded in
-`sagacity_schema_version`. They are never edited once released: a change is a new file.
+Migrations are the numbered files in `sagacity/stores/migrations/`, applied in order when
+a store opens and recorded in `sagacity_schema_version`. Version 1.0 has one,
+`0001_journal.sql`, the whole schema. A file is never edited once released: a later
+change to the schema is the next numbered file (`0002_….sql`), which this runner applies
+to journals at version 1 and creates fresh ones with after 0001.
 Each runs with search_path set to the store's schema (then pg_temp), so DDL names are
 unqualified; `@schema@` in a file is replaced by the quoted schema name, for function
 bodies, whose names are resolved when they run, not when they are created.

@@ -18,14 +18,14 @@ Append has two paths; next_entry (sagacity.stores.base) makes every decision on 
   snapshot is taken when it starts, so a head read in the lock's statement could be stale.
 - Optimistic (one round trip): when this store itself saw the saga's last entry, it
   seals the next entry against that cached head and calls `sagacity_append` (migration
-  0002), which takes the lock and inserts only if the key is free and the head is still
+  0001), which takes the lock and inserts only if the key is free and the head is still
   the one the entry links to. A miss falls back to the locked path; a saga that saw
   another writer stays there until this store is alone on it again. Only inserts are
   decided on the guess, checked by the database under the lock; returning an existing
   entry, conflicts and closed sagas are decided from rows read under the lock.
 
-begin_step (a tool step's claim) has the same two paths, with `sagacity_begin_step_v2`
-(migration 0005) as the one-round-trip check: sagacity.stores.postgres_claim.
+begin_step (a tool step's claim) has the same two paths, with `sagacity_append` as a
+claim for the one-round-trip check: sagacity.stores.postgres_claim.
 
 Measured for one writer: locked path about 0.4x a plain INSERT, optimistic about 0.65x
 (target 0.6x). Pooled connections set lock_timeout once (instead of a SET LOCAL per
@@ -43,7 +43,6 @@ import psycopg
 from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool
 
-from sagacity.chain import CURRENT_RECIPE
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import (
     InvalidEntryError,
@@ -66,11 +65,11 @@ from sagacity.stores.postgres_sql import (
     Conn,
     _one_line,
     _Queries,
-    _session_setup,
     append_args,
     begin_snapshot,
     end_snapshot,
     lock_key,
+    open_pool,
     read_errors,
     redact_url,
     retry_note,
@@ -112,9 +111,8 @@ class PostgresJournalStore(JournalStore):
         schema: str,
         url: str,
         clock: Clock | None = None,
-        recipe: int = CURRENT_RECIPE,
     ) -> None:
-        super().__init__(clock, recipe=recipe)
+        super().__init__(clock)
         self.url = url
         self.schema = schema
         self._pool = pool
@@ -134,7 +132,6 @@ class PostgresJournalStore(JournalStore):
         max_size: int = 10,
         open_timeout: float = 5.0,
         lock_timeout: str = "5s",
-        recipe: int = CURRENT_RECIPE,
     ) -> PostgresJournalStore:
         """Open (and migrate) the journal at `url`; raises StoreUnavailableError promptly
         when the database cannot be reached, authenticated to or migrated.
@@ -169,27 +166,8 @@ class PostgresJournalStore(JournalStore):
                 f"({_one_line(exc)}); open it once as a role that may create the schema "
                 "and its tables"
             ) from exc
-        pool: ConnectionPool[Conn] = ConnectionPool(
-            conninfo,
-            min_size=1,
-            max_size=max_size,
-            kwargs=kwargs,
-            configure=_session_setup(lock_timeout),
-            open=False,
-            name="sagacity-journal",
-            timeout=30.0,
-        )
-        try:
-            pool.open(wait=True, timeout=open_timeout)
-        except BaseException as exc:
-            pool.close()
-            if not isinstance(exc, Exception):
-                raise
-            raise StoreUnavailableError(
-                f"cannot open a connection pool to the sagacity journal at {shown} "
-                f"({_one_line(exc)}); check that PostgreSQL accepts more connections"
-            ) from exc
-        return cls(pool, schema=schema, url=shown, clock=clock, recipe=recipe)
+        pool = open_pool(conninfo, kwargs, shown, max_size, open_timeout, lock_timeout)
+        return cls(pool, schema=schema, url=shown, clock=clock)
 
     def append(self, draft: EntryDraft) -> JournalEntry:
         for value, what in ((draft.step, "step"), (draft.attempt, "attempt")):
@@ -216,9 +194,7 @@ class PostgresJournalStore(JournalStore):
         lock; the cache knows nothing of `existing`, so refusals are left to the locked
         path, which reads the facts."""
         try:
-            entry = next_entry(
-                draft, existing=None, head=head, now=self.clock(), recipe=self.recipe
-            )
+            entry = next_entry(draft, existing=None, head=head, now=self.clock())
         except (JournalConflictError, SagaClosedError):
             return None
         if entry is None:
@@ -242,9 +218,7 @@ class PostgresJournalStore(JournalStore):
             for row in conn.execute(self._q.lookup, lookup, prepare=True).fetchall():
                 found[row[0]] = row_to_entry(row[1:])
             existing, head = found
-            entry = next_entry(
-                draft, existing=existing, head=head, now=self.clock(), recipe=self.recipe
-            )
+            entry = next_entry(draft, existing=existing, head=head, now=self.clock())
             if entry is not None:
                 inserted = conn.execute(self._q.append, append_args(key, entry), prepare=True)
         # Optimistic next time only if nobody else wrote since our last append here.
@@ -273,18 +247,14 @@ class PostgresJournalStore(JournalStore):
     def _begin_step_on(self, conn: Conn, draft: EntryDraft, key: int) -> StepClaim:
         cached = self._heads.get(draft.saga_id)
         if cached is not None and cached[1]:
-            won = claim_optimistic(
-                conn, self._q, draft, key, cached[0], clock=self.clock, recipe=self.recipe
-            )
+            won = claim_optimistic(conn, self._q, draft, key, cached[0], clock=self.clock)
             if won is not None:
                 self._remember(won[1], True)
                 return won[0]
         return self._begin_step_locked(conn, draft, key)
 
     def _begin_step_locked(self, conn: Conn, draft: EntryDraft, key: int) -> StepClaim:
-        claim, entry, head = claim_locked(
-            conn, self._q, draft, key, clock=self.clock, recipe=self.recipe
-        )
+        claim, entry, head = claim_locked(conn, self._q, draft, key, clock=self.clock)
         if entry is not None:
             cached = self._heads.get(draft.saga_id)
             alone = cached is None or (head is not None and head.hash == cached[0].hash)
@@ -318,7 +288,7 @@ class PostgresJournalStore(JournalStore):
         transaction, until the block ends (this thread only; JournalStore.reading):
         chains, saga ids, checkpoint leaves and tree heads all as of one snapshot (an
         exported one with `snapshot`). One connection, not one per query, also saves the
-        pool's 1-3 µs per entry (docs/benchmarks.md, recipe v2)."""
+        pool's 1-3 µs per entry (docs/benchmarks.md)."""
         held: Snapshot | None = getattr(self._reader, "snapshot", None)
         if held is not None:
             yield held
@@ -410,7 +380,9 @@ class PostgresJournalStore(JournalStore):
     def checkpoint_log(self, signer: NoteSigner | None = None) -> CheckpointLog:
         from sagacity.stores.checkpoint_tables import postgres_log
 
-        return postgres_log(self, signer, self.clock)
+        return postgres_log(
+            self._pool.connection, self.connection, self.schema, self.url, signer, self.clock
+        )
 
     checks_columns = True
 

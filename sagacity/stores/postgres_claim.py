@@ -4,7 +4,7 @@ transaction it shares with appends.
 Two paths, as for append (sagacity.stores.postgres), decided by the store's head cache:
 
 - Optimistic (one round trip, one commit): the store wrote the saga's last entry, so it
-  seals INTENT against that head and calls `sagacity_begin_step_v2` (migration 0005),
+  seals INTENT against that head and calls `sagacity_append` as a claim (migration 0001),
   which takes the saga's advisory lock and inserts only if the step has no entry and no
   fence and the head is still that one. Only a plain claim is decided on the guess, and
   the database checks it under the lock.
@@ -32,7 +32,6 @@ from sagacity.stores.base import Clock, StepClaim, decide_step
 from sagacity.stores.postgres_sql import (
     _RETRY,
     Conn,
-    _entry_params,
     _Queries,
     append_args,
     row_to_entry,
@@ -67,27 +66,24 @@ def claim_optimistic(
     head: JournalEntry,
     *,
     clock: Clock,
-    recipe: int,
 ) -> tuple[StepClaim, JournalEntry] | None:
     """(claim, the INTENT inserted) in one round trip if the step is untouched and `head`
     (cached) is still the head; None on any miss, for the locked path to decide from the
     facts. A non-INTENT draft raises ValueError before anything is sent."""
     try:
-        claim, entry = decide_step(
-            draft, prior=[], head=head, fenced=False, now=clock(), recipe=recipe
-        )
+        claim, entry = decide_step(draft, prior=[], head=head, fenced=False, now=clock())
     except (JournalConflictError, SagaClosedError):
         return None
     if entry is None:
         return None
-    row = conn.execute(q.begin_step, (key, *_entry_params(entry)), prepare=True).fetchone()
+    row = conn.execute(q.append, append_args(key, entry, claim=True), prepare=True).fetchone()
     if row is None or row[0] != 0:
         return None
     return claim, entry
 
 
 def claim_locked(
-    conn: Conn, q: _Queries, draft: EntryDraft, key: int, *, clock: Clock, recipe: int
+    conn: Conn, q: _Queries, draft: EntryDraft, key: int, *, clock: Clock
 ) -> tuple[StepClaim, JournalEntry | None, JournalEntry | None]:
     """(claim, the INTENT inserted or None, the head read under the lock), decided from
     the step's rows, the head and the fence read in one statement under the lock."""
@@ -102,7 +98,6 @@ def claim_locked(
             head=head,
             fenced=any(row[0] == 2 for row in rows),
             now=clock(),
-            recipe=recipe,
         )
         if entry is not None:
             inserted = conn.execute(q.append, append_args(key, entry), prepare=True)

@@ -14,19 +14,18 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 import psycopg
 from psycopg import sql
 from psycopg.rows import TupleRow
-from psycopg_pool import PoolClosed, PoolTimeout
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from sagacity.entry import JournalEntry, parse_timestamp, render_timestamp
 from sagacity.errors import JournalError, StoreUnavailableError, UnreadableEntryError
 from sagacity.phases import Phase
-from sagacity.recipe_v2 import stored_entry
 from sagacity.stores.mark_tables import mark_params
+from sagacity.stores.stored_row import stored_entry
 
 DEFAULT_SCHEMA = "public"
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 COLUMNS = tuple(f.name for f in fields(JournalEntry))
-"""Journal columns: named and ordered as JournalEntry's fields (migrations 0001 and, for
-`material`, 0004)."""
+"""Journal columns: named and ordered as JournalEntry's fields (migration 0001)."""
 _RETRY = "it was NOT written; retry it (appends are idempotent, so retrying is safe)"
 _RETRY_UNSURE = (
     "it may or may not have been written (a connection lost mid-transaction cannot tell); "
@@ -97,7 +96,7 @@ def _one_line(exc: BaseException) -> str:
 def row_to_entry(row: Sequence[Any]) -> JournalEntry:
     """A stored row (COLUMNS order) as an entry. A phase or timestamp no sagacity version
     writes can only come from an edit outside sagacity, and is reported as such; so is a
-    v2 row whose columns are not what its bytes say (TamperedEntryError)."""
+    row whose columns are not what its bytes say (TamperedEntryError)."""
     try:
         phase = _PHASES[row[5]]
         recorded_at = parse_timestamp(row[10])
@@ -116,22 +115,16 @@ def row_to_entry(row: Sequence[Any]) -> JournalEntry:
 _PHASES = {phase.value: phase for phase in Phase}
 
 
-def _entry_params(e: JournalEntry) -> tuple[Any, ...]:
-    """An entry as INSERT parameters, COLUMNS order, recorded_at as the hashed text. A v2
-    entry's payloads are stored once, in its material (their columns hold "")."""
-    head = (e.saga_id, e.seq, e.step, e.attempt, e.tool, e.phase.value)
-    if e.material:
-        payload: tuple[str, ...] = ("", "", "", e.actor_json)
-    else:
-        payload = (e.input_json, e.result_json, e.error_json, e.actor_json)
-    stamp = render_timestamp(e.recorded_at)
-    return (*head, *payload, stamp, e.prev_hash, e.hash, e.material or None)
-
-
-def append_args(key: int, e: JournalEntry) -> tuple[Any, ...]:
-    """sagacity_append_v3's arguments: the saga's lock key, the entry, and the approver
-    registry the entry records (NULLs for none), which the function inserts with it."""
-    return (key, *_entry_params(e), *mark_params(e))
+def append_args(key: int, e: JournalEntry, *, claim: bool = False) -> tuple[Any, ...]:
+    """sagacity_append's arguments: the saga's lock key, the entry (COLUMNS order,
+    recorded_at as the hashed text, the payloads only in its material: their columns
+    hold ""), the approver registry the entry records (NULLs for none), which the
+    function inserts with it, and whether this is a step's claim (begin_step)."""
+    return (
+        key, e.saga_id, e.seq, e.step, e.attempt, e.tool, e.phase.value, "", "", "",
+        e.actor_json, render_timestamp(e.recorded_at), e.prev_hash, e.hash, e.material,
+        *mark_params(e), claim,
+    )  # fmt: skip
 
 
 class _Queries:
@@ -143,19 +136,17 @@ class _Queries:
             "cols": sql.SQL(", ").join(map(sql.Identifier, COLUMNS)),
             "journal": sql.Identifier(schema, "sagacity_journal"),
             "fences": sql.Identifier(schema, "sagacity_fences"),
-            "append_fn": sql.Identifier(schema, "sagacity_append_v3"),
+            "append_fn": sql.Identifier(schema, "sagacity_append"),
             "marks": sql.Identifier(schema, "sagacity_registry_marks"),
-            "begin_step_fn": sql.Identifier(schema, "sagacity_begin_step_v2"),
             "nulls": sql.SQL(", ").join([sql.SQL("NULL")] * len(COLUMNS)),
         }
         self.lock = self._q("SELECT pg_advisory_xact_lock(%s)")
         args = ", ".join(["%s"] * (len(COLUMNS) + 1))
-        self.append = self._q("SELECT {append_fn}(") + args.encode() + b", %s, %s)"
+        self.append = self._q("SELECT {append_fn}(") + args.encode() + b", %s, %s, %s)"
         self.newest_marks = self._q(
             "SELECT version, sha256, saga_id, seq FROM {marks}"
             " WHERE version = (SELECT max(version) FROM {marks})"
         )
-        self.begin_step = self._q("SELECT {begin_step_fn}(") + args.encode() + b")"
         self.lookup = self._q(
             "SELECT 0, {cols} FROM {journal} WHERE saga_id = %(saga)s AND step = %(step)s"
             " AND phase = %(phase)s AND attempt = %(attempt)s"
@@ -203,6 +194,39 @@ class _Queries:
 
     def _q(self, text: LiteralString) -> bytes:
         return sql.SQL(text).format(**self.names).as_bytes(None)
+
+
+def open_pool(
+    conninfo: str,
+    kwargs: dict[str, Any],
+    shown: str,
+    max_size: int,
+    open_timeout: float,
+    lock_timeout: str,
+) -> ConnectionPool[Conn]:
+    """The store's connection pool, open, or StoreUnavailableError (`shown`: the URL
+    without its password) with nothing left open."""
+    pool: ConnectionPool[Conn] = ConnectionPool(
+        conninfo,
+        min_size=1,
+        max_size=max_size,
+        kwargs=kwargs,
+        configure=_session_setup(lock_timeout),
+        open=False,
+        name="sagacity-journal",
+        timeout=30.0,
+    )
+    try:
+        pool.open(wait=True, timeout=open_timeout)
+    except BaseException as exc:
+        pool.close()
+        if not isinstance(exc, Exception):
+            raise
+        raise StoreUnavailableError(
+            f"cannot open a connection pool to the sagacity journal at {shown} "
+            f"({_one_line(exc)}); check that PostgreSQL accepts more connections"
+        ) from exc
+    return pool
 
 
 def _session_setup(lock_timeout: str) -> Callable[[Conn], None]:

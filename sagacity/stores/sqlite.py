@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlparse
 
-from sagacity.chain import CURRENT_RECIPE
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import (
     JournalError,
@@ -43,7 +42,7 @@ from sagacity.stores.mark_tables import (
     marks_of,
     sqlite_record_mark,
 )
-from sagacity.stores.sqlite_schema import JOURNAL_SCHEMA, add_material_column
+from sagacity.stores.sqlite_schema import JOURNAL_SCHEMA
 from sagacity.stores.sqlite_values import (
     NotUtf8Text,
     check_row_types,
@@ -107,9 +106,8 @@ class SqliteJournalStore(JournalStore):
         clock: Clock | None = None,
         *,
         busy_timeout_s: float = 30.0,
-        recipe: int = CURRENT_RECIPE,
     ):
-        super().__init__(clock, recipe=recipe)
+        super().__init__(clock)
         self.path = path
         self.url = f"sqlite:///{path}"
         self._busy_timeout_s = busy_timeout_s
@@ -121,7 +119,6 @@ class SqliteJournalStore(JournalStore):
             path.parent.mkdir(parents=True, exist_ok=True)
             with self._using() as conn:
                 conn.executescript(JOURNAL_SCHEMA + SQLITE_LOG_SCHEMA + SQLITE_MARKS_SCHEMA)
-                add_material_column(conn)
         except (OSError, sqlite3.Error) as exc:
             self.close()
             raise StoreUnavailableError(
@@ -129,10 +126,8 @@ class SqliteJournalStore(JournalStore):
             ) from exc
 
     @classmethod
-    def from_url(
-        cls, url: str, *, clock: Clock | None = None, recipe: int = CURRENT_RECIPE
-    ) -> SqliteJournalStore:
-        return cls(sqlite_path(url), clock, recipe=recipe)
+    def from_url(cls, url: str, *, clock: Clock | None = None) -> SqliteJournalStore:
+        return cls(sqlite_path(url), clock)
 
     @contextmanager
     def _using(self) -> Iterator[sqlite3.Connection]:
@@ -176,7 +171,6 @@ class SqliteJournalStore(JournalStore):
                 existing=existing,
                 head=self._head(conn, draft.saga_id),
                 now=self.clock(),
-                recipe=self.recipe,
             )
             if entry is None:
                 assert existing is not None
@@ -201,7 +195,6 @@ class SqliteJournalStore(JournalStore):
                 head=self._head(conn, draft.saga_id),
                 fenced=fenced is not None,
                 now=self.clock(),
-                recipe=self.recipe,
             )
 
         return self._write(draft, decide)
@@ -389,7 +382,7 @@ class SqliteJournalStore(JournalStore):
         return bool(self._rows("SELECT 1 FROM fences WHERE saga_id=? AND step=?", (saga_id, step)))
 
     def checkpoint_log(self, signer: NoteSigner | None = None) -> CheckpointLog:
-        return sqlite_log(self, signer, self.clock)
+        return sqlite_log(self._using, self.url, signer, self.clock)
 
     checks_columns = True
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from sagacity.entry import JournalEntry, parse_timestamp, render_timestamp
 from sagacity.errors import UnreadableEntryError
 from sagacity.phases import Phase
-from sagacity.recipe_v2 import stored_entry
+from sagacity.stores.stored_row import stored_entry
 
 __all__ = [
     "NotUtf8Text",
@@ -92,12 +92,8 @@ def fetch_rows(
     return fetch(conn, sql, params)[0]
 
 
-_WRITTEN = frozenset(
-    (str, int, int, int, str, str, str, str, str, str, str, str, str, material)
-    for material in (bytes, type(None))
-)
-"""The storage types of a row sagacity writes (a v2 row's material a BLOB, a v1 row's
-NULL), as Python's sqlite3 returns them."""
+_WRITTEN = (str, int, int, int, str, str, str, str, str, str, str, str, str, bytes)
+"""The storage types of a row sagacity writes, as Python's sqlite3 returns them."""
 
 
 def _storage(value: object) -> str:
@@ -130,7 +126,7 @@ def shown_value(value: object) -> str:
 
 
 def needs_type_check(row: Sequence[object]) -> bool:
-    """Whether a row must go through check_row_types before verify_rows sees it: a v2
+    """Whether a row must go through check_row_types before verify_rows sees it: a
     row's checks call str methods on tool, phase, actor and recorded_at, and a seq that
     is not an integer is best placed here, where the seq before it is known. Every other
     column of the wrong type fails a comparison there and reaches `entry_of`, which checks
@@ -147,16 +143,16 @@ def needs_type_check(row: Sequence[object]) -> bool:
 def check_row_types(row: Sequence[object], place: int = 0) -> None:
     """Raise UnreadableEntryError naming the first column of `row` (COLUMNS order) whose
     stored type is not the schema's: TEXT (UTF-8) columns, INTEGER seq/step/attempt, a
-    BLOB or NULL material. sagacity writes no other; such a row was altered outside it.
+    BLOB material. sagacity writes no other; such a row was altered outside it.
     A seq that is not an integer is reported at `place` (where the row was read: the seq
     after the one before it)."""
-    if tuple(map(type, row)) in _WRITTEN:
+    if tuple(map(type, row)) == _WRITTEN:
         return
     for index, value in enumerate(row):
         if index in _INTEGER_COLUMNS:
             wrong, wanted = type(value) is not int, "INTEGER"
         elif index == _MATERIAL:
-            wrong, wanted = value is not None and type(value) is not bytes, "BLOB or NULL"
+            wrong, wanted = type(value) is not bytes, "BLOB"
         else:
             wrong, wanted = type(value) is not str, "UTF-8 TEXT"
         if wrong:
@@ -205,10 +201,8 @@ def saga_name(value: object) -> str:
 
 
 def row_params(entry: JournalEntry) -> tuple[object, ...]:
-    """An entry as INSERT parameters. A v2 entry's payloads are in its material only
-    (their columns hold ""), so they are stored once."""
-    material = entry.material or None
-    payloads = ("", "", "") if material else (entry.input_json, entry.result_json, entry.error_json)
+    """An entry as INSERT parameters. Its payloads are in its material only (their
+    columns hold ""), so they are stored once."""
     return (
         entry.saga_id,
         entry.seq,
@@ -216,12 +210,14 @@ def row_params(entry: JournalEntry) -> tuple[object, ...]:
         entry.attempt,
         entry.tool,
         entry.phase.value,
-        *payloads,
+        "",
+        "",
+        "",
         entry.actor_json,
         render_timestamp(entry.recorded_at),
         entry.prev_hash,
         entry.hash,
-        material,
+        entry.material,
     )
 
 
@@ -242,20 +238,5 @@ def row_to_entry(row: tuple[object, ...]) -> JournalEntry:
 
 
 def _parse_row(row: tuple[object, ...]) -> JournalEntry:
-    if row[13] is not None:  # v2: every column is compared with the bytes
-        return stored_entry(row, Phase(str(row[5])), parse_timestamp(str(row[10])))
-    return JournalEntry(
-        saga_id=str(row[0]),
-        seq=int(row[1]),  # type: ignore[call-overload]
-        step=int(row[2]),  # type: ignore[call-overload]
-        attempt=int(row[3]),  # type: ignore[call-overload]
-        tool=str(row[4]),
-        phase=Phase(str(row[5])),
-        input_json=str(row[6]),
-        result_json=str(row[7]),
-        error_json=str(row[8]),
-        actor_json=str(row[9]),
-        recorded_at=parse_timestamp(str(row[10])),
-        prev_hash=str(row[11]),
-        hash=str(row[12]),
-    )
+    """Every column is compared with the bytes (stored_row)."""
+    return stored_entry(row, Phase(str(row[5])), parse_timestamp(str(row[10])))

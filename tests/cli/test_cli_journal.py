@@ -44,7 +44,7 @@ def run(env: dict[str, str], *args: str) -> Ran:
 
 def tamper(db: Path, saga_id: str, seq: int, old: bytes, new: bytes) -> tuple[bytes, bytes]:
     """Edit a row the way an insider with database access would: drop the append-only
-    trigger, then rewrite the entry's stored hashed bytes (recipe v2 keeps the result only
+    trigger, then rewrite the entry's stored hashed bytes (an entry keeps the result only
     there). Returns the stored bytes before and after."""
     assert len(old) == len(new)  # the edit keeps every length prefix: a quiet change
     con = sqlite3.connect(db)
@@ -260,26 +260,19 @@ def test_export_one_saga_to_stdout_and_all_to_a_file(journal: Journal, tmp_path:
     assert f"verified 3 sagas, 12 entries: 3 closed, 0 open ({out})" in checked.stdout
 
 
-def test_export_writes_values_and_format_1_on_request(journal: Journal, tmp_path: Path) -> None:
+def test_export_writes_payloads_as_values_in_the_one_format(
+    journal: Journal, tmp_path: Path
+) -> None:
     _, env = journal
-    second, first = tmp_path / "2.jsonl", tmp_path / "1.jsonl"
-    assert run(env, "export", "saga-a", "-o", str(second)).code == 0
-    assert run(env, "export", "saga-a", "--format", "1", "-o", str(first)).code == 0
-    values = [json.loads(line) for line in second.read_text().splitlines()]
-    texts = [json.loads(line) for line in first.read_text().splitlines()]
-    assert [r["format"] for r in values] == [2, 2, 2, 2]
+    out = tmp_path / "a.jsonl"
+    assert run(env, "export", "saga-a", "-o", str(out)).code == 0
+    values = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["format"] for r in values] == [1, 1, 1, 1]
     assert values[1]["input"] == {"a": 1} and values[2]["result"] == {"charge": "ch_1"}
-    assert values[0]["actor"] is None and texts[0]["actor"] == "null"
-    assert texts[1]["input"] == '{"a":1}' and all("format" not in r for r in texts)
-    for path in (second, first):
-        assert run({}, "verify-file", str(path)).code == 0
-    joined = tmp_path / "joined.jsonl"
-    joined.write_text(first.read_text() + second.read_text())
-    mixed = run({}, "verify-file", str(joined))
-    assert mixed.code == 1
-    assert "line 5: an entry in export format 2, but line 1 is in format 1" in mixed.stderr
-    wrong = run(env, "export", "saga-a", "--format", "3")
-    assert wrong.code == 2 and "--format" in wrong.output
+    assert values[0]["actor"] is None
+    assert run({}, "verify-file", str(out)).code == 0
+    gone = run(env, "export", "saga-a", "--format", "1")
+    assert gone.code == 2 and "--format" in gone.output  # one format: no option to pick one
 
 
 def test_verify_file_reports_a_bad_line_in_one_line(tmp_path: Path, journal: Journal) -> None:

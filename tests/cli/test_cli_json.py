@@ -54,7 +54,7 @@ def test_verify_and_verify_file(tmp_path: Path) -> None:
     assert answer["ok"] is False and answer["broken"] == ["s1"]
     assert broken.stderr.startswith("error: ")
     one_broken = parsed(invoke_sync(["verify", "s1", "--json"], env), code=1)
-    # Recipe v2: the edited column no longer says what the entry's hashed bytes say.
+    # The edited column no longer says what the entry's hashed bytes say.
     assert one_broken["report"]["reason"] == "tampered"
     assert one_broken["report"]["first_broken_seq"] == 2
 

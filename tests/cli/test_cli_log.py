@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from sagacity.audit import entry_line
-from sagacity.chain import genesis, seal
+from sagacity.chain import GENESIS, seal
 from sagacity.entry import EntryDraft
 from sagacity.note_keys import NoteSigner
 from sagacity.phases import Phase
@@ -121,7 +121,7 @@ def test_verify_file_with_a_kept_head_and_require_complete(tmp_path: Path) -> No
     # A saga made up in the file, open, with no checkpoint: its hashes are right (anyone
     # can compute them), so it passes; the summary says nothing but its chain vouches.
     forged = seal(
-        EntryDraft.new("ghost", Phase.SAGA_OPENED), seq=1, prev_hash=genesis(2),
+        EntryDraft.new("ghost", Phase.SAGA_OPENED), seq=1, prev_hash=GENESIS,
         recorded_at=utc_now(),
     )  # fmt: skip
     with_ghost = tmp_path / "ghost.jsonl"

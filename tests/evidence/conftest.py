@@ -22,7 +22,7 @@ import pytest
 from psycopg import sql
 from temporalio.testing import WorkflowEnvironment
 
-from sagacity.chain import GENESIS_HASH, compute_hash, genesis, v2_material
+from sagacity.chain import GENESIS, reseal
 from sagacity.entry import JournalEntry, render_timestamp
 from sagacity.examples.orders import Shop
 from sagacity.note_keys import NoteSigner
@@ -129,16 +129,14 @@ class Tamperer:
             conn.close()
 
 
-def payload_columns(e: JournalEntry) -> tuple[str, str, str, bytes | None]:
-    """input_json, result_json, error_json and material as a store writes them: a v2
-    row keeps its payloads in its material only (sagacity.recipe_v2)."""
-    if e.material:
-        return "", "", "", e.material
-    return e.input_json, e.result_json, e.error_json, None
+def payload_columns(e: JournalEntry) -> tuple[str, str, str, bytes]:
+    """input_json, result_json, error_json and material as a store writes them: a row
+    keeps its payloads in its material only (sagacity.stores.stored_row)."""
+    return "", "", "", e.material
 
 
 def insert_row(e: JournalEntry) -> tuple[str, tuple[Any, ...]]:
-    """The statement that stores `e` as a row, v1 or v2, as a store writes it."""
+    """The statement that stores `e` as a row, as a store writes it."""
     given, result, error, material = payload_columns(e)
     return (
         "INSERT INTO {journal} (saga_id, seq, step, attempt, tool, phase, input_json, "
@@ -157,7 +155,7 @@ def hand_made(saga_id: str, *rows: dict[str, Any]) -> list[JournalEntry]:
     check of the id or the payloads: what someone with the database's rows can write).
     Each row names its `phase` and optionally `input`, `result`, `actor` (raw text)."""
     entries: list[JournalEntry] = []
-    prev = GENESIS_HASH
+    prev = GENESIS
     for seq, row in enumerate(rows, start=1):
         entry = JournalEntry(
             saga_id=saga_id,
@@ -173,8 +171,9 @@ def hand_made(saga_id: str, *rows: dict[str, Any]) -> list[JournalEntry]:
             recorded_at=utc_now(),
             prev_hash=prev,
             hash="",
+            material=b"",
         )
-        entry = replace(entry, hash=compute_hash(entry))
+        entry = reseal(entry)
         entries.append(entry)
         prev = entry.hash
     return entries
@@ -182,9 +181,9 @@ def hand_made(saga_id: str, *rows: dict[str, Any]) -> list[JournalEntry]:
 
 def rewrite(entries: Sequence[JournalEntry], old: str, new: str) -> list[JournalEntry]:
     """The chain with `old` replaced by `new` in every payload and every hash recomputed
-    (a v2 entry's bytes rebuilt too): a rewrite the chain alone cannot show."""
+    (the bytes rebuilt too): a rewrite the chain alone cannot show."""
     forged: list[JournalEntry] = []
-    prev = genesis(entries[0].recipe) if entries else GENESIS_HASH
+    prev = GENESIS
     for entry in entries:
         entry = replace(
             entry,
@@ -193,9 +192,7 @@ def rewrite(entries: Sequence[JournalEntry], old: str, new: str) -> list[Journal
             prev_hash=prev,
             hash="",
         )
-        if entry.material:
-            entry = replace(entry, material=v2_material(entry))
-        entry = replace(entry, hash=compute_hash(entry))
+        entry = reseal(entry)
         forged.append(entry)
         prev = entry.hash
     return forged

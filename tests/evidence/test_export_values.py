@@ -1,4 +1,4 @@
-"""Export format 2 on a real journal: sagas run on the dev server, a worker signing
+"""The export format on a real journal: sagas run on the dev server, a worker signing
 checkpoints, `sagacity export` run as a user runs it and read by jq and by Python's json;
 then the file edited the ways an attacker would, and a row written by hand that is not
 canonical JSON, exported verbatim. On PostgreSQL and SQLite.
@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sagacity.chain import GENESIS_HASH, seal
+from sagacity.chain import GENESIS, seal
 from sagacity.entry import EntryDraft, render_timestamp
 from sagacity.phases import Phase
 from sagacity.stores.base import utc_now
@@ -54,7 +54,7 @@ async def test_jq_and_json_read_the_values_of_a_real_export(
     assert len(charges) >= 6 and {c[1] for c in charges} == {1250}
 
     query = (
-        'select(.format == 2 and .phase == "INTENT" and .tool == "charge_card") '
+        'select(.format == 1 and .phase == "INTENT" and .tool == "charge_card") '
         "| [.saga_id, .input.amount, .input.currency, .actor == null, .error == null]"
     )
     out = await asyncio.to_thread(_export_through, rig, tmp_path, JQ, "-c", query)
@@ -71,13 +71,13 @@ async def test_jq_and_json_read_the_values_of_a_real_export(
         'if .tree_head then "head" elif .checkpoint then "checkpoint" else "entry \\(.format)" end',
     )  # fmt: skip
     kinds_seen = kinds.splitlines()
-    assert kinds_seen[0] == "head" and set(kinds_seen[1:]) == {"checkpoint", "entry 2"}
+    assert kinds_seen[0] == "head" and set(kinds_seen[1:]) == {"checkpoint", "entry 1"}
 
     # Python's json reads the same values the journal holds.
     export = tmp_path / "all.jsonl"
     assert (await rig.cli("export", "--all", "--out", str(export))).code == 0
     records = [json.loads(line) for line in export.read_text(encoding="utf-8").splitlines()]
-    entries = {(r["saga_id"], r["seq"]): r for r in records if r.get("format") == 2}
+    entries = {(r["saga_id"], r["seq"]): r for r in records if r.get("format") == 1}
     for saga_id in ids:
         for e in rig.store.entries(saga_id):
             record = entries.pop((saga_id, e.seq))
@@ -90,7 +90,7 @@ async def test_jq_and_json_read_the_values_of_a_real_export(
     assert f"verified {len(ids)} sagas" in checked.output
 
 
-async def test_a_real_format_2_export_edited_is_refused_or_broken_naming_the_line(
+async def test_a_real_export_edited_is_refused_or_broken_naming_the_line(
     rig: EvidenceRig, tmp_path: Path
 ) -> None:
     await rig.run_sagas(3, "attack")
@@ -130,8 +130,8 @@ async def test_a_real_format_2_export_edited_is_refused_or_broken_naming_the_lin
             '"amount":1250,"amount":1250,',
             "duplicate field 'amount'",
         ),
-        "a field repeated": ('"format":2,', '"format":2,"format":2,', "duplicate field 'format'"),
-        "the format marker dropped": ('"format":2,', "", "input must be a string"),
+        "a field repeated": ('"format":1,', '"format":1,"format":1,', "duplicate field 'format'"),
+        "the format marker dropped": ('"format":1,', "", "missing field format"),
     }
     for name, (old, new, expected) in edits.items():
         lines = list(honest)
@@ -154,17 +154,17 @@ async def test_a_hand_written_row_that_is_not_canonical_goes_out_verbatim_and_ve
     legacy = "legacy-row"
     text = '{"goal": "refund", "amount": 5000.0}'  # spaces and 5000.0: not RFC 8785
     draft = EntryDraft(legacy, 0, 1, "", Phase.SAGA_OPENED, text, "null", "null", '"ops"')
-    # A row of a journal written before recipe v2, by a tool that did not canonicalize.
-    row = seal(draft, seq=1, prev_hash=GENESIS_HASH, recorded_at=utc_now(), recipe=1)
+    # A row written by a tool that did not canonicalize, its bytes and hash right.
+    row = seal(draft, seq=1, prev_hash=GENESIS, recorded_at=utc_now())
     rig.tamper.run(
         (
             "INSERT INTO {journal} (saga_id, seq, step, attempt, tool, phase, input_json, "
-            "result_json, error_json, actor_json, recorded_at, prev_hash, hash) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",  # a v1 row: no material
+            "result_json, error_json, actor_json, recorded_at, prev_hash, hash, material) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 row.saga_id, row.seq, row.step, row.attempt, row.tool, row.phase.value,
-                row.input_json, row.result_json, row.error_json, row.actor_json,
-                render_timestamp(row.recorded_at), row.prev_hash, row.hash,
+                "", "", "", row.actor_json, render_timestamp(row.recorded_at),
+                row.prev_hash, row.hash, row.material,
             ),
         )
     )  # fmt: skip
@@ -198,10 +198,3 @@ async def test_a_hand_written_row_that_is_not_canonical_goes_out_verbatim_and_ve
     recanonicalized = await rig.cli("verify-file", str(edited), "--log-key", rig.vkey)
     assert recanonicalized.code == 1
     assert f"seq 1 (hash_mismatch): line {at + 1}: " in recanonicalized.output
-
-    first = tmp_path / "first.jsonl"
-    assert (await rig.cli("export", "--all", "--format", "1", "--out", str(first))).code == 0
-    old = [json.loads(line) for line in first.read_text(encoding="utf-8").splitlines()]
-    assert {r["input"] for r in old if r.get("saga_id") == legacy} == {text}
-    assert all("format" not in r for r in old)
-    assert (await rig.cli("verify-file", str(first), "--log-key", rig.vkey)).code == 0

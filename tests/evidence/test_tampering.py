@@ -10,14 +10,14 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from sagacity.chain import GENESIS_HASH, compute_hash, seal, v2_material, verify_chain
+from sagacity.chain import GENESIS, reseal, seal, verify_chain
 from sagacity.checkpoint import sign_saga_checkpoint, sign_tree_head
-from sagacity.entry import EntryDraft, JournalEntry, render_timestamp
+from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.merkle import leaf_hash, nodes_completed, tree_root
 from sagacity.note_keys import NoteSigner
 from sagacity.phases import Phase
 from sagacity.stores.base import utc_now
-from tests.evidence.conftest import EvidenceRig
+from tests.evidence.conftest import EvidenceRig, insert_row
 
 
 def _count(rig: EvidenceRig, saga_id: str) -> int:
@@ -67,9 +67,7 @@ async def test_a_chain_rewritten_with_recomputed_hashes_is_found(rig: EvidenceRi
     for entry in chain[charge.seq - 1 :]:
         if entry.seq == charge.seq:
             entry = replace(entry, result_json=entry.result_json.replace("1250", "9"))
-        entry = replace(entry, prev_hash=prev, hash="")
-        entry = replace(entry, material=v2_material(entry))  # the stored bytes, rebuilt
-        entry = replace(entry, hash=compute_hash(entry))
+        entry = reseal(replace(entry, prev_hash=prev))  # the stored bytes, rebuilt
         forged.append(entry)
         prev = entry.hash
     rig.tamper.run(
@@ -95,7 +93,7 @@ async def test_a_chain_rewritten_with_recomputed_hashes_is_found(rig: EvidenceRi
 
 def _fake_saga(saga_id: str, recorded_at: datetime) -> list[JournalEntry]:
     entries: list[JournalEntry] = []
-    prev = GENESIS_HASH
+    prev = GENESIS
     for seq, draft in enumerate(
         [
             EntryDraft.new(saga_id, Phase.SAGA_OPENED, input={"goal": "refund"}),
@@ -104,9 +102,7 @@ def _fake_saga(saga_id: str, recorded_at: datetime) -> list[JournalEntry]:
         ],
         start=1,
     ):
-        # Written as recipe v1, which needs no material: choosing the old recipe does not
-        # help a forger (docs/hash-chain.md, "Recipe v2": downgrade).
-        entry = seal(draft, seq=seq, prev_hash=prev, recorded_at=recorded_at, recipe=1)
+        entry = seal(draft, seq=seq, prev_hash=prev, recorded_at=recorded_at)
         entries.append(entry)
         prev = entry.hash
     return entries
@@ -119,21 +115,7 @@ async def test_a_fake_saga_inserted_is_found(rig: EvidenceRig) -> None:
     await rig.run_sagas(1, "real")
     fake, backdated = "fake-saga-inserted", "fake-saga-backdated"
     entries = _fake_saga(fake, utc_now()) + _fake_saga(backdated, utc_now() - timedelta(hours=1))
-    rig.tamper.run(
-        *(
-            (
-                "INSERT INTO {journal} (saga_id, seq, step, attempt, tool, phase, input_json, "
-                "result_json, error_json, actor_json, recorded_at, prev_hash, hash) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    e.saga_id, e.seq, e.step, e.attempt, e.tool, e.phase.value, e.input_json,
-                    e.result_json, e.error_json, e.actor_json, render_timestamp(e.recorded_at),
-                    e.prev_hash, e.hash,
-                ),
-            )
-            for e in entries
-        )
-    )  # fmt: skip
+    rig.tamper.run(*(insert_row(e) for e in entries))
     assert _count(rig, fake) == _count(rig, backdated) == 3
     assert verify_chain(fake, rig.store.entries(fake)).ok
 

@@ -1,7 +1,7 @@
 """begin_step on real PostgreSQL: the claim of a tool step, on both of its paths.
 
 A store that wrote the saga's last entry itself ("warm") tries the one-round-trip claim
-(`sagacity_begin_step_v2`, migration 0005) first and falls back to the locked path on any
+(`sagacity_append` called as a claim) first and falls back to the locked path on any
 miss; a store that has not ("cold") takes the locked path (one statement reading the
 step's rows, the head and the fence under the saga's advisory lock). Every decision must
 be the same on both: a recorded outcome returned, an earlier attempt's INTENT reported,
@@ -28,7 +28,7 @@ from sagacity.errors import JournalConflictError, SagaClosedError
 from sagacity.phases import Phase
 from sagacity.stores.base import StepClaim
 from sagacity.stores.postgres import PostgresJournalStore
-from sagacity.stores.postgres_sql import COLUMNS, _entry_params, lock_key, split_schema
+from sagacity.stores.postgres_sql import append_args, lock_key, split_schema
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(120)]
 
@@ -255,7 +255,7 @@ def test_racing_attempts_of_one_step_claim_exactly_once(
 def test_the_claim_function_inserts_only_an_untouched_step_at_the_head(
     open_store: Callable[[], PostgresJournalStore], schema_url: str, postgres_url: str
 ) -> None:
-    """sagacity_begin_step_v2 called directly, as any client of the schema could: every
+    """sagacity_append called directly as a claim, as any client of the schema could: every
     miss inserts nothing and says why (1 step taken, 2 head moved, 3 fenced, 4 not an
     INTENT); only an INTENT for an untouched, unfenced step at the head goes in."""
     store = open_store()
@@ -267,16 +267,17 @@ def test_the_claim_function_inserts_only_an_untouched_step_at_the_head(
     now = store.clock()
 
     def sealed(draft: EntryDraft, on: JournalEntry) -> JournalEntry:
-        return seal(draft, seq=on.seq + 1, prev_hash=on.hash, recorded_at=now, recipe=on.recipe)
+        return seal(draft, seq=on.seq + 1, prev_hash=on.hash, recorded_at=now)
 
     schema = split_schema(schema_url)[1]
-    call = sql.SQL("SELECT {}(" + ", ".join(["%s"] * (len(COLUMNS) + 1)) + ")").format(
-        sql.Identifier(schema, "sagacity_begin_step_v2")
-    )
 
     def claim(entry: JournalEntry) -> int:
+        args = append_args(lock_key(saga), entry, claim=True)
+        call = sql.SQL("SELECT {}(" + ", ".join(["%s"] * len(args)) + ")").format(
+            sql.Identifier(schema, "sagacity_append")
+        )
         with psycopg.connect(postgres_url, autocommit=True) as conn:
-            row = conn.execute(call, (lock_key(saga), *_entry_params(entry))).fetchone()
+            row = conn.execute(call, args).fetchone()
         assert row is not None
         return int(row[0])
 

@@ -21,7 +21,7 @@ from psycopg import sql
 from sagacity.chain import verify_chain
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.phases import Phase
-from sagacity.recipe_v2 import GENESIS_V2
+from sagacity.recipe import GENESIS
 from sagacity.stores.postgres import PostgresJournalStore
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(240)]
@@ -100,7 +100,7 @@ def assert_whole_chain(
     mine = [e for e in returned if e.saga_id == saga_id]
     assert len(mine) == len(drafts)
     assert all(by_seq[e.seq] == e for e in mine)
-    assert stored[0].prev_hash == GENESIS_V2
+    assert stored[0].prev_hash == GENESIS
     assert all(b.prev_hash == a.hash for a, b in pairwise(stored))
     report = verify_chain(saga_id, stored)
     assert report.ok, report.describe()
@@ -133,7 +133,7 @@ def test_sixteen_writers_race_for_the_first_entry(
     writers = stores(16)
     returned = run_threads([appender(writers[t], [drafts[t]]) for t in range(16)])
     assert_whole_chain(writers[0], saga, drafts, returned)
-    assert sum(1 for e in returned if e.prev_hash == GENESIS_V2) == 1
+    assert sum(1 for e in returned if e.prev_hash == GENESIS) == 1
 
 
 def test_sixteen_writers_race_with_the_same_entry(

@@ -10,19 +10,17 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import closing
-from datetime import UTC, datetime
 
 import psycopg
 import pytest
 from psycopg import sql
 
 from sagacity.audit import verify_store
-from sagacity.chain import GENESIS_HASH, seal
 from sagacity.entry import EntryDraft
 from sagacity.phases import Phase
 from sagacity.stores import migrations as migrations_module
-from sagacity.stores.migrations import load_migrations, migrate
-from sagacity.stores.postgres import PostgresJournalStore, lock_key
+from sagacity.stores.migrations import Migration, load_migrations, migrate
+from sagacity.stores.postgres import PostgresJournalStore
 
 pytestmark = pytest.mark.postgres
 
@@ -62,7 +60,8 @@ def test_migrations_are_numbered_and_packaged() -> None:
     migrations = load_migrations()
     assert [m.version for m in migrations] == list(range(1, len(migrations) + 1))
     assert migrations[0].name == "journal"
-    assert "@schema@" not in migrations[1].render("s")
+    assert "@schema@" in migrations[0].sql_text
+    assert "@schema@" not in migrations[0].render("s")
 
 
 def test_applied_once_and_idempotent_on_reopen(
@@ -127,83 +126,38 @@ def test_concurrent_opens_of_a_fresh_schema_do_not_race(
             store.close()
 
 
-def test_upgrade_applies_only_the_missing_migrations(
+def test_a_later_migration_is_applied_alone_to_a_journal_at_version_1(
     postgres_url: str,
     fresh_schema: Callable[[], tuple[str, str]],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A schema left at version 1 by an older release gets every later version and keeps
-    its data."""
+    """A journal made by 1.0 (version 1, with entries) opened by a release that adds
+    migration 2 gets that migration only, once, and keeps its chain. Migration 2 here is
+    synthetic (1.0 has none): a table and a column the runner must create in the store's
+    schema, with the journal's guards untouched."""
     schema, url = fresh_schema()
-    everything = load_migrations()
-    monkeypatch.setattr(migrations_module, "load_migrations", lambda: everything[:1])
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        assert migrate(conn, schema) == [1]
-        table = sql.Identifier(schema, "sagacity_journal")
-        conn.execute(
-            sql.SQL(
-                "INSERT INTO {} (saga_id, seq, step, attempt, tool, phase, input_json,"
-                " result_json, error_json, actor_json, recorded_at, prev_hash, hash)"
-                " VALUES ('old', 1, 0, 1, '', 'SAGA_OPENED', 'null', 'null', 'null', 'null',"
-                " '2026-01-01T00:00:00.000000Z', 'p', 'h')"
-            ).format(table)
-        )
-    monkeypatch.undo()
     with closing(PostgresJournalStore.from_url(url)) as store:
-        assert [v for v, _, _ in version_rows(postgres_url, schema)] == [
-            m.version for m in everything
-        ]
-        assert len(everything) >= 3  # the checkpoint log (0003) came after version 1
-        assert [e.seq for e in store.entries("old")] == [1]
-        assert store.append(EntryDraft.new("new", Phase.SAGA_OPENED)).seq == 1
-
-
-def test_recipe_v2_upgrades_a_v1_journal_in_place(
-    postgres_url: str,
-    fresh_schema: Callable[[], tuple[str, str]],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A journal at version 3 holding a v1 chain, written through the v1 append function
-    as the release before recipe v2 wrote it, is upgraded by adding a column: the chain
-    still verifies, it goes on in v1, a new saga is v2, and the guards are still ALWAYS."""
-    schema, url = fresh_schema()
-    everything = load_migrations()
-    assert [m.name for m in everything][3] == "recipe_v2"
-    monkeypatch.setattr(migrations_module, "load_migrations", lambda: everything[:3])
-    t0 = datetime(2026, 11, 1, tzinfo=UTC)
-    prev, old = GENESIS_HASH, []
-    for seq, draft in enumerate(
-        [
-            EntryDraft.new("old", Phase.SAGA_OPENED, input={"goal": "refund"}),
-            EntryDraft.new("old", Phase.INTENT, step=1, tool="pay", input={"amount": 5}),
-        ],
-        start=1,
-    ):
-        entry = seal(draft, seq=seq, prev_hash=prev, recorded_at=t0, recipe=1)
-        old.append(entry)
-        prev = entry.hash
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        assert migrate(conn, schema) == [1, 2, 3]
-        append_v1 = sql.Identifier(schema, "sagacity_append")
-        for e in old:
-            row = conn.execute(
-                sql.SQL("SELECT {}(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)").format(append_v1),
-                (lock_key(e.saga_id), e.saga_id, e.seq, e.step, e.attempt, e.tool,
-                 e.phase.value, e.input_json, e.result_json, e.error_json, e.actor_json,
-                 e.recorded_at_text, e.prev_hash, e.hash),
-            ).fetchone()  # fmt: skip
-            assert row == (0,)
-    monkeypatch.undo()
+        store.append(EntryDraft.new("old", Phase.SAGA_OPENED, input={"goal": "pay"}))
+        store.append(EntryDraft.new("old", Phase.INTENT, step=1, tool="pay"))
+    first = version_rows(postgres_url, schema)
+    assert [v for v, _, _ in first] == [1]
+    later = Migration(
+        2,
+        "later",
+        "CREATE TABLE sagacity_later (saga_id text PRIMARY KEY);\n"
+        "ALTER TABLE sagacity_fences ADD COLUMN later_note text;\n",
+    )
+    monkeypatch.setattr(migrations_module, "load_migrations", lambda: [*load_migrations(), later])
     with closing(PostgresJournalStore.from_url(url)) as store:
-        assert [v for v, _, _ in version_rows(postgres_url, schema)][-1] == everything[-1].version
-        assert list(store.entries("old")) == old  # read back exactly, as v1
-        assert verify_store(store, "old").ok
-        later = store.append(EntryDraft.new("old", Phase.EXECUTED, step=1, tool="pay"))
-        assert (later.recipe, later.prev_hash) == (1, old[-1].hash)
-        fresh = store.append(EntryDraft.new("new", Phase.SAGA_OPENED))
-        assert fresh.recipe == 2 and verify_store(store, "new").ok
-        assert verify_store(store, "old").entries == 3
-    with psycopg.connect(postgres_url) as conn:
+        rows = version_rows(postgres_url, schema)
+        assert [(v, n) for v, n, _ in rows] == [(1, "journal"), (2, "later")]
+        assert rows[0] == first[0]  # version 1 not applied again
+        assert verify_store(store, "old").ok and verify_store(store, "old").entries == 2
+        assert store.append(EntryDraft.new("old", Phase.EXECUTED, step=1, tool="pay")).seq == 3
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        assert migrate(conn, schema) == []  # nothing missing any more
+        made = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{schema}.sagacity_later",))
+        assert made.fetchone() == (True,)
         modes = conn.execute(
             "SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = %s::regclass",
             (sql.Identifier(schema, "sagacity_journal").as_string(conn),),

@@ -27,7 +27,7 @@ from sagacity.errors import (
     StoreUnavailableError,
 )
 from sagacity.phases import Phase
-from sagacity.recipe_v2 import GENESIS_V2
+from sagacity.recipe import GENESIS
 from sagacity.stores import open_store
 from sagacity.stores.postgres import PostgresJournalStore, lock_key, redact_url, split_schema
 
@@ -108,7 +108,7 @@ def test_explicit_timestamp_and_odd_saga_id_round_trip(
     entry = store.append(EntryDraft.new(odd, Phase.SAGA_OPENED, recorded_at=moment))
     assert entry.recorded_at == moment
     assert list(store.entries(odd)) == [entry]
-    assert entry.prev_hash == GENESIS_V2 and entry.recipe == 2
+    assert entry.prev_hash == GENESIS and entry.material
     assert count_rows(store, postgres_url, odd) == 1
 
 
@@ -250,8 +250,8 @@ def test_unique_keys_are_the_safety_net(
     table = sql.Identifier(store.schema, "sagacity_journal")
     insert = sql.SQL(
         "INSERT INTO {} (saga_id, seq, step, attempt, tool, phase, input_json, result_json,"
-        " error_json, actor_json, recorded_at, prev_hash, hash)"
-        " VALUES (%s, %s, %s, 1, '', %s, 'null', 'null', 'null', 'null', 'x', 'p', 'h')"
+        " error_json, actor_json, recorded_at, prev_hash, hash, material)"
+        " VALUES (%s, %s, %s, 1, '', %s, '', '', '', 'null', 'x', 'p', 'h', '\\x00'::bytea)"
     ).format(table)
     with psycopg.connect(postgres_url) as conn:
         with pytest.raises(psycopg.errors.UniqueViolation, match="pkey"):

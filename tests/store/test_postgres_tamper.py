@@ -107,7 +107,7 @@ def tamper(
 
 
 def assert_broken(store: PostgresJournalStore, saga_id: str, seq: int, reason: BreakReason) -> None:
-    # verify_store: a v2 row whose columns are not its bytes is refused where it is read
+    # verify_store: a row whose columns are not its bytes is refused where it is read
     # (TamperedEntryError), and verify_store reports that as the break.
     report = verify_store(store, saga_id)
     assert not report.ok
@@ -128,8 +128,8 @@ def test_edit_one_field(
         ),
     )
     assert rows(superuser, schema, saga_id)[K - 1][7] == '{"paid":1}'
-    # A v2 row's result is in its hashed bytes; a result column that says otherwise is
-    # named (tests/store/test_recipe_v2_postgres.py has every column and the v1 case).
+    # A row's result is in its hashed bytes; a result column that says otherwise is
+    # named (tests/store/test_recipe_attacks.py has every column).
     assert_broken(store, saga_id, K, BreakReason.TAMPERED)
 
 

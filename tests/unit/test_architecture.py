@@ -111,7 +111,7 @@ def test_importing_the_core_does_not_load_temporalio() -> None:
 def test_public_api_is_pinned() -> None:
     assert sorted(sagacity.__all__) == sorted(
         [
-            "GENESIS_HASH", "ApprovalDecision", "ApprovalRequest", "AuditFileError",
+            "GENESIS", "ApprovalDecision", "ApprovalRequest", "AuditFileError",
             "BreakReason", "CompensationContext", "CompensationPlan", "EntryDraft",
             "InvalidEntryError", "JournalConflictError", "JournalEntry", "JournalError",
             "JournalStore", "JournalWriteError", "NotCanonicalError", "PayloadTooLargeError",

@@ -36,23 +36,19 @@ def _store(sagas: dict[str, int], *, payload: object = None) -> MemoryJournalSto
     return store
 
 
-def _export(store: MemoryJournalStore, export_format: int = 2) -> list[str]:
+def _export(store: MemoryJournalStore) -> list[str]:
     out = io.StringIO()
-    export_jsonl(store, out, format=export_format)
+    export_jsonl(store, out)
     return out.getvalue().splitlines(keepends=True)
-
-
-both_formats = pytest.mark.parametrize("export_format", [1, 2])
 
 
 SAGAS = {"saga-b": 3, "saga-a": 2, "saga-😀": 4}
 
 
-@both_formats
-def test_export_then_offline_verify_round_trip(export_format: int) -> None:
+def test_export_then_offline_verify_round_trip() -> None:
     store = _store(SAGAS)
     out = io.StringIO()
-    written = export_jsonl(store, out, format=export_format)
+    written = export_jsonl(store, out)
     assert written == sum(len(list(store.entries(s))) for s in SAGAS) == 23
     reports = verify_jsonl(io.StringIO(out.getvalue()))
     assert [r.saga_id for r in reports] == ["saga-a", "saga-b", "saga-😀"]
@@ -64,32 +60,26 @@ def test_export_then_offline_verify_round_trip(export_format: int) -> None:
         assert report.closed == (head.phase is Phase.SAGA_CLOSED)
 
 
-@both_formats
-def test_export_lines_are_sorted_compact_utf8_and_in_seq_order(export_format: int) -> None:
+def test_export_lines_are_sorted_compact_utf8_and_in_seq_order() -> None:
     store = _store({"s": 1}, payload="Zoë 😀 \u2028 line\nbreak")
-    lines = _export(store, export_format)
+    lines = _export(store)
     records = [json.loads(line) for line in lines]
     assert [r["seq"] for r in records] == [1, 2, 3]
     assert list(records[0]) == sorted(records[0]) and ", " not in lines[0]
     assert "😀" in lines[1] and "\\u2028" in lines[1]  # raw UTF-8, line separators escaped
     entry = next(store.entries("s", after_seq=1))
-    if export_format == 1:
-        assert "format" not in records[1]
-        assert records[1]["input"] == entry.input_json  # the hashed text, as a string
-    else:
-        assert records[1]["format"] == 2
-        assert records[1]["input"] == entry.input == {"step": 1, "n": "Zoë 😀 \u2028 line\nbreak"}
-        assert (records[1]["actor"], records[1]["error"]) == (None, None)
+    assert records[1]["format"] == 1
+    assert records[1]["input"] == entry.input == {"step": 1, "n": "Zoë 😀 \u2028 line\nbreak"}
+    assert (records[1]["actor"], records[1]["error"]) == (None, None)
     # U+2028 escaped means str.splitlines() cannot cut an entry in two.
     assert len("".join(lines).splitlines()) == 3
     assert verify_jsonl("".join(lines).splitlines())[0].ok
 
 
-@both_formats
-def test_export_of_chosen_sagas_in_the_given_order(export_format: int) -> None:
+def test_export_of_chosen_sagas_in_the_given_order() -> None:
     store = _store(SAGAS)
     out = io.StringIO()
-    assert export_jsonl(store, out, ["saga-b", "nope", "saga-a"], format=export_format) == 7 + 6
+    assert export_jsonl(store, out, ["saga-b", "nope", "saga-a"]) == 7 + 6
     assert [r.saga_id for r in verify_jsonl(io.StringIO(out.getvalue()))] == ["saga-b", "saga-a"]
 
 
@@ -100,7 +90,7 @@ def test_verify_store_reports_the_first_broken_entry() -> None:
     chain = list(store.entries("s"))
     store.replace_for_test("s", [*chain[:3], replace(chain[3], result_json="2"), *chain[4:]])
     report = verify_store(store, "s")
-    # A v2 entry's result is in its stored bytes: a field that says otherwise is named.
+    # An entry's result is in its stored bytes: a field that says otherwise is named.
     assert (report.ok, report.first_broken_seq, report.reason) == (
         False,
         4,
@@ -120,11 +110,12 @@ def _line_of(lines: list[str], saga: str, seq: int) -> int:
 
 
 def test_tampered_line_is_detected_at_its_seq_with_its_line_number() -> None:
-    lines = _export(_store(SAGAS), 1)  # format 2: tests/unit/test_export_lines.py
+    lines = _export(_store(SAGAS))
     index = _line_of(lines, "saga-b", 4)
-    record = json.loads(lines[index])
-    record["input"] = record["input"].replace('"step":2', '"step":3')
-    lines[index] = json.dumps(record, ensure_ascii=False) + "\n"
+    assert lines[index].count('"input":{"n":null,"step":2}') == 1
+    lines[index] = lines[index].replace(
+        '"input":{"n":null,"step":2}', '"input":{"n":null,"step":3}'
+    )
     reports = {r.saga_id: r for r in verify_jsonl(lines)}
     broken = reports["saga-b"]
     assert (broken.ok, broken.first_broken_seq, broken.reason) == (
@@ -136,18 +127,16 @@ def test_tampered_line_is_detected_at_its_seq_with_its_line_number() -> None:
     assert reports["saga-a"].ok and reports["saga-😀"].ok
 
 
-@both_formats
-def test_deleted_and_swapped_lines_are_gaps(export_format: int) -> None:
-    lines = _export(_store({"s": 3}), export_format)
+def test_deleted_and_swapped_lines_are_gaps() -> None:
+    lines = _export(_store({"s": 3}))
     deleted = verify_jsonl(lines[:2] + lines[3:])[0]
     swapped = verify_jsonl([*lines[:2], lines[3], lines[2], *lines[4:]])[0]
     for report in (deleted, swapped):
         assert (report.first_broken_seq, report.reason) == (3, BreakReason.GAP)
 
 
-@both_formats
-def test_saga_reappearing_after_another_saga_is_wrong_saga(export_format: int) -> None:
-    lines = _export(_store({"a": 2, "b": 1}), export_format)
+def test_saga_reappearing_after_another_saga_is_wrong_saga() -> None:
+    lines = _export(_store({"a": 2, "b": 1}))
     a_lines = [line for line in lines if '"saga_id":"a"' in line]
     b_lines = [line for line in lines if '"saga_id":"b"' in line]
     spliced = a_lines[:3] + b_lines + a_lines[3:]
@@ -161,22 +150,23 @@ def test_saga_reappearing_after_another_saga_is_wrong_saga(export_format: int) -
     assert (doubled["a"].reason, doubled["a"].first_broken_seq) == (BreakReason.WRONG_SAGA, 7)
 
 
-@both_formats
-def test_truncated_file_still_verifies_but_the_head_moves(export_format: int) -> None:
+def test_truncated_file_still_verifies_but_the_head_moves() -> None:
     """The documented limit: only a checkpointed head (or SAGA_CLOSED) shows truncation."""
-    lines = _export(_store({"s": 2}), export_format)
+    lines = _export(_store({"s": 2}))
     full, cut = verify_jsonl(lines)[0], verify_jsonl(lines[:-2])[0]
     assert cut.ok and not cut.closed and full.closed and cut.head_hash != full.head_hash
 
 
 def test_blank_lines_are_ignored_and_null_hash_is_not_chained() -> None:
-    lines = _export(_store({"s": 1}), 1)
-    record = json.loads(lines[1]) | {"hash": None}
-    report = verify_jsonl(["\n", lines[0], "  \n", json.dumps(record), lines[2]])[0]
+    lines = _export(_store({"s": 1}))
+    digest = json.loads(lines[1])["hash"]
+    unchained = lines[1].replace(f'"hash":"{digest}"', '"hash":null')
+    report = verify_jsonl(["\n", lines[0], "  \n", unchained, lines[2]])[0]
     assert (report.first_broken_seq, report.reason) == (2, BreakReason.NOT_CHAINED)
 
 
-GOOD = json.loads(_export(_store({"s": 1}), 1)[0])  # format 1: its own rules
+GOOD_LINE = _export(_store({"s": 1}))[0]
+GOOD = json.loads(GOOD_LINE)
 
 
 @pytest.mark.parametrize(
@@ -189,7 +179,7 @@ GOOD = json.loads(_export(_store({"s": 1}), 1)[0])  # format 1: its own rules
         (json.dumps(GOOD | {"note": "unhashed"}), "unexpected field.*note"),
         (json.dumps(GOOD | {"seq": "1"}), "seq must be an integer"),
         (json.dumps(GOOD | {"step": True}), "step must be an integer"),
-        (json.dumps(GOOD | {"input": {"goal": "s"}}), "input must be a string"),
+        (json.dumps({k: v for k, v in GOOD.items() if k != "input"}), "missing field input"),
         (json.dumps(GOOD | {"hash": 5}), "hash must be a string or null"),
         (json.dumps(GOOD | {"phase": "DONE"}), "unknown phase"),
         (json.dumps(GOOD | {"recorded_at": "2026-3-1T09:30:00.5Z"}), "recorded_at"),
@@ -200,17 +190,16 @@ GOOD = json.loads(_export(_store({"s": 1}), 1)[0])  # format 1: its own rules
     ids=lambda value: value if len(value) < 30 else None,
 )
 def test_malformed_line_names_its_number(line: str, message: str) -> None:
-    lines = [json.dumps(GOOD) + "\n", "\n", line + "\n"]
+    lines = [GOOD_LINE, "\n", line + "\n"]
     with pytest.raises(AuditFileError, match=f"^line 3: .*{message}"):
         verify_jsonl(lines)
 
 
-@both_formats
-def test_ten_thousand_entries_verify_in_bounded_memory(tmp_path: Path, export_format: int) -> None:
+def test_ten_thousand_entries_verify_in_bounded_memory(tmp_path: Path) -> None:
     store = _store({f"saga-{i}": 1250 for i in range(4)}, payload="x" * 200)
     path = tmp_path / "journal.jsonl"
     with path.open("w", encoding="utf-8") as out:
-        written = export_jsonl(store, out, format=export_format)
+        written = export_jsonl(store, out)
     assert written == 4 * 2502 >= 10_000
     expected = list(verify_all(store))
     del store

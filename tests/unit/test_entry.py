@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 from sagacity.canonical import canonical_bytes, canonical_text, parse_canonical, payload_sha256
 from sagacity.chain import verify_chain
-from sagacity.entry import EntryDraft, JournalEntry, parse_timestamp, render_timestamp
+from sagacity.entry import EntryDraft, parse_timestamp, render_timestamp
 from sagacity.errors import InvalidEntryError, NotCanonicalError, PayloadTooLargeError
+from sagacity.export_lines import entry_record, record_entry
 from sagacity.phases import Phase
 from sagacity.stores import JournalStore, open_store
 from sagacity.stores.memory import MemoryJournalStore
@@ -140,7 +141,7 @@ def test_timestamp_rendering_is_fixed_width_and_round_trips(moment: datetime) ->
 def test_record_round_trip_keeps_every_field() -> None:
     draft = EntryDraft.new("s", Phase.APPROVED, step=3, attempt=2, tool="wire", actor="a😀")
     entry = MemoryJournalStore().append(draft)
-    assert JournalEntry.from_record(entry.to_record()) == entry
+    assert record_entry(entry_record(entry)) == entry
     assert (entry.actor, entry.error, entry.input) == ("a😀", None, None)
 
 

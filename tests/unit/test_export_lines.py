@@ -1,11 +1,9 @@
-"""Export format 2: payloads as JSON values, verified byte for byte.
+"""The export's entry lines: payloads as JSON values, verified byte for byte.
 
 The hashed text of a payload is the RFC 8785 form of its value, or `<field>_text`
 verbatim where the stored text is not its own RFC 8785 form; a line must be exactly the
 line an export writes, so a value respelled (5000.0, 5e3, keys reordered) is refused
-even though it hashes the same. Format-1 files, made before format 2, still verify:
-data/export-format-1.jsonl was written by the code before this change, from real sagas
-on the dev server, with checkpoints and a complete tree head.
+even though it hashes the same.
 """
 
 from __future__ import annotations
@@ -14,47 +12,46 @@ import io
 import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 
-from sagacity.audit import entry_line, export_jsonl, read_entries, verify_jsonl
+from sagacity.audit import entry_line, export_jsonl, verify_jsonl
 from sagacity.canonical import canonical_text
-from sagacity.chain import GENESIS_HASH, BreakReason, compute_hash, seal
+from sagacity.chain import GENESIS, BreakReason, reseal, seal
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import AuditFileError
-from sagacity.export_lines import is_canonical, render_line, value_line, value_text
-from sagacity.export_writer import record_line
-from sagacity.file_evidence import FileEvidence
-from sagacity.note_keys import NoteVerifier
+from sagacity.export_lines import (
+    entry_record,
+    is_canonical,
+    record_entry,
+    render_line,
+    value_line,
+    value_text,
+)
 from sagacity.phases import Phase
 from sagacity.stores.memory import MemoryJournalStore
-from tests.cli.conftest import invoke_sync
-from tests.unit.test_chain import VECTORS, _doc_block
+from tests.unit.test_chain import _doc_block
 from tests.unit.test_entry import json_values
+from tests.unit.test_recipe import VECTORS
 
-DATA = Path(__file__).resolve().parent / "data"
-FORMAT_1 = DATA / "export-format-1.jsonl"
-FORMAT_1_KEY = (DATA / "export-format-1.key").read_text().strip()
 T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 
 
 def _chain(saga_id: str, drafts: list[EntryDraft]) -> list[JournalEntry]:
-    """A recipe-v1 chain: the worked examples of the doc are v1 lines (v2 lines are in
-    tests/unit/test_recipe_v2.py)."""
-    entries, prev = [], GENESIS_HASH
+    """A chain sealed one second apart from T0."""
+    entries, prev = [], GENESIS
     for seq, draft in enumerate(drafts, start=1):
         at = T0 + timedelta(seconds=seq)
-        entry = seal(draft, seq=seq, prev_hash=prev, recorded_at=at, recipe=1)
+        entry = seal(draft, seq=seq, prev_hash=prev, recorded_at=at)
         entries.append(entry)
         prev = entry.hash
     return entries
 
 
 def _hand_written(saga_id: str, phase: Phase, **texts: str) -> EntryDraft:
-    """A draft with stored texts no sagacity version writes (a legacy or hand-written row):
+    """A draft with stored texts sagacity never writes (a hand-written row):
     the dataclass itself, past the canonicalizing constructor."""
     fields = {"input_json": "null", "result_json": "null", "error_json": "null"}
     fields |= {"actor_json": "null"} | {f"{k}_json": v for k, v in texts.items()}
@@ -88,24 +85,24 @@ def _refused(lines: list[str], message: str) -> None:
 # -- what a line holds ---------------------------------------------------------------------
 
 
-def test_payloads_are_json_values_and_the_line_says_format_2() -> None:
+def test_payloads_are_json_values_and_the_line_says_format_1() -> None:
     lines = _lines(_payment())
     intent, approved = json.loads(lines[1]), json.loads(lines[2])
-    assert intent["format"] == 2
+    assert intent["format"] == 1
     to = {"iban": "DE89", "name": "Zoë"}
     assert intent["input"] == {"amount": 5000, "currency": "EUR", "to": to}
     assert (intent["result"], intent["error"], intent["actor"]) == (None, None, None)
     assert approved["actor"] == "ops@example.com"
-    assert lines[1].startswith('{"actor":null,"attempt":1,"error":null,"format":2,"hash":"')
+    assert lines[1].startswith('{"actor":null,"attempt":1,"error":null,"format":1,"hash":"')
     assert '"input":{"amount":5000,"currency":"EUR","to":{"iban":"DE89","name":"Zoë"}},' in lines[1]
     [report] = verify_jsonl(lines)
     assert report.ok and report.closed and report.entries == 4
 
 
-def test_the_known_answer_vectors_verify_as_format_2() -> None:
+def test_the_known_answer_vectors_verify_as_lines() -> None:
     """Vector 3 (non-BMP keys in UTF-16 order, 1e21, -0.0, an empty-string result) goes out
     as values, and each field's RFC 8785 form is the documented hashed text."""
-    entries = [JournalEntry.from_record(v) for v in VECTORS]
+    entries = [record_entry(v) for v in VECTORS]
     lines = _lines(entries)
     assert all("_text" not in line for line in lines)
     third = json.loads(lines[2])
@@ -120,19 +117,19 @@ def test_the_known_answer_vectors_verify_as_format_2() -> None:
 
 
 def test_the_worked_examples_of_the_doc_are_what_the_code_writes_and_reads() -> None:
-    """docs/hash-chain.md §4 shows vector 2 as a format-2 line, and a hand-written row
+    """docs/hash-chain.md §4 shows vector 2 as a line, and a hand-written row
     going out verbatim; both are exactly what value_line writes, and both verify."""
-    example = _doc_block("format-2-example", "json").strip()
-    assert example == value_line(JournalEntry.from_record(VECTORS[1]))
+    example = _doc_block("line-example", "json").strip()
+    assert example == value_line(record_entry(VECTORS[1]))
     assert json.loads(example)["input"] == {"amount": 100, "currency": "EUR"}
-    verbatim = _doc_block("format-2-verbatim", "json").strip()
+    verbatim = _doc_block("line-verbatim", "json").strip()
     [entry] = _chain(
         "order-legacy",
         [EntryDraft("order-legacy", 0, 1, "", Phase.SAGA_OPENED,
                     '{"goal": "refund order 42"}', "null", "null", "null")],
     )  # fmt: skip
     entry = replace(entry, recorded_at=T0 + timedelta(microseconds=1))
-    entry = replace(entry, hash=compute_hash(entry))
+    entry = reseal(entry)
     assert verbatim == value_line(entry)
     assert verify_jsonl([verbatim])[0].ok
     respelled = example.replace('"amount":100,', '"amount":100.0,')
@@ -177,7 +174,7 @@ def test_every_canonical_text_goes_out_as_a_value_and_comes_back(value: Any) -> 
     assert verify_jsonl([line])[0].ok
 
 
-def test_format_1_lines_are_unchanged_and_the_library_default_is_format_2() -> None:
+def test_export_writes_one_line_per_entry_as_value_line_writes_it() -> None:
     store = MemoryJournalStore()
     for entry in _payment():
         store.append(
@@ -185,67 +182,14 @@ def test_format_1_lines_are_unchanged_and_the_library_default_is_format_2() -> N
                        entry.input_json, entry.result_json, entry.error_json, entry.actor_json)
         )  # fmt: skip
     stored = list(store.entries("pay"))
-    first = io.StringIO()
-    export_jsonl(store, first, format=1)
-    assert first.getvalue().splitlines() == [
-        json.dumps(e.to_record(), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-        for e in stored
-    ]
-    second = io.StringIO()
-    export_jsonl(store, second)
-    assert second.getvalue().splitlines() == [value_line(e) for e in stored]
+    out = io.StringIO()
+    assert export_jsonl(store, out) == 4
+    assert out.getvalue().splitlines() == [value_line(e) for e in stored]
     assert entry_line(stored[0]) == value_line(stored[0])
-    assert entry_line(stored[0], format=1) == record_line(stored[0])
-    with pytest.raises(ValueError, match="use 1 or 2"):
-        export_jsonl(store, io.StringIO(), format=3)
+    assert verify_jsonl(out.getvalue().splitlines(keepends=True))[0].ok
 
 
-# -- a file made before format 2 ---------------------------------------------------------
-
-
-def test_a_format_1_file_written_before_format_2_still_verifies() -> None:
-    lines = FORMAT_1.read_text(encoding="utf-8").splitlines(keepends=True)
-    evidence = FileEvidence([NoteVerifier.parse(FORMAT_1_KEY)])
-    reports = verify_jsonl(lines, evidence.observe, evidence.evidence)
-    assert evidence.finish(reports) == []
-    assert len(reports) == 6 and all(r.ok and r.closed for r in reports)
-    assert evidence.complete and evidence.proved == evidence.checkpoints == 16
-    # --format 1 writes exactly those lines again.
-    for number, entry in read_entries(lines):
-        assert record_line(entry) + "\n" == lines[number - 1]
-
-
-def test_the_same_file_in_format_2_verifies_with_the_same_evidence() -> None:
-    """Entry lines swapped for their format-2 form beside the untouched checkpoints and
-    tree head: every proof and chain still holds (the hashed bytes are the same)."""
-    lines = FORMAT_1.read_text(encoding="utf-8").splitlines(keepends=True)
-    entries = dict(read_entries(lines))
-    converted = [value_line(entries[n]) + "\n" if n in entries else line
-                 for n, line in enumerate(lines, start=1)]  # fmt: skip
-    assert converted != lines and sum('"format":2' in line for line in converted) == 56
-    evidence = FileEvidence([NoteVerifier.parse(FORMAT_1_KEY)])
-    reports = verify_jsonl(converted, evidence.observe, evidence.evidence)
-    assert evidence.finish(reports) == []
-    assert [(r.saga_id, r.head_hash) for r in reports] == [
-        (r.saga_id, r.head_hash) for r in verify_jsonl(lines)
-    ]
-
-
-def test_verify_file_reads_the_format_1_file(tmp_path: Path) -> None:
-    ran = invoke_sync(
-        ["verify-file", str(FORMAT_1), "--log-key", FORMAT_1_KEY, "--require-complete"], {}
-    )
-    assert ran.code == 0, ran.output
-    assert "verified 6 sagas, 56 entries: 6 closed, 0 open" in ran.output
-
-
-def test_a_file_mixing_the_two_formats_is_refused() -> None:
-    entries = _payment()
-    mixed = [value_line(entries[0]) + "\n", record_line(entries[1]) + "\n"]
-    _refused(mixed, "^line 2: an entry in export format 1, but line 1 is in format 2")
-
-
-# -- attacks on a format-2 line ------------------------------------------------------------
+# -- attacks on a line ------------------------------------------------------------
 
 
 def _edit(line: str, old: str, new: str) -> str:
@@ -270,10 +214,11 @@ AMOUNT = '"amount":5000,'
         ('"error":null,', '"error":null,"error_text":"x",', "holds both error and error_text"),
         ('"actor":null,', '"actor_text":"null",', "actor_text holds canonical JSON"),
         ('"result":null,', "", "missing field result"),
-        ('"format":2,', '"format":3,', "format 3 is not an export format"),
-        ('"format":2,', '"format":2.0,', "format 2.0 is not"),
-        ('"format":2,', '"format":true,', "format True is not"),
-        ('"format":2,', "", "input must be a string"),  # read as format 1
+        ('"format":1,', '"format":2,', "format 2 is not an export format"),
+        ('"format":1,', '"format":1.0,', "format 1.0 is not"),
+        ('"format":1,', '"format":true,', "format True is not"),
+        ('"format":1,', '"format":"1",', "format '1' is not"),
+        ('"format":1,', "", "missing field format"),
         ('"actor":null,', '"actor":null ,', "in field actor"),
         ('"actor":null,', '"actor":null, ', "in field attempt"),
         ('"actor":null,"attempt":1,', '"attempt":1,"actor":null,', "in field actor"),
@@ -283,7 +228,7 @@ AMOUNT = '"amount":5000,'
         ('"name":"Zoë"', '"name":"\\ud800"', "input has no RFC 8785 form"),
     ],
 )
-def test_a_respelled_or_reshaped_format_2_line_is_refused_naming_it(
+def test_a_respelled_or_reshaped_line_is_refused_naming_it(
     old: str, new: str, message: str
 ) -> None:
     lines = _lines(_payment())
@@ -332,8 +277,8 @@ def test_the_line_breakers_stay_escaped() -> None:
 
 def test_render_line_is_the_rfc8785_form_of_the_line_itself() -> None:
     """What the doc promises a reimplementer: the line is its object's RFC 8785 form."""
-    for entry in [*_payment(), *(JournalEntry.from_record(v) for v in VECTORS)]:
-        line = render_line(entry.to_record())
+    for entry in [*_payment(), *(record_entry(v) for v in VECTORS)]:
+        line = render_line(entry_record(entry))
         assert line == canonical_text(json.loads(line))
         assert line == value_line(entry)
 

@@ -13,7 +13,7 @@ from sagacity.chain import verify_chain
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import InvalidEntryError, JournalConflictError, SagaClosedError
 from sagacity.phases import Phase
-from sagacity.recipe_v2 import GENESIS_V2
+from sagacity.recipe import GENESIS
 from sagacity.stores import open_store
 from sagacity.stores.memory import MemoryJournalStore
 
@@ -99,7 +99,7 @@ def test_other_sagas_are_not_closed() -> None:
     store = MemoryJournalStore()
     store.append(EntryDraft.new("s", Phase.SAGA_CLOSED))
     entry = store.append(EntryDraft.new("t", Phase.SAGA_OPENED))
-    assert (entry.seq, entry.prev_hash, entry.recipe) == (1, GENESIS_V2, 2)
+    assert (entry.seq, entry.prev_hash) == (1, GENESIS)
 
 
 def _hammer(store: MemoryJournalStore, drafts_for: list[list[EntryDraft]]) -> list[list[int]]:

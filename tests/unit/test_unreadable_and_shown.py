@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from sagacity.audit import verify_jsonl, verify_store
-from sagacity.chain import GENESIS_HASH, BreakReason, compute_hash
+from sagacity.chain import GENESIS, BreakReason, reseal
 from sagacity.decision_audit import DecisionAudit
 from sagacity.entry import MAX_STORED_DEPTH, EntryDraft, JournalEntry
 from sagacity.errors import UnreadableEntryError
@@ -26,9 +26,9 @@ from sagacity.worker.render import shown
 def _sealed(saga_id: str, phase: Phase, **texts: str) -> JournalEntry:
     entry = JournalEntry(
         saga_id, 1, 0, 1, "", phase, texts.get("input", "null"), texts.get("result", "null"),
-        "null", texts.get("actor", "null"), utc_now(), GENESIS_HASH, "",
+        "null", texts.get("actor", "null"), utc_now(), GENESIS, "", b"",
     )  # fmt: skip
-    return replace(entry, hash=compute_hash(entry))
+    return reseal(entry)
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""A v2 row rewritten by a database writer with bytes that hash correctly but hold what
+"""A row rewritten by a database writer with bytes that hash correctly but hold what
 sagacity never writes: an impossible timestamp, a payload that is not JSON, a payload
 that repeats a key (what a reader sees then depends on its parser). Both ways
 `verify_store` reads a saga (rows in place, the fast path behind `SagaClient.verify`;
@@ -17,8 +17,8 @@ from sagacity.audit import verify_store
 from sagacity.chain import BreakReason
 from sagacity.errors import UnreadableEntryError
 from sagacity.export_writer import export_jsonl
-from sagacity.recipe_v2 import encode_material
-from tests.store.test_recipe_v2_attacks import Rig, _broken, _chain, rig
+from sagacity.recipe import encode_material
+from tests.store.test_recipe_attacks import Rig, _broken, _chain, rig
 
 __all__ = ["rig"]
 

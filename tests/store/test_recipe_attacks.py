@@ -1,11 +1,11 @@
-"""Recipe v2 attacked in a real database, on PostgreSQL and on SQLite.
+"""The hash recipe attacked in a real database, on PostgreSQL and on SQLite.
 
 Each attack is done as a database owner does it (guards off, rows changed, guards back),
 the change is read back to show it happened, and verification names the entry and why:
-an edited column or edited bytes (`tampered` or `hash_mismatch`), rows swapped, a v2 row
-made to claim v1 (`mixed_recipe`), a whole chain downgraded to v1 with every hash
-recomputed (the chain alone verifies; its signed checkpoint says `rewritten`), a cut tail
-(`truncated`), and rows too large to be an entry (`unreadable`, nothing crashes).
+an edited column or edited bytes (`tampered` or `hash_mismatch`), rows swapped, a whole
+chain rewritten with every entry resealed (the chain alone verifies; its signed
+checkpoint says `rewritten`), a cut tail (`truncated`), and rows too large to be an
+entry (`unreadable`, nothing crashes).
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ import pytest
 from psycopg import sql
 
 from sagacity.audit import verify_store
-from sagacity.chain import GENESIS_HASH, BreakReason, compute_hash, verify_chain
+from sagacity.chain import GENESIS, BreakReason, reseal, verify_chain
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.evidence import Problem
 from sagacity.evidence_walk import check_one
 from sagacity.note_keys import NoteSigner
 from sagacity.phases import Phase
-from sagacity.recipe_v2 import HEADER_SIZE, PREV_OFFSET
+from sagacity.recipe import HEADER_SIZE, PREV_OFFSET
 from sagacity.stores.base import JournalStore
 from sagacity.stores.postgres import PostgresJournalStore
 from sagacity.stores.sqlite import SqliteJournalStore
@@ -115,7 +115,7 @@ def rig(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Rig]:
             yield Rig("sqlite", store, sqlite_path=path)
         return
     postgres_url: str = request.getfixturevalue("postgres_url")
-    schema = f"sagacity_v2_{uuid.uuid4().hex[:12]}"
+    schema = f"sagacity_recipe_{uuid.uuid4().hex[:12]}"
     url = f"{postgres_url}{'&' if '?' in postgres_url else '?'}schema={schema}"
     try:
         with closing(PostgresJournalStore.from_url(url)) as store:
@@ -136,7 +136,6 @@ def _chain(store: JournalStore, saga_id: str, *, close: bool = False) -> list[Jo
     if close:
         drafts.append(EntryDraft.new(saga_id, Phase.SAGA_CLOSED, result={"status": "COMPLETED"}))
     entries = [store.append(d) for d in drafts]
-    assert all(e.recipe == 2 for e in entries)
     assert verify_store(store, saga_id).ok
     return entries
 
@@ -216,40 +215,8 @@ def test_two_rows_swapped_are_tampered(rig: Rig) -> None:
     assert "its seq column" in _broken(rig.store, saga, 2, BreakReason.TAMPERED)
 
 
-def test_a_v2_row_made_to_claim_v1_breaks_the_chain(rig: Rig) -> None:
-    """The bytes dropped and the payloads put back in the columns, as a v1 row has them:
-    the saga's first entry fixed it at v2, so the row is `mixed_recipe`; had it been
-    given a v1 hash too, its link still names a v2 hash."""
-    saga = f"claim-{uuid.uuid4().hex[:8]}"
-    chain = _chain(rig.store, saga)
-    e = chain[K - 1]
-    v1 = replace(e, material=b"")
-    rig.run(
-        "UPDATE {journal} SET material=NULL, input_json=?, result_json=?, error_json=?, hash=? "
-        "WHERE saga_id=? AND seq=?",
-        (e.input_json, e.result_json, e.error_json, compute_hash(v1), saga, K),
-    )
-    assert rig.row(saga, K)[-1] is None and rig.row(saga, K)[7] == e.result_json
-    assert "recipe v1" in _broken(rig.store, saga, K, BreakReason.MIXED_RECIPE)
-
-
-def test_the_first_row_made_to_claim_v1_is_a_hash_mismatch(rig: Rig) -> None:
-    saga = f"claim1-{uuid.uuid4().hex[:8]}"
-    chain = _chain(rig.store, saga)
-    e = chain[0]
-    rig.run(
-        "UPDATE {journal} SET material=NULL, input_json=?, result_json=?, error_json=? "
-        "WHERE saga_id=? AND seq=1",
-        (e.input_json, e.result_json, e.error_json, saga),
-    )
-    assert rig.row(saga, 1)[-1] is None
-    # Read as v1 its fields hash otherwise (v1 and v2 hash different bytes) and it links
-    # to the v2 genesis, not v1's.
-    _broken(rig.store, saga, 1, BreakReason.HASH_MISMATCH)
-
-
 def _checkpointed(rig: Rig, saga: str) -> tuple[Any, NoteSigner]:
-    signer = NoteSigner.generate("sagacity.test/recipe-v2")
+    signer = NoteSigner.generate("sagacity.test/recipe")
     log = rig.store.checkpoint_log(signer)
     head = rig.store.head(saga)
     assert head is not None
@@ -257,30 +224,30 @@ def _checkpointed(rig: Rig, saga: str) -> tuple[Any, NoteSigner]:
     return log, signer
 
 
-def test_a_whole_chain_downgraded_to_v1_is_found_by_its_checkpoint(rig: Rig) -> None:
-    """What a downgrade could hide: with the bytes gone and every hash recomputed in v1,
-    the chain is self-consistent again (no `tampered` left to find), and the edit of a
-    payload goes with it. Its signed checkpoint pins the v2 head, which no v1 hash can
-    equal (the recipes hash different bytes), so the rewrite is `rewritten`."""
-    saga = f"down-{uuid.uuid4().hex[:8]}"
+def test_a_whole_chain_resealed_is_found_by_its_checkpoint(rig: Rig) -> None:
+    """What a rewrite can hide: a payload edited and every entry from there resealed
+    (bytes, hash and link recomputed) is a self-consistent chain again, with no
+    `tampered` left to find. Its signed checkpoint pins the old head, which the rewrite
+    cannot keep, so the rewrite is `rewritten`."""
+    saga = f"reseal-{uuid.uuid4().hex[:8]}"
     chain = _chain(rig.store, saga, close=True)
     log, signer = _checkpointed(rig, saga)
-    prev, forged = GENESIS_HASH, []
+    prev, forged = GENESIS, []
     for entry in chain:
-        entry = replace(entry, material=b"", prev_hash=prev, hash="")
+        entry = replace(entry, prev_hash=prev)
         if entry.seq == K:
             entry = replace(entry, result_json='{"paid":1}')
-        entry = replace(entry, hash=compute_hash(entry))
+        entry = reseal(entry)
         forged.append(entry)
         prev = entry.hash
     for e in forged:
         rig.run(
-            "UPDATE {journal} SET material=NULL, input_json=?, result_json=?, error_json=?, "
-            "prev_hash=?, hash=? WHERE saga_id=? AND seq=?",
-            (e.input_json, e.result_json, e.error_json, e.prev_hash, e.hash, saga, e.seq),
+            "UPDATE {journal} SET material=?, prev_hash=?, hash=? WHERE saga_id=? AND seq=?",
+            (e.material, e.prev_hash, e.hash, saga, e.seq),
         )
     stored = list(rig.store.entries(saga))
-    assert all(e.recipe == 1 for e in stored) and stored[K - 1].result == {"paid": 1}
+    assert stored == forged and stored[K - 1].result == {"paid": 1}
+    assert stored[-1].hash != chain[-1].hash
     assert verify_store(rig.store, saga).ok  # the chain alone cannot tell
     evidence, _ = check_one(rig.store, log, saga, [signer.verifier])
     assert [f.problem for f in evidence.findings] == [Problem.REWRITTEN]
@@ -320,7 +287,7 @@ def test_a_field_over_its_limit_is_unreadable_not_read(rig: Rig) -> None:
     assert "over its limit" in _broken(rig.store, saga, K, BreakReason.UNREADABLE)
 
 
-def test_bytes_that_are_not_a_v2_entry_are_unreadable(rig: Rig) -> None:
+def test_bytes_that_are_not_an_entry_are_unreadable(rig: Rig) -> None:
     saga = f"junk-{uuid.uuid4().hex[:8]}"
     _chain(rig.store, saga)
     rig.run("UPDATE {journal} SET material=? WHERE saga_id=? AND seq=?", (b"\x00" * 40, saga, K))

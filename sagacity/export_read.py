@@ -1,27 +1,27 @@
-"""Reading a format-2 line of a recipe-v2 entry in one pass, at about the cost of parsing it.
+"""Reading an entry line in one pass, at about the cost of parsing it.
 
-verify-file holds every format-2 line to its exact form: the line must be the one string
+verify-file holds every entry line to its exact form: the line must be the one string
 an export writes for the entry it holds (sagacity.export_lines, docs/hash-chain.md
 section 4). The general reader gets there in four passes: a JSON parse that refuses
 duplicate keys, the payloads made hashed text, every field checked, then the whole line
-rendered again and compared. For a recipe-v2 entry those passes cost six times the
-SHA-256 and the parse together (issue 16).
+rendered again and compared. Those passes cost six times the SHA-256 and the parse
+together (issue 16).
 
-`quick_v2_entry` checks the same thing in one left-to-right pass over the line as the
+`quick_entry` checks the same thing in one left-to-right pass over the line as the
 writer lays it out: each key is a fixed literal at its place (the keys of such a line
-are known and sorted, `"format":2` and `"recipe":2` are literals), each value is read by
-the C scanner where it starts, and the characters it was read from must be exactly what
-the writer writes for that value: `str(n)` for an integer, the JSON string for a text,
-the RFC 8785 text for a payload (the hashed text; U+0085, U+2028, U+2029 escaped as the
-writer escapes them). The line must then end. A line read this way is therefore the
-writer's line of the entry returned, character for character, which is the condition
-the general reader ends with; a duplicated, missing, extra, reordered or respelled key or
+are known and sorted, `"format":1` is a literal), each value is read by the C scanner
+where it starts, and the characters it was read from must be exactly what the writer
+writes for that value: `str(n)` for an integer, the JSON string for a text, the RFC 8785
+text for a payload (the hashed text; U+0085, U+2028, U+2029 escaped as the writer
+escapes them). The line must then end. A line read this way is therefore the writer's
+line of the entry returned, character for character, which is the condition the
+general reader ends with; a duplicated, missing, extra, reordered or respelled key or
 value cannot match a literal or a slice, so it is not taken here.
 
-Anything else (a format-1 line, a v1 entry, a payload carried as `<field>_text`, a line
-that is not the exact form, any value a check does not accept) returns None, and the
-general reader decides: it accepts the same lines and refuses the others naming what is
-wrong. This module only skips work for lines the writer wrote; it refuses nothing.
+Anything else (a payload carried as `<field>_text`, a line that is not the exact form,
+any value a check does not accept) returns None, and the general reader decides: it
+accepts the same lines and refuses the others naming what is wrong. This module only
+skips work for lines the writer wrote; it refuses nothing.
 """
 
 from __future__ import annotations
@@ -34,20 +34,19 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from sagacity.entry import _TIMESTAMP, JournalEntry, parse_timestamp
-from sagacity.export_lines import escape_line_breakers, value_text
+from sagacity.export_lines import FORMAT, FORMAT_FIELD, escape_line_breakers, value_text
 from sagacity.phases import Phase
-from sagacity.recipe_v2 import encode_material
+from sagacity.recipe import encode_material
 
-__all__ = ["LINE_START", "V2_MARK", "quick_v2_entry"]
+__all__ = ["LINE_START", "quick_entry"]
 
 _scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 """The C scanner: the JSON value starting at an index and where it ends (no whitespace
 skipped, so a space anywhere makes the line differ from its literal)."""
 
 LINE_START = '{"actor":'
-"""How every format-2 line of an entry begins (its keys are sorted)."""
-V2_MARK = ',"recipe":2,"recorded_at":"'
-"""In every line quick_v2_entry reads: a line without it (a v1 entry's) is not tried."""
+"""How every entry line begins (its keys are sorted): other lines are not tried."""
+_HASH_AFTER_FORMAT = f',"{FORMAT_FIELD}":{FORMAT},"hash":'
 _PHASES = {phase.value: phase for phase in Phase}
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _FALLBACK = (
@@ -61,10 +60,10 @@ _FALLBACK = (
 )
 
 
-def quick_v2_entry(line: str) -> JournalEntry | None:
+def quick_entry(line: str) -> JournalEntry | None:
     """The entry of `line` (one line of an export, with or without its newline) when it
-    is exactly the format-2 line the writer makes for a recipe-v2 entry with every payload
-    as a value, its bytes rebuilt from the fields; else None (read it the general way)."""
+    is exactly the line the writer makes for an entry with every payload as a value, its
+    bytes rebuilt from the fields; else None (read it the general way)."""
     try:
         return _read(line)
     except _FALLBACK:  # with _Differs
@@ -72,7 +71,7 @@ def quick_v2_entry(line: str) -> JournalEntry | None:
 
 
 class _Differs(ValueError):
-    """The line is not the writer's line of a v2 entry with payloads as values."""
+    """The line is not the writer's line of an entry with payloads as values."""
 
 
 def _payload(line: str, literal: str, at: int) -> tuple[str, int]:
@@ -133,11 +132,11 @@ def _read(line: str) -> JournalEntry:
     actor, at = _payload(line, LINE_START, 0)
     attempt, at = _int(line, ',"attempt":', at)
     error, at = _payload(line, ',"error":', at)
-    hash_, at = _fixed(line, ',"format":2,"hash":', at, _HEX64, 64)
+    hash_, at = _fixed(line, _HASH_AFTER_FORMAT, at, _HEX64, 64)
     given, at = _payload(line, ',"input":', at)
     phase_name, at = _text(line, ',"phase":', at)
     prev, at = _fixed(line, ',"prev_hash":', at, _HEX64, 64)
-    stamp, at = _fixed(line, ',"recipe":2,"recorded_at":', at, _TIMESTAMP, 27)
+    stamp, at = _fixed(line, ',"recorded_at":', at, _TIMESTAMP, 27)
     result, at = _payload(line, ',"result":', at)
     saga, at = _text(line, ',"saga_id":', at)
     seq, at = _int(line, ',"seq":', at)

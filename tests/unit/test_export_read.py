@@ -1,9 +1,9 @@
-"""The one-pass reader of format-2 recipe-v2 lines (sagacity.export_read_v2).
+"""The one-pass reader of entry lines (sagacity.export_read).
 
 It must accept exactly the lines the writer writes, giving the entry the general reader
 gives, and leave every other line to the general reader, which refuses it naming what is
-wrong: each attack of the format-2 table is replayed here on a v2 line, and each test
-shows which reader decided (quick_v2_entry's answer) and that the attack is real (the
+wrong: each attack of the line table is replayed here, and each test
+shows which reader decided (quick_entry's answer) and that the attack is real (the
 respelled value hashes the same as the original).
 """
 
@@ -18,19 +18,19 @@ from hypothesis import given, settings
 
 import sagacity.audit as audit
 from sagacity.audit import verify_jsonl
-from sagacity.chain import BreakReason, genesis, seal
+from sagacity.chain import GENESIS, BreakReason, seal
 from sagacity.entry import EntryDraft, JournalEntry
 from sagacity.errors import AuditFileError
 from sagacity.export_lines import (
     _TEMPLATES,
     check_line,
+    entry_record,
     hashed_record,
     render_line,
     value_line,
     value_text,
 )
-from sagacity.export_read_v2 import quick_v2_entry
-from sagacity.export_writer import record_line
+from sagacity.export_read import quick_entry
 from sagacity.phases import Phase
 from tests.unit.test_entry import json_values
 
@@ -39,10 +39,9 @@ AMOUNT = '"amount":5000,'
 
 
 def _chain(drafts: list[EntryDraft]) -> list[JournalEntry]:
-    entries, prev = [], genesis(2)
+    entries, prev = [], GENESIS
     for seq, draft in enumerate(drafts, start=1):
         entry = seal(draft, seq=seq, prev_hash=prev, recorded_at=T0 + timedelta(seconds=seq))
-        assert entry.material  # recipe v2
         entries.append(entry)
         prev = entry.hash
     return entries
@@ -67,7 +66,7 @@ def _lines(entries: list[JournalEntry]) -> list[str]:
 
 
 def _general(line: str) -> JournalEntry:
-    """The general reader's entry of a format-2 line (its four passes)."""
+    """The general reader's entry of a line (its four passes)."""
     hashed, verbatim = hashed_record(1, audit._decode(line))
     entry = audit._entry(1, hashed)
     check_line(1, line, hashed, verbatim)
@@ -80,23 +79,23 @@ def _edit(line: str, old: str, new: str) -> str:
 
 
 def test_the_layout_is_the_writers_template() -> None:
-    """The literals the reader expects are the writer's own template for a v2 line with
+    """The literals the reader expects are the writer's own template for a line with
     every payload as a value: change one and the other must follow."""
-    template = _TEMPLATES[frozenset(), True]
+    template = _TEMPLATES[frozenset()]
     literals = template.replace("%(", "\0").split("\0")
     expected = ['{"actor":', ',"attempt":', ',"error":', ',"format":', ',"hash":', ',"input":',
-                ',"phase":', ',"prev_hash":', ',"recipe":', ',"recorded_at":', ',"result":',
+                ',"phase":', ',"prev_hash":', ',"recorded_at":', ',"result":',
                 ',"saga_id":', ',"seq":', ',"step":', ',"tool":']  # fmt: skip
     assert [part.split(")s", 1)[-1] for part in literals][:-1] == expected
     assert template.endswith(")s}")
 
 
-def test_every_written_v2_line_is_read_in_one_pass_as_the_general_reader_reads_it() -> None:
+def test_every_written_line_is_read_in_one_pass_as_the_general_reader_reads_it() -> None:
     for line in _lines(_payment()):
-        quick = quick_v2_entry(line)
+        quick = quick_entry(line)
         assert quick is not None
         assert quick == _general(line)
-        assert quick_v2_entry(line.rstrip("\n")) == quick
+        assert quick_entry(line.rstrip("\n")) == quick
 
 
 @settings(max_examples=200, deadline=None)
@@ -109,8 +108,8 @@ def test_any_payload_reads_the_same_both_ways(given_value: Any, result: Any) -> 
         return  # no RFC 8785 form: never written
     [entry] = _chain([draft])
     line = value_line(entry) + "\n"
-    assert line == render_line(entry.to_record()) + "\n"  # the writer's two paths agree
-    quick = quick_v2_entry(line)
+    assert line == render_line(entry_record(entry)) + "\n"  # the writer's two paths agree
+    quick = quick_entry(line)
     assert quick == _general(line)
     assert quick is not None or "_text" in line  # only a verbatim text is left to the other
 
@@ -120,7 +119,7 @@ def test_a_file_read_in_one_pass_verifies_and_an_edit_of_the_last_line_shows() -
     [report] = verify_jsonl(lines)
     assert report.ok and report.closed and report.entries == 4
     lines[3] = _edit(lines[3], '"COMPLETED"', '"FAILED"')
-    assert quick_v2_entry(lines[3]) is not None  # the one-pass reader took it
+    assert quick_entry(lines[3]) is not None  # the one-pass reader took it
     [report] = verify_jsonl(lines)
     assert (report.ok, report.first_broken_seq, report.reason) == (
         False, 4, BreakReason.HASH_MISMATCH,
@@ -143,7 +142,7 @@ def test_an_edited_field_is_a_hash_mismatch_at_its_line(old: str, new: str) -> N
     one-pass reader takes the line) is other bytes than were hashed."""
     lines = _lines(_payment())
     lines[1] = _edit(lines[1], old, new)
-    assert quick_v2_entry(lines[1]) is not None
+    assert quick_entry(lines[1]) is not None
     [report] = verify_jsonl(lines)
     assert (report.ok, report.first_broken_seq) == (False, 2)
     assert report.reason in (BreakReason.HASH_MISMATCH, BreakReason.GAP)
@@ -159,7 +158,7 @@ def test_an_edit_resealed_consistently_breaks_the_next_link() -> None:
     )  # fmt: skip
     lines = _lines(entries)
     lines[1] = value_line(forged) + "\n"
-    assert quick_v2_entry(lines[1]) is not None
+    assert quick_entry(lines[1]) is not None
     [report] = verify_jsonl(lines)
     assert (report.ok, report.first_broken_seq, report.reason) == (
         False, 3, BreakReason.BROKEN_LINK,
@@ -180,9 +179,8 @@ def test_an_edit_resealed_consistently_breaks_the_next_link() -> None:
         ('"actor":null,', '"actor":null,"actor_text":"null",', "holds both actor and actor_text"),
         ('"actor":null,', '"actor_text":"null",', "actor_text holds canonical JSON"),
         ('"result":null,', "", "missing field result"),
-        ('"recipe":2,', '"recipe":2.0,', "recipe 2.0 is not one"),
-        ('"recipe":2,', '"recipe":3,', "recipe 3 is not one"),
-        ('"format":2,', '"format":2.0,', "format 2.0 is not"),
+        ('"format":1,', '"format":1.0,', "format 1.0 is not"),
+        ('"format":1,', '"format":2,', "format 2 is not"),
         ('"actor":null,', '"actor":null ,', "in field actor"),
         ('"step":1,', '"step":1,"note":"x",', "unexpected field.*note"),
         ('"seq":2,', '"seq":2.0,', "seq must be an integer"),
@@ -201,12 +199,12 @@ def test_an_edit_resealed_consistently_breaks_the_next_link() -> None:
         ('"name":"Zoë"', '"name":"\\ud800"', "input has no RFC 8785 form"),
     ],
 )
-def test_a_respelled_or_reshaped_v2_line_is_left_to_the_general_reader_which_refuses_it(
+def test_a_respelled_or_reshaped_line_is_left_to_the_general_reader_which_refuses_it(
     old: str, new: str, message: str
 ) -> None:
     lines = _lines(_payment())
     lines[1] = _edit(lines[1], old, new)
-    assert quick_v2_entry(lines[1]) is None
+    assert quick_entry(lines[1]) is None
     with pytest.raises(AuditFileError, match=f"^line 2: .*{message}"):
         verify_jsonl(lines)
 
@@ -217,65 +215,47 @@ def test_a_respelling_is_a_real_attack_it_hashes_the_same() -> None:
     respelled = _edit(line, AMOUNT, '"amount":5e3,')
     original, edited = json.loads(line)["input"], json.loads(respelled)["input"]
     assert value_text(edited) == value_text(original)
-    assert quick_v2_entry(respelled) is None
+    assert quick_entry(respelled) is None
 
 
 def test_trailing_bytes_after_the_object_are_not_read_in_one_pass() -> None:
     line = _lines(_payment())[1]
     for tail in (" \n", "}\n", "\n\n", " "):
-        assert quick_v2_entry(line.rstrip("\n") + tail) is None
+        assert quick_entry(line.rstrip("\n") + tail) is None
 
 
 def test_a_hash_not_in_lowercase_hex_is_left_to_the_general_reader_and_breaks() -> None:
     lines = _lines(_payment())
     digest = json.loads(lines[1])["hash"]
     lines[1] = _edit(lines[1], digest, digest.upper())
-    assert quick_v2_entry(lines[1]) is None
+    assert quick_entry(lines[1]) is None
     [report] = verify_jsonl(lines)
     assert (report.ok, report.first_broken_seq, report.reason) == (
         False, 2, BreakReason.HASH_MISMATCH,
     )  # fmt: skip
 
 
-def test_a_v2_entry_with_a_stored_text_not_canonical_goes_out_verbatim_and_verifies() -> None:
+def test_an_entry_with_a_stored_text_not_canonical_goes_out_verbatim_and_verifies() -> None:
     """The writer's quick path is for values only: a text no value gives back (a row
     written outside sagacity) still goes out as `<field>_text`, read the general way."""
     draft = EntryDraft(
-        saga_id="legacy", step=0, attempt=1, tool="", phase=Phase.SAGA_OPENED,
+        saga_id="by-hand", step=0, attempt=1, tool="", phase=Phase.SAGA_OPENED,
         input_json='{"goal": "refund"}', result_json="null", error_json="null",
         actor_json="null",
     )  # fmt: skip
     [entry] = _chain([draft])
     line = value_line(entry) + "\n"
     assert '"input_text":"{\\"goal\\": \\"refund\\"}"' in line
-    assert quick_v2_entry(line) is None
+    assert quick_entry(line) is None
     [report] = verify_jsonl([line])
     assert report.ok and report.entries == 1
 
 
-@pytest.mark.parametrize(
-    ("field", "value"),
-    [("seq", 2**64), ("step", -1), ("attempt", -(2**64) - 1)],
-    ids=["seq-over-uint64", "negative-step", "attempt-under-int64"],
-)
-def test_a_format_1_v2_line_with_a_counter_out_of_range_is_refused_naming_the_line(
-    field: str, value: int
-) -> None:
-    """Format 1 (payloads as text) goes through the same checks: no traceback from
-    packing the material, an AuditFileError naming the line and the field."""
-    lines = [record_line(e) + "\n" for e in _payment()]
-    record = json.loads(lines[2])
-    record[field] = value
-    lines[2] = json.dumps(record) + "\n"
-    with pytest.raises(AuditFileError, match=f"^line 3: {field} {value} is outside 0 to 2"):
-        verify_jsonl(lines)
-
-
-def test_the_largest_counters_a_v2_entry_holds_still_verify_as_a_chain() -> None:
+def test_the_largest_counters_an_entry_holds_still_verify_as_a_chain() -> None:
     """The range is the material's, not narrower: seq 2**64-1 packs and reads back."""
     [entry] = _chain([EntryDraft.new("big", Phase.SAGA_OPENED, input={"n": 1})])
     line = value_line(entry) + "\n"
     big = _edit(line, '"attempt":1,', f'"attempt":{2**64 - 1},')
-    assert (quick_v2_entry(big) or _general(big)).attempt == 2**64 - 1
+    assert (quick_entry(big) or _general(big)).attempt == 2**64 - 1
     [report] = verify_jsonl([big])
     assert (report.ok, report.reason) == (False, BreakReason.HASH_MISMATCH)  # edited, not crashed
