@@ -90,18 +90,23 @@ class PurityError(RuntimeError):
     its end, in case the code under test swallowed the error)."""
 
 
-def _bytecode_cache(path: object) -> bool:
-    """Python caching a lazily imported module's bytecode is not the test's doing."""
+FRAMEWORK_CACHES = ("__pycache__", ".hypothesis")
+
+
+def _framework_cache(path: object) -> bool:
+    """Python caching a lazily imported module's bytecode, or Hypothesis its examples and
+    Unicode tables, is not the test's doing."""
     if not isinstance(path, (str, bytes, os.PathLike)):
         return False
-    return "__pycache__" in Path(os.fsdecode(path)).parts
+    parts = Path(os.fsdecode(path)).parts
+    return any(cache in parts for cache in FRAMEWORK_CACHES)
 
 
 def _readable(path: str, flags: int) -> bool:
     if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC):
         return False
-    if path.endswith(CODE_SUFFIXES):
-        return True  # a lazy import, or a traceback's source line
+    if path.endswith(CODE_SUFFIXES) or path.startswith("<"):
+        return True  # a lazy import, or a source line (of '<string>' or a real file)
     real = os.path.realpath(path)
     return any(real == root or real.startswith(root + os.sep) for root in READABLE_ROOTS)
 
@@ -118,7 +123,7 @@ def verdict(event: str, args: tuple[object, ...]) -> str | None:
         if isinstance(path, int) or path is None:
             return None  # an existing descriptor: its opening was judged already
         text = os.fsdecode(path)  # type: ignore[arg-type]
-        if _bytecode_cache(text) or _readable(text, flags if isinstance(flags, int) else 0):
+        if _framework_cache(text) or _readable(text, flags if isinstance(flags, int) else 0):
             return None
         return f"opened the file {text!r}"
     if event in _SPAWNS:
@@ -127,7 +132,7 @@ def verdict(event: str, args: tuple[object, ...]) -> str | None:
         return f"used the network ({event} {args[1:2]!r})"
     if event == "socket.__new__" and len(args) > 1 and args[1] in _INTERNET:
         return "created an internet socket"
-    if event in _FILE_CHANGES and not (args and _bytecode_cache(args[0])):
+    if event in _FILE_CHANGES and not (args and _framework_cache(args[0])):
         return f"changed the file system ({event} {args[:1]!r})"
     if event == "sqlite3.connect" and not _memory_database(args[0] if args else None):
         return f"opened the SQLite database {args[0]!r}"
@@ -238,7 +243,9 @@ REPORT_ENV = "SAGACITY_PURITY_REPORT"
 
 
 @pytest.fixture(autouse=True)
-def purity_report(request: pytest.FixtureRequest) -> Iterator[None]:
+def purity_report(request: pytest.FixtureRequest, private_data_home: Path) -> Iterator[None]:
+    """Watches from after the data home is made (a plugin's autouse fixture would come
+    first otherwise, and every test would seem to make folders)."""
     target = os.environ.get(REPORT_ENV)
     if not target:
         yield

@@ -116,6 +116,8 @@ def test_each_refused_event_has_a_reason(event: str, args: tuple[object, ...]) -
         ("open", ("/x/__pycache__/m.cpython-311.pyc.123", "wb", os.O_WRONLY | os.O_CREAT)),
         ("os.rename", ("/x/__pycache__/m.pyc.1", "/x/__pycache__/m.pyc", -1, -1)),
         ("open", (3, "rb", 0)),
+        ("open", ("<unknown>", "r", os.O_RDONLY)),
+        ("open", ("/w/.hypothesis/unicode_data/14/charmap.json.gz", "wb", os.O_WRONLY)),
         ("sqlite3.connect", (":memory:",)),
         ("sqlite3.connect", ("file:j?mode=memory&cache=shared",)),
         ("socket.__new__", (None, socket.AF_UNIX, socket.SOCK_STREAM, 0)),
