@@ -28,7 +28,7 @@ test: $(STAMP)
 # the dev server, PostgreSQL and files, system = faults, deployment, browsers, killed
 # processes.
 test-pure: $(STAMP)
-	$(PY) -m tests.run -q -p no:xdist tests/pure
+	$(PY) -m tests.run -q -n 2 tests/pure
 
 test-integration: $(STAMP)
 	$(PY) -m tests.run -n 2 --dist loadfile tests/integration
