@@ -171,6 +171,39 @@ SERVER_MARKS = {"temporal_env": "temporal", "postgres_url": "postgres"}
 """The fixture that reaches each server, and the marker a test using it must carry."""
 
 
+SLOW_FIRST = (
+    "test_load.py",
+    "test_live_verify.py",
+    "test_ended_sagas.py",
+    "test_crash_matrix.py",
+    "test_bench_smoke.py",
+    "test_honest.py",
+    "test_cli_server.py",
+    "test_mcp_session.py",
+    "test_database_outage.py",
+    "test_export_values.py",
+    "test_cli_home.py",
+    "test_order_crash.py",
+    "test_child_saga.py",
+    "test_mcp_sagas.py",
+    "test_long_sagas.py",
+    "test_compose_scripts.py",
+    "test_postgres_concurrency.py",
+    "test_ci_policy.py",
+    "test_user_project.py",
+    "test_saga_rules.py",
+)
+"""The files that took longest (40 s to 5 min each in a full run), longest first: `make
+test` hands files to its two processes in collection order, so these start first and
+the run does not end waiting on one of them while the other process is idle."""
+
+
+def _slow_first(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+    order = {id(item): n for n, item in enumerate(items)}
+    items.sort(key=lambda item: (rank.get(item.path.name, len(rank)), order[id(item)]))
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that uses the dev server or PostgreSQL (through any fixture) carries the
     `temporal` / `postgres` marker, so `-m "not temporal and not postgres"` (make
@@ -179,6 +212,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     `request.getfixturevalue` for one of its params marks that param itself
     (`pytest.param("postgres", marks=pytest.mark.postgres)`), and
     `server_marks_are_honest` fails every test that forgot."""
+    _slow_first(items)
     for item in items:
         names = getattr(item, "fixturenames", ())
         for fixture, mark in SERVER_MARKS.items():

@@ -6,6 +6,7 @@ test touches the real one.)"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import stat
@@ -103,13 +104,16 @@ async def test_a_saga_is_found_from_another_folder(
     assert (home / "shop.db").exists()  # the example shop too
     assert list(here.iterdir()) == []  # nothing written where the worker was started
 
-    found = await run_subprocess("journal", saga_id, env=env, cwd=there)
+    found, verified, exported = await asyncio.gather(  # three readers, side by side
+        *(
+            run_subprocess(cmd, saga_id, env=env, cwd=there)
+            for cmd in ("journal", "verify", "export")
+        )
+    )
     assert found.code == 0, found.output
     assert "SAGA_CLOSED" in found.stdout
     assert found.stderr.strip() == f"journal: {home}/journal.db"
-    verified = await run_subprocess("verify", saga_id, env=env, cwd=there)
     assert verified.code == 0, verified.output
     assert f"journal: {home}/journal.db" in verified.stdout
-    exported = await run_subprocess("export", saga_id, env=env, cwd=there)
     assert exported.code == 0 and f"(journal: {home}/journal.db)" in exported.stderr
     assert list(there.iterdir()) == []
