@@ -2,7 +2,7 @@
 #   docker build -t sagacity-worker .
 # It installs the project (not editable, with the web inbox's extra: the `inbox` service
 # runs `sagacity inbox` from the same image) into a virtual environment and runs the worker;
-# configuration comes from SAGACITY_* environment variables (worker/settings.py).
+# configuration comes from SAGACITY_* environment variables (worker/_settings.py).
 
 FROM python:3.11-slim AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -14,12 +14,11 @@ COPY pyproject.toml README.md ./
 COPY sagacity ./sagacity
 COPY activities ./activities
 COPY workflows ./workflows
-COPY integrations ./integrations
 COPY worker ./worker
 COPY examples ./examples
 RUN python -m venv /opt/sagacity \
     && /opt/sagacity/bin/pip install --no-cache-dir ".[inbox]" \
-    && /opt/sagacity/bin/python -c "import sagacity.activities, sagacity.workflows, sagacity.integrations, sagacity.worker, sagacity.examples"
+    && /opt/sagacity/bin/python -c "import sagacity.activities, sagacity.workflows, sagacity.contrib, sagacity.worker, sagacity.examples"
 
 FROM python:3.11-slim
 ENV PATH=/opt/sagacity/bin:$PATH \
@@ -35,6 +34,6 @@ RUN useradd --system --uid 10001 --user-group --home-dir /app --shell /usr/sbin/
     && chown -R sagacity:sagacity /app
 WORKDIR /app
 USER sagacity
-# SIGTERM stops polling and lets running activities finish (worker/run.py).
+# SIGTERM stops polling and lets running activities finish (worker/_run.py).
 STOPSIGNAL SIGTERM
 CMD ["python", "-m", "sagacity.worker", "worker"]

@@ -9,17 +9,20 @@ from typing import Any, TypeVar
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from sagacity.activities.authority import (
+from sagacity._errors import InvalidEntryError, JournalConflictError, SagacityError, SagaClosedError
+from sagacity.activities._authority import (
     NOT_THE_SAGAS_RUN,
     Authority,
     compensating,
     lists_unknown,
     refusal,
 )
-from sagacity.activities.checkpointing import DEFAULT_CHECKPOINT_EVERY, CheckpointedStore
-from sagacity.activities.compensation_runner import CompensationRunner
-from sagacity.activities.identity import activity_queue, worker_identity
-from sagacity.activities.io_models import (
+from sagacity.activities._checkpointing import DEFAULT_CHECKPOINT_EVERY, CheckpointedStore
+from sagacity.activities._compensation_runner import CompensationRunner
+from sagacity.activities._identity import activity_queue, worker_identity
+from sagacity.activities._journal_io import entry_ref, store_call
+from sagacity.activities._model_clients import ModelClient, ScriptedModel
+from sagacity.activities._models import (
     CheckPlanInput,
     CompensateInput,
     CompensationOutcome,
@@ -37,25 +40,17 @@ from sagacity.activities.io_models import (
     ToolOutcome,
     WorkerBound,
 )
-from sagacity.activities.journal_io import entry_ref, store_call
-from sagacity.activities.model_clients import ModelClient, ScriptedModel
-from sagacity.activities.plan_check import check_plan
-from sagacity.activities.resolution_recorder import ResolutionRecorder
-from sagacity.activities.tool_runner import ToolRunner
-from sagacity.activities.turn_bounds import bounded_turn
-from sagacity.checkpoint_log import CheckpointConflictError, CheckpointLog
-from sagacity.entry import EntryDraft, JournalEntry
-from sagacity.errors import (
-    InvalidEntryError,
-    JournalConflictError,
-    SagacityError,
-    SagaClosedError,
-)
-from sagacity.phases import Phase
-from sagacity.registry import KeyLookup, RegistryFile
-from sagacity.registry_marks import top_mark
-from sagacity.stores.base import JournalStore
-from sagacity.toolbox import Toolbox
+from sagacity.activities._plan_check import check_plan
+from sagacity.activities._resolution_recorder import ResolutionRecorder
+from sagacity.activities._tool_runner import ToolRunner
+from sagacity.activities._turn_bounds import bounded_turn
+from sagacity.approval._registry import KeyLookup, RegistryFile
+from sagacity.approval._registry_marks import top_mark
+from sagacity.journal._entry import EntryDraft, JournalEntry
+from sagacity.journal._phases import Phase
+from sagacity.stores._base import JournalStore
+from sagacity.tlog._log import CheckpointConflictError, CheckpointLog
+from sagacity.tools._toolbox import Toolbox
 
 T = TypeVar("T")
 

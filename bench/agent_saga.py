@@ -109,8 +109,8 @@ class Ours:
         self.sagas: list[str] = []
 
     async def appends(self, n: int) -> float:
-        from sagacity.entry import EntryDraft
-        from sagacity.phases import Phase
+        from sagacity.journal._entry import EntryDraft
+        from sagacity.journal._phases import Phase
 
         saga = f"app-{uuid.uuid4().hex[:10]}"
         self.sagas.append(saga)
@@ -124,8 +124,8 @@ class Ours:
         return n / (time.perf_counter() - start)
 
     async def tool_calls(self, n: int) -> float:
-        from sagacity.entry import EntryDraft
-        from sagacity.phases import Phase
+        from sagacity.journal._entry import EntryDraft
+        from sagacity.journal._phases import Phase
 
         saga = f"tool-{uuid.uuid4().hex[:10]}"
         self.sagas.append(saga)
@@ -147,8 +147,8 @@ class Ours:
         """Diagnostic, not a saga step: INTENT and EXECUTED as two plain appends, without
         the step claim (no step, head and fence reads under the lock). What a step would
         cost if the claim took one round trip like an optimistic append."""
-        from sagacity.entry import EntryDraft
-        from sagacity.phases import Phase
+        from sagacity.journal._entry import EntryDraft
+        from sagacity.journal._phases import Phase
 
         saga = f"two-{uuid.uuid4().hex[:10]}"
         self.sagas.append(saga)
@@ -165,7 +165,7 @@ class Ours:
         return n / (time.perf_counter() - start)
 
     async def verify(self) -> tuple[float, int, bool]:
-        from sagacity.audit import verify_store
+        from sagacity.audit._export import verify_store
 
         start = time.perf_counter()
         entries, ok = 0, True

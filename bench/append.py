@@ -125,7 +125,7 @@ class _Writer:
         if cfg.postgres_url:
             from psycopg_pool import ConnectionPool
 
-            from sagacity.stores.postgres import split_schema
+            from sagacity.stores._postgres import split_schema
 
             store = open_store(cfg.postgres_url)
             self._instrument(store)
@@ -185,9 +185,9 @@ class _Writer:
     def run(
         self, backend: str, side: str, saga: str, start_at: float, seconds: float
     ) -> dict[str, Any]:
-        from sagacity.entry import EntryDraft, render_timestamp
-        from sagacity.errors import JournalWriteError, StoreUnavailableError
-        from sagacity.phases import Phase
+        from sagacity._errors import JournalWriteError, StoreUnavailableError
+        from sagacity.journal._entry import EntryDraft, render_timestamp
+        from sagacity.journal._phases import Phase
 
         for key in ("optimistic_tries", "optimistic_misses", "locked"):
             self.counters[key] = 0
@@ -215,7 +215,7 @@ class _Writer:
                         time.sleep(0.01)
 
         else:
-            from sagacity.canonical import canonical_text
+            from sagacity.journal._canonical import canonical_text
 
             input_json, result_json = canonical_text(INPUT), canonical_text(RESULT)
             prev = "0" * 64
@@ -536,7 +536,7 @@ _COLUMNS = [
 
 def _check_chains(report: Report, store: Any, backend: str, sides: dict[str, _Side]) -> None:
     """Every saga holds exactly what the writers were told was written, and verifies."""
-    from sagacity.audit import verify_store
+    from sagacity.audit._export import verify_store
 
     expected: Counter[str] = Counter()
     for side in sides.values():
@@ -685,8 +685,8 @@ def run(sizes: Sizes, *, postgres_url: str = DEFAULT_POSTGRES_URL) -> Report:
 
 def _memory(sizes: Sizes, tag: str) -> tuple[list[list[Any]], Any, Counter[str]]:
     """Threads appending to one MemoryJournalStore: the cost of sealing, no I/O."""
-    from sagacity.entry import EntryDraft
-    from sagacity.phases import Phase
+    from sagacity.journal._entry import EntryDraft
+    from sagacity.journal._phases import Phase
     from sagacity.stores import MemoryJournalStore
 
     store = MemoryJournalStore()

@@ -24,14 +24,14 @@ import time
 import uuid
 from pathlib import Path
 
-from sagacity.audit import export_jsonl, export_lines, verify_all, verify_jsonl
-from sagacity.checkpoint_log import CheckpointLog
-from sagacity.entry import EntryDraft
-from sagacity.evidence_walk import audit_log, check_all
-from sagacity.file_evidence import FileEvidence
-from sagacity.note_keys import NoteSigner
-from sagacity.phases import Phase
+from sagacity.audit._evidence_walk import audit_log, check_all
+from sagacity.audit._export import export_jsonl, export_lines, verify_all, verify_jsonl
+from sagacity.audit._file_evidence import FileEvidence
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import JournalStore, open_store
+from sagacity.tlog._log import CheckpointLog
+from sagacity.tlog._note_keys import NoteSigner
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 SIGNER = NoteSigner.generate("sagacity.bench/checkpoints")
@@ -83,10 +83,10 @@ def bench_append(url: str, label: str, n: int, grown: int) -> list[str]:
 
 async def bench_sagas(rounds: int, per_round: int) -> list[str]:
     from sagacity.examples.orders import Shop
-    from sagacity.toolbox import Toolbox
-    from sagacity.worker.app import new_worker
-    from sagacity.worker.devserver import start_dev_server
-    from sagacity.workflows.models import SagaInput, SagaResult, ToolCall
+    from sagacity.tools._toolbox import Toolbox
+    from sagacity.worker._app import new_worker
+    from sagacity.worker._devserver import start_dev_server
+    from sagacity.workflows._models import SagaInput, SagaResult, ToolCall
 
     logging.getLogger("temporalio.activity").setLevel(logging.ERROR)
     plan = SagaInput(

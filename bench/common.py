@@ -344,7 +344,7 @@ def _sqlite_version() -> str:
 
 def _temporal_cli_version() -> str:
     try:
-        from sagacity.worker.devserver import temporal_cli_path
+        from sagacity.worker._devserver import temporal_cli_path
 
         out = subprocess.run(
             [temporal_cli_path(), "--version"], capture_output=True, text=True, timeout=10

@@ -23,13 +23,13 @@ import uuid
 from pathlib import Path
 
 from sagacity.examples.orders import Shop
-from sagacity.phases import SagaStatus
+from sagacity.journal._phases import SagaStatus
 from sagacity.stores import open_store
-from sagacity.toolbox import Toolbox
-from sagacity.worker.app import new_worker
-from sagacity.worker.devserver import start_dev_server
-from sagacity.worker.saga_client import SagaClient
-from sagacity.workflows.models import SagaInput, ToolCall
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker._devserver import start_dev_server
+from sagacity.worker.client._saga_client import SagaClient
+from sagacity.workflows._models import SagaInput, ToolCall
 
 CHARGE = ToolCall(tool="charge_card", args={"amount": 10})
 SHIP_FAILS = ToolCall(tool="ship_order", args={"address": "x", "fail": True})

@@ -103,8 +103,8 @@ class _Journal:
 
     def append(self, n: int) -> float:
         """Seconds to append `n` entries, one by one, to fresh sagas."""
-        from sagacity.entry import EntryDraft
-        from sagacity.phases import Phase
+        from sagacity.journal._entry import EntryDraft
+        from sagacity.journal._phases import Phase
 
         drafts = []
         for i in range(n):
@@ -122,7 +122,7 @@ class _Journal:
 
     def verify(self, sagas: list[str]) -> tuple[float, int, bool]:
         """(seconds, entries, all intact and closed) for verifying `sagas`."""
-        from sagacity.audit import verify_store
+        from sagacity.audit._export import verify_store
 
         start = time.perf_counter()
         entries, ok = 0, True
@@ -197,7 +197,7 @@ def _levels(
 
 
 def _appended_problems(journal: _Journal) -> list[str]:
-    from sagacity.audit import verify_store
+    from sagacity.audit._export import verify_store
 
     problems = []
     for saga in journal.appended:
@@ -289,8 +289,8 @@ def _start_workers(count: int, address: str, task_queue: str, store_url: str) ->
 
 
 async def _saga_batch(client: Any, task_queue: str, prefix: str, count: int) -> list[Any]:
-    from sagacity.worker.client import saga_result
-    from sagacity.workflows.models import SagaInput, SagaResult, ToolCall
+    from sagacity.worker.client._client import saga_result
+    from sagacity.workflows._models import SagaInput, SagaResult, ToolCall
 
     gate = asyncio.Semaphore(50)
 
@@ -309,10 +309,10 @@ async def _saga_batch(client: Any, task_queue: str, prefix: str, count: int) -> 
 async def _workers(report: Report, scale: Scale, postgres_url: str, tag: str) -> None:
     import psycopg
 
-    from sagacity.audit import verify_store
-    from sagacity.phases import SagaStatus
+    from sagacity.audit._export import verify_store
+    from sagacity.journal._phases import SagaStatus
     from sagacity.stores import open_store
-    from sagacity.worker.devserver import start_dev_server
+    from sagacity.worker._devserver import start_dev_server
 
     schema = f"bench_{tag}_grow_workers"
     store_url = f"{postgres_url}{'&' if '?' in postgres_url else '?'}schema={schema}"

@@ -31,17 +31,23 @@ from pathlib import Path
 from typing import Any
 
 from sagacity.activities import SagaActivities
-from sagacity.activities.authority import Lifecycle
-from sagacity.activities.io_models import CompensateInput, RunToolInput, ToolCall
-from sagacity.activities.tool_runner import ToolRunner
-from sagacity.approvals import approval_hash
-from sagacity.entry import EntryDraft
-from sagacity.phases import Phase
-from sagacity.registry import ApproverRegistry, RegistryFile
-from sagacity.signing import SigningKey
+from sagacity.activities._authority import Lifecycle
+from sagacity.activities._models import CompensateInput, RunToolInput, ToolCall
+from sagacity.activities._tool_runner import ToolRunner
+from sagacity.approval._judge import approval_hash
+from sagacity.approval._registry import ApproverRegistry, RegistryFile
+from sagacity.approval._signing import SigningKey
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import JournalStore, open_store
-from sagacity.toolbox import Toolbox
-from sagacity.tools import CompensationContext, ToolContext, compensable, compensation, irreversible
+from sagacity.tools._decorators import (
+    CompensationContext,
+    ToolContext,
+    compensable,
+    compensation,
+    irreversible,
+)
+from sagacity.tools._toolbox import Toolbox
 from tests.journal_approvals import approve, open_saga, request_approval
 from tests.saga_activity_env import saga_env
 

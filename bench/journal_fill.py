@@ -19,7 +19,7 @@ __all__ = ["copy_postgres", "fill_sqlite", "saga_rows"]
 
 
 def _columns() -> tuple[str, ...]:
-    from sagacity.stores.postgres import COLUMNS
+    from sagacity.stores._postgres import COLUMNS
 
     return COLUMNS
 

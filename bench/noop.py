@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sagacity.toolbox import Toolbox
-from sagacity.tools import irreversible, tool
+from sagacity.tools._decorators import irreversible, tool
+from sagacity.tools._toolbox import Toolbox
 
 
 @tool

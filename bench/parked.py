@@ -109,7 +109,7 @@ class _Side:
 
     async def start(self, wf_id: str, i: int) -> Any:
         if self.kind == "saga":
-            from sagacity.workflows.models import SagaInput, SagaResult, ToolCall
+            from sagacity.workflows._models import SagaInput, SagaResult, ToolCall
 
             plan = [ToolCall(tool="noop_irreversible", args={"ref": f"wire-{i:06d}"})]
             return await self.client.start_workflow(
@@ -124,7 +124,7 @@ class _Side:
     async def pending(self, handle: Any) -> Any:
         """The pending request (saga: PendingApproval; plain: the hash), or None."""
         if self.kind == "saga":
-            from sagacity.workflows.models import PendingApproval
+            from sagacity.workflows._models import PendingApproval
 
             return await handle.query(
                 "pending_approval",
@@ -134,7 +134,7 @@ class _Side:
 
     async def approve(self, handle: Any, pending: Any) -> None:
         if self.kind == "saga":
-            from sagacity.worker.client_actions import decide
+            from sagacity.worker.client._actions import decide
 
             await decide(
                 handle,
@@ -148,7 +148,7 @@ class _Side:
 
     def completed(self, result: Any) -> bool:
         if self.kind == "saga":
-            from sagacity.phases import SagaStatus
+            from sagacity.journal._phases import SagaStatus
 
             return bool(result.status is SagaStatus.COMPLETED)
         return bool(result == "COMPLETED")
@@ -245,9 +245,9 @@ def _start_worker(
 async def _run(sizes: Sizes, postgres_url: str) -> Report:
     import psycopg
 
-    from sagacity.audit import verify_store
+    from sagacity.audit._export import verify_store
     from sagacity.stores import open_store
-    from sagacity.worker.devserver import start_dev_server
+    from sagacity.worker._devserver import start_dev_server
 
     report = Report("parked", "Parked sagas: worker memory and approving them all", sizes)
     tag = f"b{run_id()}"

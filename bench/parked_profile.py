@@ -111,8 +111,8 @@ async def _main(n: int, rounds: int, top: int, depth: int) -> None:
     from bench.noop import toolbox
     from bench.plain_worker import plain_worker
     from sagacity.stores import open_store
-    from sagacity.worker.app import new_worker
-    from sagacity.worker.devserver import start_dev_server
+    from sagacity.worker._app import new_worker
+    from sagacity.worker._devserver import start_dev_server
 
     env = await start_dev_server()
     store = open_store("memory://")

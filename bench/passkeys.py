@@ -22,17 +22,17 @@ import cbor2
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from sagacity.approval_models import ApprovalDecision
-from sagacity.approvals import ApprovalRequest, JudgeContext, judge, parse_decision
-from sagacity.chain import seal
-from sagacity.decision_audit import DecisionAudit
-from sagacity.entry import EntryDraft
-from sagacity.passkey_models import b64url
-from sagacity.passkeys import passkey_draft, passkey_signed
-from sagacity.phases import Phase
-from sagacity.registry import ApproverRegistry, EnrolledKey, KeyLookup
-from sagacity.signed_action import sign_action
-from sagacity.signing import SigningKey
+from sagacity.approval._judge import ApprovalRequest, JudgeContext, judge, parse_decision
+from sagacity.approval._models import ApprovalDecision
+from sagacity.approval._passkey_models import b64url
+from sagacity.approval._passkeys import passkey_draft, passkey_signed
+from sagacity.approval._registry import ApproverRegistry, EnrolledKey, KeyLookup
+from sagacity.approval._signed_action import sign_action
+from sagacity.approval._signing import SigningKey
+from sagacity.audit._decisions import DecisionAudit
+from sagacity.journal._chain import seal
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 
 NOW = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
 ORIGIN, RP = "http://localhost:8765", "localhost"
@@ -54,7 +54,7 @@ def _passkey() -> tuple[ec.EllipticCurvePrivateKey, EnrolledKey]:
     )
     import base64
 
-    from sagacity.passkey_models import passkey_key_id
+    from sagacity.approval._passkey_models import passkey_key_id
 
     key = EnrolledKey(
         approver="alice", key_id=passkey_key_id(cose), public_key=base64.b64encode(cose).decode(),

@@ -15,7 +15,7 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from bench.plain import PlainApprovalWorkflow, PlainWorkflow, noop_activity
-from sagacity.worker.plugin import PASSTHROUGH
+from sagacity.worker._plugin import PASSTHROUGH
 
 
 def plain_worker(client: Client, task_queue: str) -> Worker:

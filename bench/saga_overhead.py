@@ -44,7 +44,7 @@ separates the journal's cost (Postgres) from the workflow's own (Temporal, pydan
 
 
 async def _one(client: Any, kind: str, wf_id: str, tq: str, steps: int) -> tuple[float, Any]:
-    from sagacity.workflows.models import SagaInput, SagaResult, ToolCall
+    from sagacity.workflows._models import SagaInput, SagaResult, ToolCall
 
     start = time.perf_counter()
     if kind != "plain":
@@ -187,7 +187,7 @@ async def _measure(
     }
     report.target(f"saga throughput, {n} concurrent", median(tratios["saga"]), 0.85, ">=")
 
-    from sagacity.phases import SagaStatus
+    from sagacity.journal._phases import SagaStatus
 
     bad = [r.saga_id for r in results if r.status is not SagaStatus.COMPLETED]
     report.check(
@@ -203,7 +203,7 @@ def _rounds(values: list[float]) -> str:
 
 
 def _check_journal(report: Report, store: Any, sagas: list[tuple[str, int]], kind: str) -> None:
-    from sagacity.audit import verify_store
+    from sagacity.audit._export import verify_store
 
     problems = []
     entries = 0
@@ -226,8 +226,8 @@ async def _run(sizes: Sizes, postgres_url: str) -> Report:
     from bench import noop
     from bench.plain_worker import plain_worker
     from sagacity.stores import MemoryJournalStore, open_store
-    from sagacity.worker.app import new_worker
-    from sagacity.worker.devserver import start_dev_server
+    from sagacity.worker._app import new_worker
+    from sagacity.worker._devserver import start_dev_server
 
     report = Report("saga_overhead", "Saga overhead: saga vs plain Temporal workflow", sizes)
     tag = f"b{run_id()}"

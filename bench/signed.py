@@ -21,17 +21,17 @@ from datetime import UTC, datetime, timedelta
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from sagacity.approval_models import ApprovalDecision
-from sagacity.approvals import ApprovalRequest, JudgeContext, judge, parse_decision
-from sagacity.canonical import canonical_text
-from sagacity.chain import seal
-from sagacity.decision_audit import DecisionAudit
-from sagacity.entry import EntryDraft
-from sagacity.phases import Phase
-from sagacity.registry import ApproverRegistry, KeyLookup
-from sagacity.signed_action import sign_action
-from sagacity.signing import SigningKey
-from sagacity.statements import statement_bytes
+from sagacity.approval._judge import ApprovalRequest, JudgeContext, judge, parse_decision
+from sagacity.approval._models import ApprovalDecision
+from sagacity.approval._registry import ApproverRegistry, KeyLookup
+from sagacity.approval._signed_action import sign_action
+from sagacity.approval._signing import SigningKey
+from sagacity.approval._statements import statement_bytes
+from sagacity.audit._decisions import DecisionAudit
+from sagacity.journal._canonical import canonical_text
+from sagacity.journal._chain import seal
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 ROUNDS = 7
@@ -120,12 +120,12 @@ async def e2e(rounds: int = 5, per_round: int = 10) -> None:
 
     from sagacity.examples.orders import Shop
     from sagacity.stores import open_store
-    from sagacity.toolbox import Toolbox
-    from sagacity.worker.app import new_worker
-    from sagacity.worker.demo import enroll_demo_keys
-    from sagacity.worker.devserver import start_dev_server
-    from sagacity.worker.saga_client import SagaClient
-    from sagacity.workflows.models import SagaInput, ToolCall
+    from sagacity.tools._toolbox import Toolbox
+    from sagacity.worker._app import new_worker
+    from sagacity.worker._demo import enroll_demo_keys
+    from sagacity.worker._devserver import start_dev_server
+    from sagacity.worker.client._saga_client import SagaClient
+    from sagacity.workflows._models import SagaInput, ToolCall
 
     wire = ToolCall(tool="send_wire_transfer", args={"iban": "DE89370400440532013000", "amount": 1})
     env = await start_dev_server()

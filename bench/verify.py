@@ -52,9 +52,9 @@ EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
 def build_chain(saga_id: str, n: int, *, result_bytes: int = 0) -> Iterator[Any]:
     """A realistic chain: SAGA_OPENED, INTENT/EXECUTED pairs, SAGA_CLOSED."""
-    from sagacity.chain import GENESIS, seal
-    from sagacity.entry import EntryDraft
-    from sagacity.phases import Phase
+    from sagacity.journal._chain import GENESIS, seal
+    from sagacity.journal._entry import EntryDraft
+    from sagacity.journal._phases import Phase
 
     prev = GENESIS
     filler = "x" * result_bytes
@@ -129,7 +129,7 @@ def _in_memory(report: Report, sizes: Sizes) -> None:
     rotated rounds. Timed by CPU time (time.process_time): the work
     is single-threaded and CPU-bound, and on a shared machine wall time also counts the
     other sessions' turns."""
-    from sagacity.chain import verify_chain
+    from sagacity.journal._chain import verify_chain
 
     rows = []
     for label, result_bytes, is_target in (
@@ -223,7 +223,7 @@ def load_postgres(store_url: str, admin_url: str, schema: str, total: int) -> li
     import psycopg
 
     from sagacity.stores import open_store
-    from sagacity.stores.postgres import COLUMNS
+    from sagacity.stores._postgres import COLUMNS
 
     open_store(store_url).close()
     sagas = [f"verify-{i:06d}" for i in range(max(1, total // ENTRIES_PER_SAGA))]
@@ -250,9 +250,9 @@ def _streamed(
     batches, hashing each row's material, in rotated rounds."""
     import psycopg
 
-    from sagacity.audit import verify_all
+    from sagacity.audit._export import verify_all
     from sagacity.stores import open_store
-    from sagacity.stores.postgres import COLUMNS
+    from sagacity.stores._postgres import COLUMNS
 
     columns = ", ".join(COLUMNS)
     conn = psycopg.connect(admin_url, autocommit=True)
@@ -422,7 +422,7 @@ def _export_rows(report: Report, n: int, runs: dict[str, list[dict[str, Any]]]) 
 
 
 def _sagacity_child(args: argparse.Namespace) -> dict[str, Any]:
-    from sagacity.audit import export_jsonl, verify_jsonl
+    from sagacity.audit._export import export_jsonl, verify_jsonl
     from sagacity.stores import open_store
 
     store = open_store(args.store_url)
@@ -454,7 +454,7 @@ def _sagacity_child(args: argparse.Namespace) -> dict[str, Any]:
 def _plain_child(args: argparse.Namespace) -> dict[str, Any]:
     import psycopg
 
-    from sagacity.stores.postgres import COLUMNS
+    from sagacity.stores._postgres import COLUMNS
 
     conn = psycopg.connect(args.admin_url)
     conn.execute("SELECT 1")

@@ -99,10 +99,10 @@ class _Walk:
 
 def _in_process(url: str, jobs: int) -> _Walk:
     """Walk every saga here (one process, or this one and `jobs - 1` workers)."""
-    from sagacity.decision_audit import DecisionAudit
-    from sagacity.evidence_walk import audit_log, check_all
+    from sagacity.audit._decisions import DecisionAudit
+    from sagacity.audit._evidence_walk import audit_log, check_all
     from sagacity.stores import open_store
-    from sagacity.worker.verify_parallel import check_all_parallel
+    from sagacity.worker.cli._verify_parallel import check_all_parallel
 
     with open_store(url) as store:
         log = store.checkpoint_log()

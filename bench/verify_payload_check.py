@@ -15,11 +15,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import sagacity.stores.stored_row as stored_row
-from sagacity.audit import verify_store
-from sagacity.entry import EntryDraft
-from sagacity.phases import Phase
-from sagacity.stores.sqlite import SqliteJournalStore
+import sagacity.stores._stored_row as stored_row
+from sagacity.audit._export import verify_store
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
+from sagacity.stores._sqlite import SqliteJournalStore
 
 SAGAS = 200
 ROUNDS = 7

@@ -25,21 +25,14 @@ import uuid
 from pathlib import Path
 
 from sagacity.audit import verify_store
+from sagacity.contrib.mcp import McpToolset, compensated_by, irreversible, plain, stdio_server
 from sagacity.examples.mcp_shop_server import received_calls
 from sagacity.examples.order_workflow import Order, OrderWorkflow
-from sagacity.integrations.mcp_tools import (
-    McpToolset,
-    compensated_by,
-    irreversible,
-    plain,
-    stdio_server,
-)
 from sagacity.stores import JournalStore, open_store
-from sagacity.worker.app import new_worker
-from sagacity.worker.devserver import start_dev_server
-from sagacity.worker.quiet_failures import ACTIVITY_LOGGER
-from sagacity.worker.saga_client import SagaClient
-from sagacity.workflows.models import SagaInput, ToolCall
+from sagacity.worker import SagaClient, SagaInput, ToolCall
+from sagacity.worker._app import new_worker
+from sagacity.worker._devserver import start_dev_server
+from sagacity.worker._quiet_failures import ACTIVITY_LOGGER
 
 SHOP_TOOLS = {
     "reserve_inventory": compensated_by("release_inventory"),  # undone by another MCP tool

@@ -27,9 +27,9 @@ from typing import Any, TypedDict
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from sagacity import CompensationContext, ToolContext
+from sagacity.contrib.mcp import IDEMPOTENCY_KEY_META, SAGA_ID_META, STEP_META
 from sagacity.examples.orders import Shop, ShopError, shop_path
-from sagacity.integrations.mcp_tools import IDEMPOTENCY_KEY_META, SAGA_ID_META, STEP_META
-from sagacity.tools import CompensationContext, ToolContext
 
 
 class Reservation(TypedDict):

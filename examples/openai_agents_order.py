@@ -34,20 +34,19 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
     from temporalio.openai_agents import ModelActivityParameters
 
-    from sagacity.data_home import default_journal_url
+    from sagacity import Toolbox, default_journal_url
+    from sagacity.contrib.openai_agents import SagaAgentsPlugin, check_agent_tools, run_agent
     from sagacity.examples.orders import toolbox
-    from sagacity.integrations.openai_agents_saga import (
-        SagaAgentsPlugin,
-        check_agent_tools,
-        run_agent,
-    )
     from sagacity.stores import JournalStore, open_store
-    from sagacity.toolbox import Toolbox
-    from sagacity.worker.client import NothingPendingError
-    from sagacity.worker.devserver import start_dev_server
-    from sagacity.worker.plugin import SagacityPlugin
-    from sagacity.worker.saga_client import SagaClient
-    from sagacity.workflows.saga import Saga, SagaFailedError, SagaOptions
+    from sagacity.worker import (
+        NothingPendingError,
+        Saga,
+        SagacityPlugin,
+        SagaClient,
+        SagaFailedError,
+        SagaOptions,
+    )
+    from sagacity.worker._devserver import start_dev_server
 
 FINANCE = ["alice@example.com", "bob@example.com"]
 """Who may approve the wire: fixed in code, never taken from the order."""

@@ -19,8 +19,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel, Field
 
-    from sagacity.workflows.models import SagaOptions
-    from sagacity.workflows.saga import Saga, SagaFailedError, StepError
+    from sagacity.worker import Saga, SagaFailedError, SagaOptions, StepError
 
 
 class Order(BaseModel):

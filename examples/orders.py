@@ -22,16 +22,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sagacity.data_home import data_home, ensure_private
-from sagacity.toolbox import Toolbox
-from sagacity.tools import (
+from sagacity import (
     CompensationContext,
+    Toolbox,
     ToolContext,
     compensable,
     compensation,
     irreversible,
     tool,
 )
+from sagacity._data_home import data_home, ensure_private
 
 INITIAL_STOCK = {"widget": 10, "gadget": 5}
 

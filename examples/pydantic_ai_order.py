@@ -44,9 +44,8 @@ with workflow.unsafe.imports_passed_through():
     from pydantic_ai.models.function import AgentInfo, FunctionModel
     from pydantic_ai.usage import UsageLimits
 
-    from sagacity.integrations.pydantic_ai_saga import SagaToolset, through_saga
-    from sagacity.workflows.models import SagaOptions
-    from sagacity.workflows.saga import Saga, SagaFailedError
+    from sagacity.contrib.pydantic_ai import SagaToolset, through_saga
+    from sagacity.worker import Saga, SagaFailedError, SagaOptions
 
 ELSEWHERE = "implemented by the shop's toolbox (examples/orders.py): it runs as a saga step"
 
@@ -181,11 +180,10 @@ async def run_worker(task_queue: str = "clerk") -> None:
     from temporalio.envconfig import ClientConfig
     from temporalio.worker import Worker
 
-    from sagacity import open_store
-    from sagacity.data_home import default_journal_url
+    from sagacity import default_journal_url, open_store
+    from sagacity.contrib.pydantic_ai import check_agent
     from sagacity.examples.orders import toolbox
-    from sagacity.integrations.pydantic_ai_saga import check_agent
-    from sagacity.worker.plugin import SagacityPlugin
+    from sagacity.worker import SagacityPlugin
 
     shop = toolbox()  # the shop at $SAGACITY_SHOP_PATH (default: in sagacity's data home)
     check_agent(clerk, shop)  # a tool the toolbox lacks or would not gate fails here
@@ -205,7 +203,7 @@ async def run_worker(task_queue: str = "clerk") -> None:
 async def place_order(
     saga_id: str, order: ClerkOrder, *, task_queue: str = "clerk", approver: str = FINANCE[0]
 ) -> ClerkReport:
-    from sagacity.worker.saga_client import SagaClient
+    from sagacity.worker import SagaClient
 
     client = await SagaClient.connect(task_queue=task_queue)
     handle = await client.start_workflow(OrderClerk.run, order, saga_id=saga_id)

@@ -21,11 +21,11 @@ from temporalio.worker import Worker
 
 from sagacity.examples.orders import Shop
 from sagacity.stores import JournalStore, open_store
-from sagacity.toolbox import Toolbox
-from sagacity.worker.app import new_worker
-from sagacity.worker.client import saga_result
-from sagacity.worker.devserver import start_dev_server
-from sagacity.workflows.models import SagaInput, SagaResult
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker._devserver import start_dev_server
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._models import SagaInput, SagaResult
 
 from .browser import chromium  # noqa: F401 (the browser tests' fixture, shared by tests/ui and tests/inbox)
 

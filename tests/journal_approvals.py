@@ -11,16 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from sagacity.approval_models import ApprovalDecision
-from sagacity.approval_policy import ApprovalRequirement
-from sagacity.approvals import approval_hash, approval_payload
-from sagacity.entry import EntryDraft, JournalEntry
-from sagacity.phases import Phase
-from sagacity.registry import ApproverRegistry
-from sagacity.signed_action import sign_action
-from sagacity.signing import SigningKey
-from sagacity.statements import now_text, request_statement, statement_bytes
-from sagacity.stores.base import JournalStore
+from sagacity.approval._judge import approval_hash, approval_payload
+from sagacity.approval._models import ApprovalDecision
+from sagacity.approval._policy import ApprovalRequirement
+from sagacity.approval._registry import ApproverRegistry
+from sagacity.approval._signed_action import sign_action
+from sagacity.approval._signing import SigningKey
+from sagacity.approval._statements import now_text, request_statement, statement_bytes
+from sagacity.journal._entry import EntryDraft, JournalEntry
+from sagacity.journal._phases import Phase
+from sagacity.stores._base import JournalStore
 
 from .saga_activity_env import RUN
 

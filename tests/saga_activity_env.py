@@ -13,9 +13,9 @@ from typing import Any
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from sagacity.activities.io_models import TOOL_FAILED, OutcomeKind, ToolOutcome
-from sagacity.entry import EntryDraft
-from sagacity.phases import Phase
+from sagacity.activities._models import TOOL_FAILED, OutcomeKind, ToolOutcome
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 
 RUN = "run-0001"
 """The run id of the saga's own (first) run in these tests."""

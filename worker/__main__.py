@@ -1,5 +1,5 @@
 """`python -m sagacity.worker` — the sagacity command line (same as the `sagacity` script)."""
 
-from sagacity.worker.cli import main
+from sagacity.worker.cli._main import main
 
 main()

@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
-from sagacity.errors import UnknownStoreURLError
-from sagacity.stores.base import Clock, JournalStore, next_entry, utc_now
-from sagacity.stores.memory import MemoryJournalStore
+from sagacity._errors import UnknownStoreURLError
+from sagacity.stores._base import Clock, JournalStore, next_entry, utc_now
+from sagacity.stores._memory import MemoryJournalStore
 
 __all__ = [
     "Clock",
@@ -30,11 +30,11 @@ def open_store(url: str, *, clock: Clock | None = None) -> JournalStore:
     if url == "memory://" or url.startswith("memory:"):
         return MemoryJournalStore(clock)
     if url.startswith("sqlite:"):
-        from sagacity.stores.sqlite import SqliteJournalStore
+        from sagacity.stores._sqlite import SqliteJournalStore
 
         return SqliteJournalStore.from_url(url, clock=clock)
     if url.startswith(("postgresql://", "postgres://")):
-        from sagacity.stores.postgres import PostgresJournalStore
+        from sagacity.stores._postgres import PostgresJournalStore
 
         return PostgresJournalStore.from_url(url, clock=clock)
     raise UnknownStoreURLError(

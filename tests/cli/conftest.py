@@ -24,10 +24,10 @@ from typer.testing import CliRunner, Result
 
 from sagacity.examples.orders import Shop
 from sagacity.stores import JournalStore, open_store
-from sagacity.toolbox import Toolbox
-from sagacity.worker.app import new_worker
-from sagacity.worker.cli import app
-from sagacity.workflows.models import PendingApproval, SagaInput, SagaResult
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker.cli._main import app
+from sagacity.workflows._models import PendingApproval, SagaInput, SagaResult
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

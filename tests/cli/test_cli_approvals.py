@@ -9,18 +9,18 @@ from datetime import UTC, datetime
 
 import pytest
 
-from sagacity.approvals import approval_hash
-from sagacity.entry import JournalEntry
-from sagacity.phases import SagaStatus
-from sagacity.worker.client import (
+from sagacity.approval._judge import approval_hash
+from sagacity.journal._entry import JournalEntry
+from sagacity.journal._phases import SagaStatus
+from sagacity.worker.client._actions import decide
+from sagacity.worker.client._client import (
     ApprovalRefusedError,
     PendingHashMismatchError,
     check_pending,
     saga_handle,
     saga_result,
 )
-from sagacity.worker.client_actions import decide
-from sagacity.workflows.models import PendingApproval, SagaInput, ToolCall
+from sagacity.workflows._models import PendingApproval, SagaInput, ToolCall
 
 from .conftest import CliHarness
 

@@ -11,11 +11,11 @@ import pytest
 import typer
 from typer.main import get_command
 
-from sagacity.entry import EntryDraft
-from sagacity.note_keys import NoteSigner
-from sagacity.phases import Phase
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import open_store
-from sagacity.worker.cli import app
+from sagacity.tlog._note_keys import NoteSigner
+from sagacity.worker.cli._main import app
 
 from .conftest import invoke_sync
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from sagacity.data_home import data_home, embedded_journal_url, ensure_private
-from sagacity.worker.settings import Settings
+from sagacity._data_home import data_home, embedded_journal_url, ensure_private
+from sagacity.worker._settings import Settings
 
 from .conftest import cli_env, invoke_sync, run_subprocess
 from .test_cli_server import process

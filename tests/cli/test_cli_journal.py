@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from sagacity.entry import EntryDraft
-from sagacity.phases import Phase
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import JournalStore, open_store
 
 from .conftest import Ran, cli_env, invoke_sync

@@ -10,8 +10,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from sagacity.note_keys import NoteSigner
-from sagacity.signing import SigningKey
+from sagacity.approval._signing import SigningKey
+from sagacity.tlog._note_keys import NoteSigner
 
 from .conftest import Ran, cli_env, invoke_sync
 from .test_cli_log import _journal

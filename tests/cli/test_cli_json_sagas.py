@@ -12,17 +12,17 @@ from typing import Any
 
 import pytest
 
-from sagacity.phases import Phase
-from sagacity.worker.client import (
+from sagacity.journal._phases import Phase
+from sagacity.worker.client._actions import send_update
+from sagacity.worker.client._client import (
     ApprovalRefusedError,
     UpdateFailedError,
     saga_handle,
     saga_result,
 )
-from sagacity.worker.client_actions import send_update
-from sagacity.worker.client_resolutions import ResolutionRefusedError
-from sagacity.worker.saga_client import SagaClient
-from sagacity.workflows.models import DecisionResult, SagaInput, ToolCall
+from sagacity.worker.client._resolutions import ResolutionRefusedError
+from sagacity.worker.client._saga_client import SagaClient
+from sagacity.workflows._models import DecisionResult, SagaInput, ToolCall
 
 from .conftest import CliHarness, Ran
 

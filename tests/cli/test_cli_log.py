@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sagacity.audit import entry_line
-from sagacity.chain import GENESIS, seal
-from sagacity.entry import EntryDraft
-from sagacity.note_keys import NoteSigner
-from sagacity.phases import Phase
+from sagacity.audit._export import entry_line
+from sagacity.journal._chain import GENESIS, seal
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import open_store
-from sagacity.stores.base import utc_now
+from sagacity.stores._base import utc_now
+from sagacity.tlog._note_keys import NoteSigner
 from tests.cli.conftest import cli_env, invoke_sync
 
 

@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from sagacity.approvals import approval_hash
+from sagacity.approval._judge import approval_hash
 from sagacity.examples.orders import Shop
 from sagacity.stores import open_store
-from sagacity.toolbox import Toolbox
-from sagacity.tools import tool
-from sagacity.worker.app import new_worker
+from sagacity.tools._decorators import tool
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
 
 from .conftest import CliHarness, Ran, cli_env, spawn_cli
 

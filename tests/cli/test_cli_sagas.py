@@ -11,12 +11,12 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from typer.testing import CliRunner
 
-from sagacity.approvals import approval_hash
-from sagacity.chain import verify_chain
-from sagacity.phases import Phase, SagaStatus
-from sagacity.worker.cli import app
-from sagacity.worker.client import saga_result
-from sagacity.workflows.models import SagaInput, ToolCall
+from sagacity.approval._judge import approval_hash
+from sagacity.journal._chain import verify_chain
+from sagacity.journal._phases import Phase, SagaStatus
+from sagacity.worker.cli._main import app
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._models import SagaInput, ToolCall
 
 from .conftest import CliHarness
 

@@ -22,7 +22,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from sagacity.examples.orders import Shop
-from sagacity.workflows.models import SagaInput, SagaResult, ToolCall
+from sagacity.workflows._models import SagaInput, SagaResult, ToolCall
 
 from .conftest import Ran, cli_env, invoke_sync, run_subprocess
 

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
-from sagacity.worker.client import (
+from sagacity.worker.client._client import (
     QUERY_TIMEOUT,
     NoWorkerError,
     SagaNotFoundError,
@@ -19,7 +19,7 @@ from sagacity.worker.client import (
     describe_saga,
     saga_handle,
 )
-from sagacity.worker.client_errors import translate
+from sagacity.worker.client._errors import translate
 
 from .conftest import CliHarness
 

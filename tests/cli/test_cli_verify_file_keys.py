@@ -11,11 +11,11 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from sagacity.audit import export_jsonl
-from sagacity.entry import EntryDraft
-from sagacity.note_keys import NoteSigner
-from sagacity.phases import Phase
+from sagacity.audit._export import export_jsonl
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import open_store
+from sagacity.tlog._note_keys import NoteSigner
 from tests.cli.conftest import cli_env, invoke_sync
 
 LOG = "acme/log"

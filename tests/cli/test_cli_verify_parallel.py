@@ -13,12 +13,12 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from sagacity.decision_audit import DecisionAudit
-from sagacity.entry import EntryDraft
-from sagacity.evidence_walk import audit_log, check_all
-from sagacity.phases import Phase
+from sagacity.audit._decisions import DecisionAudit
+from sagacity.audit._evidence_walk import audit_log, check_all
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import JournalStore, open_store
-from sagacity.worker.verify_parallel import auto_jobs, check_all_parallel
+from sagacity.worker.cli._verify_parallel import auto_jobs, check_all_parallel
 
 from .conftest import invoke_sync
 
@@ -145,8 +145,8 @@ def test_a_worker_that_died_is_a_journal_error_naming_the_way_out() -> None:
     from concurrent.futures import Future
     from concurrent.futures.process import BrokenProcessPool
 
-    from sagacity.errors import JournalError
-    from sagacity.worker.verify_parallel import _result
+    from sagacity._errors import JournalError
+    from sagacity.worker.cli._verify_parallel import _result
 
     died: Future[object] = Future()
     died.set_exception(BrokenProcessPool("a child process terminated abruptly"))

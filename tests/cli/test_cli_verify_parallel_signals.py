@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from sagacity.entry import EntryDraft
-from sagacity.phases import Phase
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import open_store
 
 from .conftest import REPO_ROOT, cli_env

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from sagacity.entry import EntryDraft
-from sagacity.note_keys import NoteSigner
-from sagacity.phases import Phase
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import JournalStore, open_store, utc_now
+from sagacity.tlog._note_keys import NoteSigner
 
 from .conftest import invoke_sync
 

@@ -3,9 +3,11 @@ what it is, naming the field and the character, and none for ordinary text."""
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
-from sagacity.worker.confusables import LOOKALIKES, char_name, payload_warnings
+from sagacity.text._confusables import LOOKALIKES, char_name, payload_warnings
 
 
 def warned(payload: object) -> list[tuple[str, str, str]]:
@@ -132,7 +134,7 @@ def test_non_string_values_and_ascii_are_ignored() -> None:
 
 def test_the_look_alike_table_maps_to_ascii_only_and_is_written_as_escapes() -> None:
     assert all(len(k) == 1 and not k.isascii() and v.isascii() for k, v in LOOKALIKES.items())
-    source = __import__("sagacity.worker.confusables").worker.confusables.__file__ or ""
+    source = importlib.import_module("sagacity.text._confusables").__file__ or ""
     with open(source, encoding="utf-8") as fh:
         text = fh.read()
     assert not any(char in text for char in LOOKALIKES)  # the file itself is not confusable

@@ -12,8 +12,8 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from sagacity.worker.settings import Settings
-from sagacity.workflows.inspection import SEARCH_ATTRIBUTES
+from sagacity.worker._settings import Settings
+from sagacity.workflows._inspection import SEARCH_ATTRIBUTES
 
 from .compose_file import (
     ROOT,

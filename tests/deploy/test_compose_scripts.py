@@ -31,16 +31,16 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from sagacity.audit import verify_store
-from sagacity.entry import EntryDraft
+from sagacity.audit._export import verify_store
 from sagacity.examples.orders import Shop
-from sagacity.phases import Phase
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import open_store
-from sagacity.toolbox import Toolbox
-from sagacity.worker.app import new_worker
-from sagacity.worker.devserver import temporal_cli_path
-from sagacity.workflows.inspection import SEARCH_ATTRIBUTES
-from sagacity.workflows.models import SagaInput, SagaResult, ToolCall
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker._devserver import temporal_cli_path
+from sagacity.workflows._inspection import SEARCH_ATTRIBUTES
+from sagacity.workflows._models import SagaInput, SagaResult, ToolCall
 
 from .compose_file import config_content, environment, interpolated, load_compose, script
 

@@ -21,7 +21,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 from typer.testing import CliRunner
 
-from sagacity.worker.cli import app
+from sagacity.worker.cli._main import app
 from tests.exit_crash import finished
 
 from .compose_file import ROOT

@@ -77,7 +77,7 @@ PROJECT = {
         from temporalio import workflow
 
         with workflow.unsafe.imports_passed_through():
-            from sagacity.workflows.saga import Saga
+            from sagacity.workflows._saga import Saga
 
 
         @workflow.defn
@@ -101,7 +101,7 @@ PROJECT = {
 
         from activities import Bank, receipt_text
         from sagacity import Toolbox, open_store
-        from sagacity.worker.plugin import SagacityPlugin
+        from sagacity.worker._plugin import SagacityPlugin
         from workflows import PayWorkflow
 
 
@@ -127,7 +127,7 @@ PROJECT = {
         import uuid
 
         import sagacity
-        from sagacity.worker.saga_client import SagaClient
+        from sagacity.worker.client._saga_client import SagaClient
         from workflows import PayWorkflow
 
 
@@ -187,7 +187,9 @@ def test_the_wheel_has_one_import_root(wheel: Path) -> None:
     assert roots == {"sagacity"}
     for sub in ("activities", "workflows", "worker", "examples"):
         assert f"sagacity/{sub}/__init__.py" in names
-    assert "sagacity/workflows/saga.py" in names and "sagacity/stores/migrations/" in "".join(names)
+    assert "sagacity/workflows/_saga.py" in names and "sagacity/stores/migrations/" in "".join(
+        names
+    )
 
 
 def _fresh_venv(where: Path, wheel: Path) -> Path:

@@ -13,8 +13,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from sagacity.examples.orders import Shop
 from sagacity.stores import JournalStore
-from sagacity.toolbox import Toolbox
-from sagacity.worker.app import new_worker
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
 
 from .toolkit import HangingLedger
 

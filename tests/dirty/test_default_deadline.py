@@ -12,16 +12,16 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from sagacity.audit import verify_store
+from sagacity.approval._resolutions import DEFAULT_DEADLINE_SECONDS
+from sagacity.audit._export import verify_store
 from sagacity.examples.orders import Shop
-from sagacity.phases import SagaStatus
-from sagacity.resolutions import DEFAULT_DEADLINE_SECONDS
+from sagacity.journal._phases import SagaStatus
 from sagacity.stores import open_store
-from sagacity.toolbox import Toolbox
-from sagacity.worker.app import new_worker
-from sagacity.worker.client import saga_result
-from sagacity.worker.devserver import start_time_skipping_server
-from sagacity.workflows.models import SagaInput, SagaResult, SagaView
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker._devserver import start_time_skipping_server
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._models import SagaInput, SagaResult, SagaView
 
 from ..workflows.helpers import CHARGE, RESERVE, SHIP_FAILS, eventually
 

@@ -11,11 +11,11 @@ import pytest
 from markdown_it import MarkdownIt
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 
-from sagacity.audit import verify_store
-from sagacity.phases import Phase, SagaStatus
-from sagacity.worker.client import saga_result
-from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
-from sagacity.workflows.models import (
+from sagacity.audit._export import verify_store
+from sagacity.journal._phases import Phase, SagaStatus
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
+from sagacity.workflows._models import (
     DirtyStep,
     ResolutionPolicy,
     ResolutionResult,
@@ -177,7 +177,7 @@ async def _pending_step(handle: WorkflowHandle[Any, SagaResult], step: int) -> s
 async def test_actions_are_bounded_but_an_acceptance_is_always_taken(saga, monkeypatch) -> None:
     """Each accepted action adds to the result and the history; past the cap only an
     acceptance is taken (the cap lowered to 2 here: the worker runs in this process)."""
-    from sagacity.workflows import human_desk
+    from sagacity.workflows import _human_desk as human_desk
 
     monkeypatch.setattr(human_desk, "MAX_ACTIONS", 2)
     saga.shop.set_fault("refund")

@@ -23,12 +23,7 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 from typer.testing import CliRunner
 
-from sagacity.audit import entry_line
-from sagacity.canonical import canonical_text
-from sagacity.chain import verify_chain
-from sagacity.entry import JournalEntry
-from sagacity.examples.orders import Shop
-from sagacity.passkeys import (
+from sagacity.approval._passkeys import (
     draft_options,
     enroll_passkey,
     new_challenge,
@@ -37,17 +32,22 @@ from sagacity.passkeys import (
     registration_options,
     verify_registration,
 )
-from sagacity.phases import Phase, SagaStatus
-from sagacity.registry import ApproverRegistry, EnrolledKey
-from sagacity.resolutions import Resolution
-from sagacity.signing import SigningKey
+from sagacity.approval._registry import ApproverRegistry, EnrolledKey
+from sagacity.approval._resolutions import Resolution
+from sagacity.approval._signing import SigningKey
+from sagacity.audit._export import entry_line
+from sagacity.examples.orders import Shop
+from sagacity.journal._canonical import canonical_text
+from sagacity.journal._chain import verify_chain
+from sagacity.journal._entry import JournalEntry
+from sagacity.journal._phases import Phase, SagaStatus
 from sagacity.stores import JournalStore
-from sagacity.toolbox import Toolbox
-from sagacity.worker.app import new_worker
-from sagacity.worker.cli import app
-from sagacity.worker.client import saga_result
-from sagacity.worker.saga_client import SagaClient
-from sagacity.workflows.models import ResolutionPolicy, ResolutionResult, SagaInput, SagaView
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker.cli._main import app
+from sagacity.worker.client._client import saga_result
+from sagacity.worker.client._saga_client import SagaClient
+from sagacity.workflows._models import ResolutionPolicy, ResolutionResult, SagaInput, SagaView
 
 from ..passkeys.soft_authenticator import SoftAuthenticator
 from ..passkeys.test_passkey_replay import PASSKEY_RESOLUTION_HISTORIES, replay_failure

@@ -16,24 +16,24 @@ import pytest
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
-from sagacity.audit import verify_store
-from sagacity.canonical import canonical_text
-from sagacity.chain import reseal, verify_chain
-from sagacity.decision_audit import DecisionAudit
-from sagacity.entry import JournalEntry
+from sagacity.approval._registry import ApproverRegistry, RegistryFile
+from sagacity.approval._resolutions import Resolution
+from sagacity.approval._signed_action import sign_action
+from sagacity.approval._signing import SigningKey, verify_signature
+from sagacity.approval._statements import statement_bytes
+from sagacity.audit._decisions import DecisionAudit
+from sagacity.audit._export import verify_store
 from sagacity.examples.orders import Shop
-from sagacity.phases import SagaStatus
-from sagacity.registry import ApproverRegistry, RegistryFile
-from sagacity.resolutions import Resolution
-from sagacity.signed_action import sign_action
-from sagacity.signing import SigningKey, verify_signature
-from sagacity.statements import statement_bytes
+from sagacity.journal._canonical import canonical_text
+from sagacity.journal._chain import reseal, verify_chain
+from sagacity.journal._entry import JournalEntry
+from sagacity.journal._phases import SagaStatus
 from sagacity.stores import JournalStore
-from sagacity.toolbox import Toolbox
-from sagacity.worker.app import new_worker
-from sagacity.worker.client import saga_result
-from sagacity.worker.saga_client import SagaClient
-from sagacity.workflows.models import (
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker.client._client import saga_result
+from sagacity.worker.client._saga_client import SagaClient
+from sagacity.workflows._models import (
     ResolutionPolicy,
     ResolutionResult,
     SagaInput,

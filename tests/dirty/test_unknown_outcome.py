@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from temporalio.client import WorkflowFailureError
 
-from sagacity.audit import verify_store
-from sagacity.phases import Phase, SagaStatus, StepStatus
-from sagacity.worker.client import saga_result
-from sagacity.worker.client_resolutions import ResolutionRefusedError
-from sagacity.worker.saga_client import SagaClient
-from sagacity.workflows.models import (
+from sagacity.audit._export import verify_store
+from sagacity.journal._phases import Phase, SagaStatus, StepStatus
+from sagacity.worker.client._client import saga_result
+from sagacity.worker.client._resolutions import ResolutionRefusedError
+from sagacity.worker.client._saga_client import SagaClient
+from sagacity.workflows._models import (
     DirtyStep,
     ResolutionPolicy,
     SagaInput,

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-from sagacity.tools import CompensationContext, ToolContext, compensable, compensation
+from sagacity.tools._decorators import CompensationContext, ToolContext, compensable, compensation
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS payments (key TEXT PRIMARY KEY, amount INTEGER, voided INTEGER);

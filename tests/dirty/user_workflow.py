@@ -5,8 +5,8 @@ from __future__ import annotations
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from sagacity.workflows.models import RequesterClaim, SagaOptions
-    from sagacity.workflows.saga import Saga
+    from sagacity.workflows._models import RequesterClaim, SagaOptions
+    from sagacity.workflows._saga import Saga
 
 
 @workflow.defn(name="DirtyOrder")

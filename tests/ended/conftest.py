@@ -19,9 +19,9 @@ from temporalio.testing import WorkflowEnvironment
 from sagacity.examples.order_workflow import Order, OrderWorkflow
 from sagacity.examples.orders import Shop
 from sagacity.stores import JournalStore, open_store
-from sagacity.toolbox import Toolbox
-from sagacity.worker.app import new_worker
-from sagacity.worker.saga_client import SagaClient
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker.client._saga_client import SagaClient
 from tests.cli.conftest import Ran, invoke_sync
 from tests.faults.conftest import pg_journal_url, pg_schema
 from tests.faults.support import eventually

@@ -10,7 +10,7 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
 
     from sagacity.examples.order_workflow import Order, OrderWorkflow
-    from sagacity.workflows.saga import start_child_saga
+    from sagacity.workflows._saga import start_child_saga
 
 
 class ParentInput(BaseModel):

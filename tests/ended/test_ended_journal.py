@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from sagacity.entry import EntryDraft
-from sagacity.phases import Phase
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import JournalStore, MemoryJournalStore, open_store
-from sagacity.worker.client import SagaSummary
-from sagacity.worker.ended_sagas import _ended, ended_json, live_lines, open_chains
+from sagacity.worker.client._client import SagaSummary
+from sagacity.worker.client._ended_sagas import _ended, ended_json, live_lines, open_chains
 
 
 def journal(store: JournalStore | None = None) -> JournalStore:

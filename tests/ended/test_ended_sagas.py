@@ -17,13 +17,13 @@ from temporalio.client import WorkflowFailureError
 
 from sagacity.examples.order_workflow import OrderWorkflow
 from sagacity.examples.orders import INITIAL_STOCK
-from sagacity.phases import Phase
-from sagacity.worker.client_resolutions import DirtyItem, NeedingHuman
-from sagacity.worker.ended_sagas import EndedSaga
+from sagacity.journal._phases import Phase
+from sagacity.worker.client._ended_sagas import EndedSaga
+from sagacity.worker.client._resolutions import DirtyItem, NeedingHuman
+from sagacity.worker.client._saga_client import SagaClient
+from sagacity.worker.client._saga_reset import NotEndedError
 from sagacity.worker.inbox import InboxConfig, create_app
-from sagacity.worker.inbox.source import SagaSource
-from sagacity.worker.saga_client import SagaClient
-from sagacity.worker.saga_reset import NotEndedError
+from sagacity.worker.inbox._source import SagaSource
 from tests.faults.support import assert_chain_closed, eventually, phases
 
 from .conftest import Ended, order

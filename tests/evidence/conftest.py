@@ -22,17 +22,17 @@ import pytest
 from psycopg import sql
 from temporalio.testing import WorkflowEnvironment
 
-from sagacity.chain import GENESIS, reseal
-from sagacity.entry import JournalEntry, render_timestamp
 from sagacity.examples.orders import Shop
-from sagacity.note_keys import NoteSigner
-from sagacity.phases import Phase
+from sagacity.journal._chain import GENESIS, reseal
+from sagacity.journal._entry import JournalEntry, render_timestamp
+from sagacity.journal._phases import Phase
 from sagacity.stores import JournalStore, open_store
-from sagacity.stores.base import utc_now
-from sagacity.toolbox import Toolbox
-from sagacity.worker.app import new_worker
-from sagacity.worker.client import saga_result
-from sagacity.workflows.models import SagaInput, SagaResult, ToolCall
+from sagacity.stores._base import utc_now
+from sagacity.tlog._note_keys import NoteSigner
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._models import SagaInput, SagaResult, ToolCall
 from tests.cli.conftest import Ran, invoke_sync
 
 CHARGE = ToolCall(tool="charge_card", args={"amount": 1_250, "currency": "EUR"})
@@ -131,7 +131,7 @@ class Tamperer:
 
 def payload_columns(e: JournalEntry) -> tuple[str, str, str, bytes]:
     """input_json, result_json, error_json and material as a store writes them: a row
-    keeps its payloads in its material only (sagacity.stores.stored_row)."""
+    keeps its payloads in its material only (sagacity.stores._stored_row)."""
     return "", "", "", e.material
 
 

@@ -12,10 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sagacity.chain import GENESIS, seal
-from sagacity.entry import EntryDraft, render_timestamp
-from sagacity.phases import Phase
-from sagacity.stores.base import utc_now
+from sagacity.journal._chain import GENESIS, seal
+from sagacity.journal._entry import EntryDraft, render_timestamp
+from sagacity.journal._phases import Phase
+from sagacity.stores._base import utc_now
 from tests.cli.conftest import cli_env
 from tests.evidence.conftest import EvidenceRig
 

@@ -11,8 +11,8 @@ import json
 import re
 from pathlib import Path
 
-from sagacity.phases import Phase
-from sagacity.recipe import decode_material
+from sagacity.journal._phases import Phase
+from sagacity.journal._recipe import decode_material
 from tests.evidence.conftest import EvidenceRig, hand_made
 
 

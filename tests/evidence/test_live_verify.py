@@ -23,9 +23,9 @@ import uuid
 
 from temporalio.client import WorkflowHandle
 
-from sagacity.phases import Phase
-from sagacity.worker.client import saga_result
-from sagacity.workflows.models import SagaResult
+from sagacity.journal._phases import Phase
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._models import SagaResult
 from tests.cli.conftest import Ran
 from tests.evidence.conftest import EvidenceRig, plan_for
 

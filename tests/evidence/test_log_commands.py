@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sagacity.phases import Phase
+from sagacity.journal._phases import Phase
 from tests.cli.conftest import Ran
 from tests.evidence.conftest import EvidenceRig, hand_made
 

@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from sagacity.audit import entry_line, export_jsonl
-from sagacity.chain import verify_chain
-from sagacity.checkpoint import sign_saga_checkpoint
-from sagacity.entry import EntryDraft
-from sagacity.note_keys import NoteSigner
-from sagacity.phases import Phase
-from sagacity.signed_note import SignedNote, parse_note
+from sagacity.audit._export import entry_line, export_jsonl
+from sagacity.journal._chain import verify_chain
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import open_store
-from sagacity.stores.base import utc_now
+from sagacity.stores._base import utc_now
+from sagacity.tlog._checkpoint import sign_saga_checkpoint
+from sagacity.tlog._note_keys import NoteSigner
+from sagacity.tlog._signed_note import SignedNote, parse_note
 from tests.evidence.conftest import EvidenceRig, hand_made, rewrite, updates
 
 

@@ -10,13 +10,13 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from sagacity.chain import GENESIS, reseal, seal, verify_chain
-from sagacity.checkpoint import sign_saga_checkpoint, sign_tree_head
-from sagacity.entry import EntryDraft, JournalEntry
-from sagacity.merkle import leaf_hash, nodes_completed, tree_root
-from sagacity.note_keys import NoteSigner
-from sagacity.phases import Phase
-from sagacity.stores.base import utc_now
+from sagacity.journal._chain import GENESIS, reseal, seal, verify_chain
+from sagacity.journal._entry import EntryDraft, JournalEntry
+from sagacity.journal._phases import Phase
+from sagacity.stores._base import utc_now
+from sagacity.tlog._checkpoint import sign_saga_checkpoint, sign_tree_head
+from sagacity.tlog._merkle import leaf_hash, nodes_completed, tree_root
+from sagacity.tlog._note_keys import NoteSigner
 from tests.evidence.conftest import EvidenceRig, insert_row
 
 

@@ -21,12 +21,12 @@ from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
-from sagacity.chain import verify_chain
 from sagacity.examples.orders import Shop
-from sagacity.phases import Phase
-from sagacity.toolbox import Toolbox
-from sagacity.worker.app import new_worker
-from sagacity.workflows.models import SagaResult
+from sagacity.journal._chain import verify_chain
+from sagacity.journal._phases import Phase
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.workflows._models import SagaResult
 from tests.evidence.conftest import (
     CHECKPOINT_EVERY,
     EvidenceRig,

@@ -22,7 +22,7 @@ from .support import WorkerProcesses, with_schema, worker_env
 @pytest.fixture
 def pg_schema(postgres_url: str) -> Iterator[str]:
     """A fresh schema for this test's journal, dropped afterwards (see the schema
-    parameter in sagacity/stores/postgres.py)."""
+    parameter in sagacity/stores/_postgres.py)."""
     schema = f"sagacity_faults_{uuid.uuid4().hex[:12]}"
     yield schema
     with psycopg.connect(postgres_url, autocommit=True) as conn:

@@ -23,15 +23,15 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 
-from sagacity.chain import verify_chain
-from sagacity.compensation import plan_compensation
-from sagacity.entry import EntryDraft, JournalEntry
+from sagacity.approval._registry_marks import JournaledMark
 from sagacity.examples.orders import Shop
-from sagacity.phases import Phase, SagaStatus
-from sagacity.registry_marks import JournaledMark
+from sagacity.journal._chain import verify_chain
+from sagacity.journal._entry import EntryDraft, JournalEntry
+from sagacity.journal._phases import Phase, SagaStatus
 from sagacity.stores import JournalStore
-from sagacity.stores.base import StepClaim
-from sagacity.workflows.models import SagaResult, ToolCall
+from sagacity.stores._base import StepClaim
+from sagacity.tools._compensation import plan_compensation
+from sagacity.workflows._models import SagaResult, ToolCall
 
 T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[2]

@@ -23,11 +23,11 @@ from temporalio.api.workflowservice.v1 import SignalWorkflowExecutionRequest
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
-from sagacity.approvals import approval_hash
-from sagacity.phases import Phase, SagaStatus
-from sagacity.worker.client import ApprovalRefusedError, saga_result
-from sagacity.worker.client_actions import decide
-from sagacity.workflows.models import DecisionResult, PendingApproval, SagaInput, SagaResult
+from sagacity.approval._judge import approval_hash
+from sagacity.journal._phases import Phase, SagaStatus
+from sagacity.worker.client._actions import decide
+from sagacity.worker.client._client import ApprovalRefusedError, saga_result
+from sagacity.workflows._models import DecisionResult, PendingApproval, SagaInput, SagaResult
 
 from .support import (
     CHARGE,

@@ -23,17 +23,23 @@ from temporalio.api.enums.v1 import EventType, TimeoutType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from sagacity.activities.io_models import ModelTurn, ModelTurnInput
-from sagacity.bounds import MAX_ARGS_BYTES
-from sagacity.errors import BoundsError
+from sagacity._errors import BoundsError
+from sagacity.activities._models import ModelTurn, ModelTurnInput
 from sagacity.examples.orders import INITIAL_STOCK, Shop
-from sagacity.phases import Phase, SagaStatus
+from sagacity.journal._bounds import MAX_ARGS_BYTES
+from sagacity.journal._phases import Phase, SagaStatus
 from sagacity.stores import JournalStore, open_store
-from sagacity.toolbox import Toolbox
-from sagacity.tools import CompensationContext, ToolContext, compensable, compensation, tool
-from sagacity.worker.app import new_worker
-from sagacity.worker.client import saga_result, start_saga
-from sagacity.workflows.models import (
+from sagacity.tools._decorators import (
+    CompensationContext,
+    ToolContext,
+    compensable,
+    compensation,
+    tool,
+)
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker.client._client import saga_result, start_saga
+from sagacity.workflows._models import (
     ModelSettings,
     ResolutionPolicy,
     SagaInput,
@@ -201,7 +207,7 @@ async def test_invalid_arguments_are_refused_before_anything_runs(
 
 
 async def test_three_megabyte_argument_in_a_plan_is_refused_at_start(bad: Harness) -> None:
-    """Over the per-call bound (sagacity.bounds.MAX_ARGS_BYTES): the client refuses it
+    """Over the per-call bound (sagacity.journal._bounds.MAX_ARGS_BYTES): the client refuses it
     before starting, naming the step and the limit; no saga exists, nothing is journaled.
     (A raw client meets the same bound in the workflow: tests/faults/test_hostile_inputs.)"""
     saga_id = f"huge-{uuid.uuid4().hex[:12]}"

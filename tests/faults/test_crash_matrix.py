@@ -29,21 +29,15 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from sagacity.approvals import approval_hash
+from sagacity.approval._judge import approval_hash
 from sagacity.examples.orders import INITIAL_STOCK, Shop
-from sagacity.phases import Phase, SagaStatus
+from sagacity.journal._phases import Phase, SagaStatus
 from sagacity.stores import JournalStore
-from sagacity.stores.postgres import lock_key
-from sagacity.worker.client import NoWorkerError, saga_result
-from sagacity.worker.saga_client import SagaClient
-from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN
-from sagacity.workflows.models import (
-    ResolutionPolicy,
-    SagaInput,
-    SagaResult,
-    SagaView,
-    ToolCall,
-)
+from sagacity.stores._postgres import lock_key
+from sagacity.worker.client._client import NoWorkerError, saga_result
+from sagacity.worker.client._saga_client import SagaClient
+from sagacity.workflows._inspection import SAGA_NEEDS_HUMAN
+from sagacity.workflows._models import ResolutionPolicy, SagaInput, SagaResult, SagaView, ToolCall
 
 from .support import (
     CHARGE,

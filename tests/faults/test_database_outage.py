@@ -30,13 +30,13 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from sagacity.examples.orders import Shop
-from sagacity.phases import SagaStatus
+from sagacity.journal._phases import SagaStatus
 from sagacity.stores import JournalStore, open_store
-from sagacity.toolbox import Toolbox
-from sagacity.tools import ToolContext, tool
-from sagacity.worker.app import new_worker
-from sagacity.worker.client import saga_result
-from sagacity.workflows.models import SagaInput, SagaResult, ToolCall
+from sagacity.tools._decorators import ToolContext, tool
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._models import SagaInput, SagaResult, ToolCall
 
 from .proxy import TcpProxy, target_of, through
 from .support import (

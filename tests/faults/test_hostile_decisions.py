@@ -19,19 +19,19 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailed
 from temporalio.common import RawValue
 from temporalio.testing import WorkflowEnvironment
 
-from sagacity.approvals import approval_hash
+from sagacity.approval._judge import approval_hash
 from sagacity.examples.orders import Shop
-from sagacity.phases import Phase, SagaStatus
+from sagacity.journal._phases import Phase, SagaStatus
 from sagacity.stores import JournalStore, open_store
-from sagacity.toolbox import Toolbox
-from sagacity.tools import ToolContext, compensable, compensation
-from sagacity.worker.app import new_worker
-from sagacity.worker.client import saga_result
-from sagacity.workflows.approval_gate import (
+from sagacity.tools._decorators import ToolContext, compensable, compensation
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._approval_gate import (
     REFUSALS_JOURNALED_ELSEWHERE,
     REFUSALS_JOURNALED_PER_STEP,
 )
-from sagacity.workflows.models import (
+from sagacity.workflows._models import (
     DecisionResult,
     PendingApproval,
     SagaInput,

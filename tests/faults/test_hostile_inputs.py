@@ -20,17 +20,17 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from sagacity.activities.io_models import ModelTurn, ModelTurnInput, ToolCall
-from sagacity.errors import BoundsError, ForgedStateError
+from sagacity._errors import BoundsError, ForgedStateError
+from sagacity.activities._models import ModelTurn, ModelTurnInput, ToolCall
 from sagacity.examples.orders import Shop
-from sagacity.phases import SagaStatus
+from sagacity.journal._phases import SagaStatus
 from sagacity.stores import JournalStore
-from sagacity.toolbox import Toolbox
-from sagacity.tools import irreversible, tool
-from sagacity.worker.app import new_worker
-from sagacity.worker.client import saga_result, start_saga
-from sagacity.workflows.models import SagaInput, SagaResult
-from sagacity.workflows.start_input import SagaInputError
+from sagacity.tools._decorators import irreversible, tool
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker.client._client import saga_result, start_saga
+from sagacity.workflows._models import SagaInput, SagaResult
+from sagacity.workflows._start_input import SagaInputError
 
 pytestmark = [pytest.mark.temporal, pytest.mark.postgres]
 
@@ -173,7 +173,7 @@ async def test_a_forged_carry_is_refused_at_start_and_no_refund_runs(hostile: Ha
     assert hostile.shop.calls("refund_card") == []
     assert hostile.shop.charges() == [charge] and not charge["refunded"]
     with pytest.raises(ForgedStateError):  # sagacity's client refuses it before starting
-        from sagacity.workflows.start_input import check_start_fields
+        from sagacity.workflows._start_input import check_start_fields
 
         check_start_fields(forged)
 

@@ -10,15 +10,15 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from sagacity.activities import NOT_THE_SAGAS_RUN, SagaActivities
-from sagacity.activities.io_models import CompensateInput, RunToolInput, ToolCall
-from sagacity.entry import EntryDraft
+from sagacity.activities._models import CompensateInput, RunToolInput, ToolCall
 from sagacity.examples.orders import Shop
-from sagacity.phases import Phase, SagaStatus
-from sagacity.stores.memory import MemoryJournalStore
-from sagacity.toolbox import Toolbox
-from sagacity.worker.client import saga_result
-from sagacity.workflows.approval_gate import CANCELLED_ACTOR, FAILED_ACTOR
-from sagacity.workflows.models import SagaInput
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase, SagaStatus
+from sagacity.stores._memory import MemoryJournalStore
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._approval_gate import CANCELLED_ACTOR, FAILED_ACTOR
+from sagacity.workflows._models import SagaInput
 
 from ..saga_activity_env import opening, saga_env
 from ..workflows.helpers import RESERVE, WIRE, entries_of

@@ -21,14 +21,14 @@ from psycopg import sql
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from sagacity.approvals import approval_hash
+from sagacity.approval._judge import approval_hash
 from sagacity.examples.orders import Shop
-from sagacity.phases import SagaStatus
+from sagacity.journal._phases import SagaStatus
 from sagacity.stores import JournalStore
-from sagacity.toolbox import Toolbox
-from sagacity.worker.app import new_worker
-from sagacity.worker.client import saga_result
-from sagacity.workflows.models import SagaInput, SagaResult
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._models import SagaInput, SagaResult
 
 from .support import (
     CHARGE,

@@ -39,18 +39,18 @@ from sagacity.activities import (
     SAGA_ACTIVITY_TYPES,
     WORKER_IDENTITY,
 )
-from sagacity.approval_models import ApprovalDecision
-from sagacity.approvals import approval_hash, approval_payload
+from sagacity.approval._judge import approval_hash, approval_payload
+from sagacity.approval._models import ApprovalDecision
+from sagacity.approval._registry import ApproverRegistry
+from sagacity.approval._signed_action import sign_action
+from sagacity.approval._signing import SigningKey
 from sagacity.examples.orders import INITIAL_STOCK, Shop
-from sagacity.phases import SagaStatus
-from sagacity.registry import ApproverRegistry
-from sagacity.signed_action import sign_action
-from sagacity.signing import SigningKey
+from sagacity.journal._phases import SagaStatus
 from sagacity.stores import JournalStore, open_store
-from sagacity.toolbox import Toolbox
-from sagacity.worker.app import new_worker
-from sagacity.worker.saga_client import SagaClient
-from sagacity.workflows.models import SagaInput, ToolCall
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker.client._saga_client import SagaClient
+from sagacity.workflows._models import SagaInput, ToolCall
 
 pytestmark = [pytest.mark.temporal, pytest.mark.timeout(120)]
 

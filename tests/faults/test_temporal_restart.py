@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from sagacity.examples.orders import Shop
-from sagacity.phases import SagaStatus
+from sagacity.journal._phases import SagaStatus
 from sagacity.stores import JournalStore
-from sagacity.worker.client import saga_result
-from sagacity.worker.devserver import start_dev_server
-from sagacity.workflows.models import SagaInput, SagaResult
+from sagacity.worker._devserver import start_dev_server
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._models import SagaInput, SagaResult
 
 from .support import (
     CHARGE,

@@ -21,9 +21,9 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from sagacity.worker.client import saga_result
-from sagacity.worker.client_errors import translate
-from sagacity.worker.update_delivery import execute_update, workflow_not_ready
+from sagacity.worker.client._client import saga_result
+from sagacity.worker.client._errors import translate
+from sagacity.worker.client._update_delivery import execute_update, workflow_not_ready
 
 
 class Hold:

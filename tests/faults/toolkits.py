@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from sagacity.examples.orders import Shop, shop_path
-from sagacity.toolbox import Toolbox
-from sagacity.tools import CompensationContext, ToolContext, compensable, compensation
+from sagacity.tools._decorators import CompensationContext, ToolContext, compensable, compensation
+from sagacity.tools._toolbox import Toolbox
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS payments (

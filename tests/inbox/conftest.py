@@ -23,18 +23,18 @@ from typing import Any
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from sagacity.approval_policy import ApprovalPolicy
-from sagacity.enrollment_codes import issue_code
+from sagacity.approval._enrollment_codes import issue_code
+from sagacity.approval._policy import ApprovalPolicy
+from sagacity.approval._registry import ApproverRegistry
+from sagacity.approval._signing import SigningKey
 from sagacity.examples.orders import Shop
-from sagacity.registry import ApproverRegistry
-from sagacity.signing import SigningKey
 from sagacity.stores import JournalStore, open_store
-from sagacity.toolbox import Toolbox
-from sagacity.tools import ToolContext, irreversible
-from sagacity.worker.app import new_worker
-from sagacity.worker.inbox.server import InboxOptions, RunningInbox, start_inbox
-from sagacity.worker.inbox.source import SagaSource
-from sagacity.worker.saga_client import SagaClient
+from sagacity.tools._decorators import ToolContext, irreversible
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker.client._saga_client import SagaClient
+from sagacity.worker.inbox._server import InboxOptions, RunningInbox, start_inbox
+from sagacity.worker.inbox._source import SagaSource
 
 from ..browser import CHROMIUM_FLAGS
 

@@ -10,19 +10,19 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from sagacity.approval_models import ApprovalDecision
-from sagacity.approvals import approval_hash
-from sagacity.canonical import canonical_text
-from sagacity.chain import VerifyReport
-from sagacity.entry import JournalEntry
-from sagacity.resolutions import Resolution
-from sagacity.signed_action import SignedAction
-from sagacity.worker.client import PendingItem, SagaNotFoundError, SagaSummary
-from sagacity.worker.client_resolutions import DirtyItem
-from sagacity.worker.inbox.source import Approval
-from sagacity.worker.pending_list import PendingPage, SagaScope
-from sagacity.worker.saga_client import Review
-from sagacity.workflows.models import DecisionResult, PendingApproval, ResolutionResult
+from sagacity.approval._judge import approval_hash
+from sagacity.approval._models import ApprovalDecision
+from sagacity.approval._resolutions import Resolution
+from sagacity.approval._signed_action import SignedAction
+from sagacity.journal._canonical import canonical_text
+from sagacity.journal._chain import VerifyReport
+from sagacity.journal._entry import JournalEntry
+from sagacity.worker.client._client import PendingItem, SagaNotFoundError, SagaSummary
+from sagacity.worker.client._pending_list import PendingPage, SagaScope
+from sagacity.worker.client._resolutions import DirtyItem
+from sagacity.worker.client._saga_client import Review
+from sagacity.worker.inbox._source import Approval
+from sagacity.workflows._models import DecisionResult, PendingApproval, ResolutionResult
 
 
 def pending_of(saga_id: str, tool: str, payload: dict[str, Any]) -> PendingApproval:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sagacity.worker.inbox.formatting import (
+from sagacity.worker.inbox._formatting import (
     Cell,
     amount_unit,
     group_thousands,

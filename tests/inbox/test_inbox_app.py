@@ -14,12 +14,12 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
-from sagacity.errors import SagacityError
-from sagacity.worker.cli import app as cli_app
-from sagacity.worker.client import SagaNotFoundError, TemporalUnavailableError
+from sagacity._errors import SagacityError
+from sagacity.worker.cli._main import app as cli_app
+from sagacity.worker.client._client import SagaNotFoundError, TemporalUnavailableError
 from sagacity.worker.inbox import InboxConfig, create_app
-from sagacity.worker.inbox.security import CSP, RemoteBindError, check_bind
-from sagacity.worker.inbox.server import InboxOptions, inbox_config
+from sagacity.worker.inbox._security import CSP, RemoteBindError, check_bind
+from sagacity.worker.inbox._server import InboxOptions, inbox_config
 
 from .fake_source import FakeSource, pending_of
 

@@ -22,14 +22,14 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from sagacity.audit import entry_line
-from sagacity.canonical import canonical_text
-from sagacity.chain import reseal, verify_chain
-from sagacity.entry import JournalEntry
-from sagacity.phases import Phase, SagaStatus
-from sagacity.registry import ApproverRegistry
-from sagacity.worker.cli import app
-from sagacity.workflows.models import ResolutionPolicy, SagaInput, ToolCall
+from sagacity.approval._registry import ApproverRegistry
+from sagacity.audit._export import entry_line
+from sagacity.journal._canonical import canonical_text
+from sagacity.journal._chain import reseal, verify_chain
+from sagacity.journal._entry import JournalEntry
+from sagacity.journal._phases import Phase, SagaStatus
+from sagacity.worker.cli._main import app
+from sagacity.workflows._models import ResolutionPolicy, SagaInput, ToolCall
 
 from ..workflows.helpers import entries_of, eventually
 from .conftest import Browser, InboxStack, screenshot, screenshot_on_failure
@@ -336,7 +336,7 @@ async def test_the_cookie_another_local_port_receives_is_only_a_session_id(
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from sagacity.passkey_models import b64url
+    from sagacity.approval._passkey_models import b64url
 
     from ..passkeys.soft_authenticator import SoftAuthenticator
     from .conftest import free_port

@@ -21,10 +21,10 @@ import pytest
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
-from sagacity.enrollment_codes import MAX_WRONG_TRIES, codes_path, issue_code
-from sagacity.registry import ApproverRegistry
-from sagacity.signing import SigningKey
-from sagacity.worker.cli import app as cli_app
+from sagacity.approval._enrollment_codes import MAX_WRONG_TRIES, codes_path, issue_code
+from sagacity.approval._registry import ApproverRegistry
+from sagacity.approval._signing import SigningKey
+from sagacity.worker.cli._main import app as cli_app
 from sagacity.worker.inbox import InboxConfig, create_app
 
 from ..passkeys.soft_authenticator import SoftAuthenticator

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from sagacity.worker.inbox.listening import InboxStartError, check_port
-from sagacity.worker.inbox.server import InboxOptions, start_inbox
+from sagacity.worker.inbox._listening import InboxStartError, check_port
+from sagacity.worker.inbox._server import InboxOptions, start_inbox
 
 from .conftest import free_port
 from .fake_source import FakeSource

@@ -13,11 +13,11 @@ import pytest
 import requests
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
-from sagacity.worker import client as api
-from sagacity.worker.inbox.server import InboxOptions, start_inbox
-from sagacity.worker.inbox.source import SagaSource
-from sagacity.worker.pending_list import SagaScope, pending_page
-from sagacity.workflows.models import SagaInput, ToolCall
+from sagacity.worker.client import _client as api
+from sagacity.worker.client._pending_list import SagaScope, pending_page
+from sagacity.worker.inbox._server import InboxOptions, start_inbox
+from sagacity.worker.inbox._source import SagaSource
+from sagacity.workflows._models import SagaInput, ToolCall
 
 from ..workflows.helpers import eventually
 from .conftest import InboxStack, free_port

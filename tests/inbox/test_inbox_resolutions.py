@@ -18,15 +18,15 @@ from pydantic import BaseModel
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
-from sagacity.passkey_check import PasskeyFailure, check_assertion, statement_challenge
-from sagacity.passkey_models import b64url
-from sagacity.registry import ApproverRegistry, EnrolledKey
-from sagacity.resolutions import Resolution
-from sagacity.signed_action import SignedAction
-from sagacity.worker.cli import app as cli_app
-from sagacity.worker.client_resolutions import DirtyItem, ResolutionRefusedError
+from sagacity.approval._passkey_check import PasskeyFailure, check_assertion, statement_challenge
+from sagacity.approval._passkey_models import b64url
+from sagacity.approval._registry import ApproverRegistry, EnrolledKey
+from sagacity.approval._resolutions import Resolution
+from sagacity.approval._signed_action import SignedAction
+from sagacity.worker.cli._main import app as cli_app
+from sagacity.worker.client._resolutions import DirtyItem, ResolutionRefusedError
 from sagacity.worker.inbox import InboxConfig, create_app
-from sagacity.workflows.models import DirtyStep
+from sagacity.workflows._models import DirtyStep
 
 from ..passkeys.soft_authenticator import SoftAuthenticator
 from ..passkeys.test_passkey_checks import ORIGIN, RP, enroll

@@ -24,13 +24,13 @@ import pytest
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from sagacity.activities.openai_model import OpenAIChatModel
+from sagacity.activities._openai_model import OpenAIChatModel
 from sagacity.examples.orders import Shop
 from sagacity.stores import JournalStore
-from sagacity.toolbox import Toolbox
-from sagacity.worker.app import new_worker
-from sagacity.worker.client import saga_result
-from sagacity.workflows.models import ModelSettings, SagaInput, SagaResult
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._models import ModelSettings, SagaInput, SagaResult
 
 _ids = itertools.count(1)
 

@@ -9,8 +9,12 @@ from typing import Any
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from sagacity.activities.io_models import ChatMessage, ModelSettings, ModelTurnInput, ToolCall
-from sagacity.activities.openai_model import INVALID_ARGUMENTS_KEY, OpenAIChatModel, parse_arguments
+from sagacity.activities._models import ChatMessage, ModelSettings, ModelTurnInput, ToolCall
+from sagacity.activities._openai_model import (
+    INVALID_ARGUMENTS_KEY,
+    OpenAIChatModel,
+    parse_arguments,
+)
 
 from .conftest import ChatServer, Reply, call, completion, error
 

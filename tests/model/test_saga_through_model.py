@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sagacity.chain import verify_chain
-from sagacity.phases import SagaStatus
-from sagacity.worker.client import saga_result
+from sagacity.journal._chain import verify_chain
+from sagacity.journal._phases import SagaStatus
+from sagacity.worker.client._client import saga_result
 from tests.workflows.helpers import entries_of, phases
 from tests.workflows.test_approval_flows import decision, pending
 

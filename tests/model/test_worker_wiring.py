@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sagacity.worker.run import OPENAI_BASE_URL, openai_model
-from sagacity.worker.settings import Settings
+from sagacity.worker._run import OPENAI_BASE_URL, openai_model
+from sagacity.worker._settings import Settings
 
 
 def test_no_openai_settings_no_provider(monkeypatch: pytest.MonkeyPatch) -> None:

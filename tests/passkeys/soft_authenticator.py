@@ -14,7 +14,7 @@ import cbor2
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
-from sagacity.passkey_models import b64url
+from sagacity.approval._passkey_models import b64url
 
 FLAG_UP, FLAG_UV, FLAG_AT = 0x01, 0x04, 0x40
 

@@ -15,17 +15,16 @@ import cbor2
 import pytest
 from pydantic import ValidationError
 
-from sagacity.approval_models import (
+from sagacity.approval._judge import judge, parse_decision
+from sagacity.approval._models import (
     ApprovalDecision,
     ApprovalRequest,
     Refusal,
     RefusalReason,
     Verdict,
 )
-from sagacity.approval_policy import ApprovalRequirement
-from sagacity.approvals import judge, parse_decision
-from sagacity.passkey_models import b64url
-from sagacity.passkeys import (
+from sagacity.approval._passkey_models import b64url
+from sagacity.approval._passkeys import (
     PasskeyAssertionError,
     PasskeyDraft,
     PasskeyFailure,
@@ -39,10 +38,11 @@ from sagacity.passkeys import (
     registration_options,
     verify_registration,
 )
-from sagacity.registry import ApproverRegistry, EnrolledKey, KeyLookup, RegistryError
-from sagacity.signed_action import sign_action
-from sagacity.signed_checks import JudgeContext
-from sagacity.signing import SigningKey
+from sagacity.approval._policy import ApprovalRequirement
+from sagacity.approval._registry import ApproverRegistry, EnrolledKey, KeyLookup, RegistryError
+from sagacity.approval._signed_action import sign_action
+from sagacity.approval._signed_checks import JudgeContext
+from sagacity.approval._signing import SigningKey
 
 from .soft_authenticator import SoftAuthenticator
 
@@ -386,7 +386,7 @@ def test_flags_record_user_verification_and_the_counter() -> None:
 def test_keys_list_names_a_passkey_and_its_rp(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from sagacity.worker.cli import app
+    from sagacity.worker.cli._main import app
 
     path = tmp_path / "approvers.json"
     ed = SigningKey.generate("bob")

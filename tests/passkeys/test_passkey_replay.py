@@ -14,7 +14,7 @@ from temporalio import workflow
 from temporalio.client import WorkflowHistory
 
 with workflow.unsafe.imports_passed_through():
-    from sagacity.workflows.agent_saga import AgentSagaWorkflow
+    from sagacity.workflows._agent_saga import AgentSagaWorkflow
     from tests.histories import PASSKEY_DECISIONS as PASSKEY_HISTORIES
     from tests.histories import PASSKEY_RESOLUTIONS as PASSKEY_RESOLUTION_HISTORIES
     from tests.workflows.test_replay import _replay_failure

@@ -10,18 +10,18 @@ from typing import Any
 
 import pytest
 
-from sagacity.approval_models import Refusal, RefusalReason, Verdict
-from sagacity.passkey_check import statement_challenge
-from sagacity.passkey_models import b64url
-from sagacity.passkeys import (
+from sagacity.approval._models import Refusal, RefusalReason, Verdict
+from sagacity.approval._passkey_check import statement_challenge
+from sagacity.approval._passkey_models import b64url
+from sagacity.approval._passkeys import (
     PasskeyAssertionError,
     PasskeyDraft,
     draft_options,
     passkey_draft,
     passkey_signed,
 )
-from sagacity.registry import ApproverRegistry, EnrolledKey, KeyLookup
-from sagacity.resolutions import (
+from sagacity.approval._registry import ApproverRegistry, EnrolledKey, KeyLookup
+from sagacity.approval._resolutions import (
     DeskView,
     DirtyKind,
     Resolution,
@@ -30,8 +30,8 @@ from sagacity.resolutions import (
     judge_resolution,
     parse_resolution,
 )
-from sagacity.signed_action import sign_action
-from sagacity.signing import SigningKey
+from sagacity.approval._signed_action import sign_action
+from sagacity.approval._signing import SigningKey
 
 from .soft_authenticator import SoftAuthenticator
 from .test_passkey_checks import NOW, ORIGIN, RP, enroll

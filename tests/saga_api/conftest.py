@@ -13,9 +13,9 @@ from temporalio.testing import WorkflowEnvironment
 from sagacity.examples.order_workflow import OrderWorkflow
 from sagacity.examples.orders import Shop
 from sagacity.stores import JournalStore
-from sagacity.toolbox import Toolbox
-from sagacity.worker.app import new_worker
-from sagacity.worker.saga_client import SagaClient
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker.client._saga_client import SagaClient
 from tests.faults.conftest import pg_journal_url, pg_schema, pg_store, shop, workers
 from tests.workflows.user_workflows import (
     CallsAfterTheBlock,

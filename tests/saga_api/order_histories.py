@@ -22,7 +22,7 @@ from typing import Any
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
 from sagacity.examples.order_workflow import Order, OrderWorkflow
-from sagacity.worker.saga_client import SagaClient
+from sagacity.worker.client._saga_client import SagaClient
 from tests.histories import SAGA_API
 
 HISTORIES = SAGA_API
@@ -91,7 +91,7 @@ FLOWS: dict[str, Callable[[SagaClient, str], Awaitable[Handle]]] = {
 async def record(names: list[str], out: Path = HISTORIES) -> None:
     from sagacity.examples.orders import Shop
     from sagacity.stores import open_store
-    from sagacity.worker.devserver import start_dev_server
+    from sagacity.worker._devserver import start_dev_server
 
     out.mkdir(parents=True, exist_ok=True)
     env = await start_dev_server()
@@ -109,8 +109,8 @@ async def record(names: list[str], out: Path = HISTORIES) -> None:
 
 
 async def _record_one(client: Client, store: Any, shop: Any, name: str, out: Path) -> None:
-    from sagacity.toolbox import Toolbox
-    from sagacity.worker.app import new_worker
+    from sagacity.tools._toolbox import Toolbox
+    from sagacity.worker._app import new_worker
 
     task_queue = f"record-{uuid.uuid4().hex[:8]}"
     worker = new_worker(

@@ -14,12 +14,12 @@ from temporalio.testing import WorkflowEnvironment
 
 from sagacity.examples.order_workflow import FINANCE, Order, OrderWorkflow
 from sagacity.examples.orders import INITIAL_STOCK, Shop
-from sagacity.phases import Phase, SagaStatus
+from sagacity.journal._phases import Phase, SagaStatus
 from sagacity.stores import JournalStore
-from sagacity.worker.client import NoWorkerError
-from sagacity.worker.client_resolutions import ResolutionRefusedError
-from sagacity.worker.saga_client import SagaClient
-from sagacity.workflows.models import DirtyStep, SagaOptions
+from sagacity.worker.client._client import NoWorkerError
+from sagacity.worker.client._resolutions import ResolutionRefusedError
+from sagacity.worker.client._saga_client import SagaClient
+from sagacity.workflows._models import DirtyStep, SagaOptions
 from tests.faults.support import (
     WorkerProcesses,
     assert_chain_closed,

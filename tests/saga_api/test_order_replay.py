@@ -10,7 +10,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
 from sagacity.examples.order_workflow import OrderWorkflow
-from sagacity.worker.plugin import SagacityPlugin
+from sagacity.worker._plugin import SagacityPlugin
 from tests.saga_api.order_histories import FLOWS, HISTORIES
 from tests.workflows.user_workflows import ForgetsToCompensate
 

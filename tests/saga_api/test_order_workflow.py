@@ -10,11 +10,11 @@ import pytest
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import CancelledError
 
-from sagacity.approvals import approval_hash
+from sagacity.approval._judge import approval_hash
 from sagacity.examples.order_workflow import Order, OrderWorkflow, Receipt
 from sagacity.examples.orders import INITIAL_STOCK
-from sagacity.phases import Phase, SagaStatus
-from sagacity.workflows.inspection import SAGA_STATUS
+from sagacity.journal._phases import Phase, SagaStatus
+from sagacity.workflows._inspection import SAGA_STATUS
 from tests.faults.support import (
     assert_chain_closed,
     assert_executed_ran_once,
@@ -107,7 +107,7 @@ async def test_the_wire_waits_and_runs_with_the_approved_payload(orders: Orders)
 
 async def test_an_approver_not_allowed_is_refused_and_journaled(orders: Orders) -> None:
     """The order names its own approver; the workflow's list (FINANCE) decides."""
-    from sagacity.worker.client import ApprovalRefusedError
+    from sagacity.worker.client._client import ApprovalRefusedError
 
     handle = await start(orders, order(supplier_iban=IBAN, options={"approvers": ["mallory"]}))
     await awaiting(orders, handle.id)

@@ -12,9 +12,9 @@ import pytest
 from temporalio.client import WorkflowFailureError, WorkflowUpdateStage
 from temporalio.exceptions import ApplicationError
 
-from sagacity.phases import StepStatus
-from sagacity.tools import ToolKind
-from sagacity.workflows.models import SagaState, StepReport
+from sagacity.journal._phases import StepStatus
+from sagacity.tools._decorators import ToolKind
+from sagacity.workflows._models import SagaState, StepReport
 from tests.faults.support import assert_chain_closed, eventually, phases
 from tests.workflows.user_workflows import (
     CallsAfterTheBlock,
@@ -130,7 +130,7 @@ async def test_a_call_after_the_block_is_refused(orders: Orders) -> None:
 
 
 async def test_a_saga_not_opened_yet_says_so(orders: Orders) -> None:
-    from sagacity.worker.client import SagaNotOpenError
+    from sagacity.worker.client._client import SagaNotOpenError
 
     handle = await orders.client.start_workflow(OpensLater.run, saga_id=orders.new_id())
     with pytest.raises(SagaNotOpenError, match="has not opened yet"):

@@ -11,10 +11,10 @@ from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
 from sagacity.examples.orders import INITIAL_STOCK
-from sagacity.phases import SagaStatus, StepStatus
-from sagacity.tools import ToolKind
-from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN
-from sagacity.workflows.models import SagaResult, SagaState, StepReport
+from sagacity.journal._phases import SagaStatus, StepStatus
+from sagacity.tools._decorators import ToolKind
+from sagacity.workflows._inspection import SAGA_NEEDS_HUMAN
+from sagacity.workflows._models import SagaResult, SagaState, StepReport
 from tests.faults.support import assert_chain_closed, phases
 from tests.workflows.user_workflows import (
     ForgetsHandover,

@@ -9,8 +9,8 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
 
-    from sagacity.workflows.models import RequesterClaim, SagaOptions, SagaState
-    from sagacity.workflows.saga import Saga
+    from sagacity.workflows._models import RequesterClaim, SagaOptions, SagaState
+    from sagacity.workflows._saga import Saga
 
 
 class PayInput(BaseModel):

@@ -26,20 +26,20 @@ import pytest
 from psycopg import sql
 from typer.testing import CliRunner
 
-from sagacity.approval_policy import ApprovalPolicy, ArgRule
-from sagacity.audit import verify_store
-from sagacity.phases import SagaStatus
-from sagacity.registry import ApproverRegistry
-from sagacity.signing import SigningKey
+from sagacity.approval._policy import ApprovalPolicy, ArgRule
+from sagacity.approval._registry import ApproverRegistry
+from sagacity.approval._signing import SigningKey
+from sagacity.audit._export import verify_store
+from sagacity.journal._phases import SagaStatus
 from sagacity.stores import JournalStore, open_store
-from sagacity.toolbox import Toolbox
-from sagacity.tools import ToolContext, irreversible
-from sagacity.worker.app import new_worker
-from sagacity.worker.cli import app as cli_app
-from sagacity.worker.inbox.server import InboxOptions, start_inbox
-from sagacity.worker.inbox.source import SagaSource
-from sagacity.worker.saga_client import SagaClient
-from sagacity.workflows.models import SagaInput, ToolCall
+from sagacity.tools._decorators import ToolContext, irreversible
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker.cli._main import app as cli_app
+from sagacity.worker.client._saga_client import SagaClient
+from sagacity.worker.inbox._server import InboxOptions, start_inbox
+from sagacity.worker.inbox._source import SagaSource
+from sagacity.workflows._models import SagaInput, ToolCall
 
 from ..workflows.helpers import entries_of
 

@@ -15,11 +15,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from sagacity.approval_models import ApprovalDecision
-from sagacity.audit import entry_line
-from sagacity.canonical import canonical_text
-from sagacity.chain import verify_chain
-from sagacity.passkeys import (
+from sagacity.approval._models import ApprovalDecision
+from sagacity.approval._passkeys import (
     draft_options,
     enroll_passkey,
     new_challenge,
@@ -28,14 +25,17 @@ from sagacity.passkeys import (
     registration_options,
     verify_registration,
 )
-from sagacity.phases import Phase, SagaStatus
-from sagacity.registry import EnrolledKey
+from sagacity.approval._registry import EnrolledKey
+from sagacity.audit._export import entry_line
+from sagacity.journal._canonical import canonical_text
+from sagacity.journal._chain import verify_chain
+from sagacity.journal._phases import Phase, SagaStatus
 from sagacity.stores import JournalStore
-from sagacity.toolbox import Toolbox
-from sagacity.worker.app import new_worker
-from sagacity.worker.cli import app
-from sagacity.worker.client import ApprovalRefusedError
-from sagacity.workflows.models import PendingApproval
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker.cli._main import app
+from sagacity.worker.client._client import ApprovalRefusedError
+from sagacity.workflows._models import PendingApproval
 
 from ..passkeys.soft_authenticator import SoftAuthenticator
 from ..passkeys.test_passkey_replay import PASSKEY_HISTORIES, replay_failure
@@ -156,7 +156,7 @@ async def test_a_passkey_approval_completes_the_saga_and_verify_file_checks_it(
 
     # A passkey that is not in the registry given.
     other = tmp_path / "other.json"
-    from sagacity.registry import ApproverRegistry
+    from sagacity.approval._registry import ApproverRegistry
 
     ApproverRegistry.load(bench.registry_file).model_copy(
         update={

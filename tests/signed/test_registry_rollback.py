@@ -18,23 +18,23 @@ from typing import Any
 import pytest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
-from sagacity.approval_models import ApprovalDecision
-from sagacity.approval_policy import ApprovalPolicy
-from sagacity.approvals import approval_hash
-from sagacity.entry import JournalEntry
+from sagacity.approval._judge import approval_hash
+from sagacity.approval._models import ApprovalDecision
+from sagacity.approval._policy import ApprovalPolicy
+from sagacity.approval._registry import ApproverRegistry, RegistryRolledBackError
+from sagacity.approval._registry_marks import RegistryMark, top_mark
+from sagacity.approval._signed_action import sign_action
+from sagacity.approval._signing import SigningKey
+from sagacity.approval._statements import signed_request
 from sagacity.examples.orders import INITIAL_STOCK, Shop
-from sagacity.phases import Phase, SagaStatus
-from sagacity.registry import ApproverRegistry, RegistryRolledBackError
-from sagacity.registry_marks import RegistryMark, top_mark
-from sagacity.signed_action import sign_action
-from sagacity.signing import SigningKey
-from sagacity.statements import signed_request
+from sagacity.journal._entry import JournalEntry
+from sagacity.journal._phases import Phase, SagaStatus
 from sagacity.stores import JournalStore, open_store
-from sagacity.toolbox import Toolbox
-from sagacity.tools import irreversible
-from sagacity.worker.app import new_worker
-from sagacity.worker.saga_client import SagaClient
-from sagacity.workflows.models import RequesterClaim, SagaInput, ToolCall
+from sagacity.tools._decorators import irreversible
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker.client._saga_client import SagaClient
+from sagacity.workflows._models import RequesterClaim, SagaInput, ToolCall
 
 from ..faults.support import WorkerProcesses, worker_env
 from ..workflows.helpers import eventually

@@ -15,25 +15,25 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 from typer.testing import CliRunner
 
-from sagacity.approval_models import ApprovalDecision
-from sagacity.approval_policy import ApprovalPolicy, ArgRule
-from sagacity.audit import entry_line, verify_jsonl
-from sagacity.chain import reseal, verify_chain
-from sagacity.decision_audit import DecisionAudit
-from sagacity.entry import JournalEntry
+from sagacity.approval._models import ApprovalDecision
+from sagacity.approval._policy import ApprovalPolicy, ArgRule
+from sagacity.approval._registry import ApproverRegistry
+from sagacity.approval._signed_action import sign_action
+from sagacity.approval._signing import SigningKey
+from sagacity.approval._statements import statement_bytes
+from sagacity.audit._decisions import DecisionAudit
+from sagacity.audit._export import entry_line, verify_jsonl
 from sagacity.examples.orders import INITIAL_STOCK, Shop
-from sagacity.phases import Phase, SagaStatus
-from sagacity.registry import ApproverRegistry
-from sagacity.signed_action import sign_action
-from sagacity.signing import SigningKey
-from sagacity.statements import statement_bytes
+from sagacity.journal._chain import reseal, verify_chain
+from sagacity.journal._entry import JournalEntry
+from sagacity.journal._phases import Phase, SagaStatus
 from sagacity.stores import JournalStore
-from sagacity.toolbox import Toolbox
-from sagacity.tools import ToolContext, irreversible
-from sagacity.worker.app import new_worker
-from sagacity.worker.cli import app
-from sagacity.worker.saga_client import SagaClient
-from sagacity.workflows.models import PendingApproval, SagaInput, ToolCall
+from sagacity.tools._decorators import ToolContext, irreversible
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker.cli._main import app
+from sagacity.worker.client._saga_client import SagaClient
+from sagacity.workflows._models import PendingApproval, SagaInput, ToolCall
 
 from ..workflows.helpers import entries_of, eventually
 
@@ -286,7 +286,7 @@ async def test_rotation_keeps_old_decisions_valid_and_an_altered_signature_is_na
     evidence = json.loads(entries[index].input_json)
     sig = evidence["signature"]
     evidence["signature"] = ("B" if sig[0] != "B" else "C") + sig[1:]
-    from sagacity.canonical import canonical_text
+    from sagacity.journal._canonical import canonical_text
 
     forged = _rehash(entries, index, input_json=canonical_text(evidence))
     assert forged[index].input_json != entries[index].input_json  # the row really changed
@@ -363,7 +363,7 @@ async def test_a_registry_that_cannot_answer_refuses_and_never_fails_the_saga(
     """The worker's registry raises while a signed decision sent by signal is judged (an
     error in a signal handler would fail the workflow): refused UNKNOWN_KEY, journaled,
     still pending; approved once the registry answers again."""
-    from sagacity.registry import RegistryFile
+    from sagacity.approval._registry import RegistryFile
 
     saga_id = await bench.start(5_000)
     p = await bench.pending(saga_id)

@@ -21,14 +21,14 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from sagacity.audit import verify_store
-from sagacity.chain import seal
-from sagacity.entry import EntryDraft, JournalEntry
-from sagacity.errors import JournalConflictError, SagaClosedError
-from sagacity.phases import Phase
-from sagacity.stores.base import StepClaim
-from sagacity.stores.postgres import PostgresJournalStore
-from sagacity.stores.postgres_sql import append_args, lock_key, split_schema
+from sagacity._errors import JournalConflictError, SagaClosedError
+from sagacity.audit._export import verify_store
+from sagacity.journal._chain import seal
+from sagacity.journal._entry import EntryDraft, JournalEntry
+from sagacity.journal._phases import Phase
+from sagacity.stores._base import StepClaim
+from sagacity.stores._postgres import PostgresJournalStore
+from sagacity.stores._postgres_sql import append_args, lock_key, split_schema
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(120)]
 

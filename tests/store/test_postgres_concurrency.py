@@ -18,11 +18,11 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from sagacity.chain import verify_chain
-from sagacity.entry import EntryDraft, JournalEntry
-from sagacity.phases import Phase
-from sagacity.recipe import GENESIS
-from sagacity.stores.postgres import PostgresJournalStore
+from sagacity.journal._chain import verify_chain
+from sagacity.journal._entry import EntryDraft, JournalEntry
+from sagacity.journal._phases import Phase
+from sagacity.journal._recipe import GENESIS
+from sagacity.stores._postgres import PostgresJournalStore
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(240)]
 
@@ -183,8 +183,8 @@ def test_begin_step_racing_attempts_claim_exactly_once(postgres_url: str) -> Non
     import threading
     import uuid
 
-    from sagacity.entry import EntryDraft
-    from sagacity.phases import Phase
+    from sagacity.journal._entry import EntryDraft
+    from sagacity.journal._phases import Phase
     from sagacity.stores import open_store
 
     schema = f"t_claim_{uuid.uuid4().hex[:8]}"

@@ -15,12 +15,12 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from sagacity.audit import verify_store
-from sagacity.entry import EntryDraft
-from sagacity.phases import Phase
-from sagacity.stores import migrations as migrations_module
-from sagacity.stores.migrations import Migration, load_migrations, migrate
-from sagacity.stores.postgres import PostgresJournalStore
+from sagacity.audit._export import verify_store
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
+from sagacity.stores import _migrations as migrations_module
+from sagacity.stores._migrations import Migration, load_migrations, migrate
+from sagacity.stores._postgres import PostgresJournalStore
 
 pytestmark = pytest.mark.postgres
 

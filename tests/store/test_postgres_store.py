@@ -16,9 +16,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from sagacity.chain import verify_chain
-from sagacity.entry import EntryDraft, JournalEntry
-from sagacity.errors import (
+from sagacity._errors import (
     InvalidEntryError,
     JournalConflictError,
     JournalError,
@@ -26,10 +24,12 @@ from sagacity.errors import (
     SagaClosedError,
     StoreUnavailableError,
 )
-from sagacity.phases import Phase
-from sagacity.recipe import GENESIS
+from sagacity.journal._chain import verify_chain
+from sagacity.journal._entry import EntryDraft, JournalEntry
+from sagacity.journal._phases import Phase
+from sagacity.journal._recipe import GENESIS
 from sagacity.stores import open_store
-from sagacity.stores.postgres import PostgresJournalStore, lock_key, redact_url, split_schema
+from sagacity.stores._postgres import PostgresJournalStore, lock_key, redact_url, split_schema
 
 pytestmark = pytest.mark.postgres
 
@@ -312,7 +312,7 @@ def test_url_helpers() -> None:
 
 def test_corrupt_row_is_reported_not_misread(store: PostgresJournalStore) -> None:
     """A row no sagacity version writes (edited outside sagacity) fails loudly on read."""
-    from sagacity.stores.postgres import row_to_entry
+    from sagacity.stores._postgres import row_to_entry
 
     row = ("s", 1, 0, 1, "", "NOT_A_PHASE", "null", "null", "null", "null", "x", "p", "h", None)
     with pytest.raises(JournalError, match="altered outside sagacity"):

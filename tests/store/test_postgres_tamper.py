@@ -17,11 +17,11 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from sagacity.audit import verify_store
-from sagacity.chain import BreakReason, verify_chain
-from sagacity.entry import EntryDraft, JournalEntry
-from sagacity.phases import Phase
-from sagacity.stores.postgres import PostgresJournalStore
+from sagacity.audit._export import verify_store
+from sagacity.journal._chain import BreakReason, verify_chain
+from sagacity.journal._entry import EntryDraft, JournalEntry
+from sagacity.journal._phases import Phase
+from sagacity.stores._postgres import PostgresJournalStore
 
 pytestmark = pytest.mark.postgres
 

@@ -24,17 +24,17 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from sagacity.audit import verify_store
-from sagacity.chain import GENESIS, BreakReason, reseal, verify_chain
-from sagacity.entry import EntryDraft, JournalEntry
-from sagacity.evidence import Problem
-from sagacity.evidence_walk import check_one
-from sagacity.note_keys import NoteSigner
-from sagacity.phases import Phase
-from sagacity.recipe import HEADER_SIZE, PREV_OFFSET
-from sagacity.stores.base import JournalStore
-from sagacity.stores.postgres import PostgresJournalStore
-from sagacity.stores.sqlite import SqliteJournalStore
+from sagacity.audit._evidence import Problem
+from sagacity.audit._evidence_walk import check_one
+from sagacity.audit._export import verify_store
+from sagacity.journal._chain import GENESIS, BreakReason, reseal, verify_chain
+from sagacity.journal._entry import EntryDraft, JournalEntry
+from sagacity.journal._phases import Phase
+from sagacity.journal._recipe import HEADER_SIZE, PREV_OFFSET
+from sagacity.stores._base import JournalStore
+from sagacity.stores._postgres import PostgresJournalStore
+from sagacity.stores._sqlite import SqliteJournalStore
+from sagacity.tlog._note_keys import NoteSigner
 
 COLUMNS = (
     "saga_id, seq, step, attempt, tool, phase, input_json, result_json, error_json, "

@@ -13,11 +13,11 @@ import uuid
 
 import pytest
 
-from sagacity.audit import verify_store
-from sagacity.chain import BreakReason
-from sagacity.errors import UnreadableEntryError
-from sagacity.export_writer import export_jsonl
-from sagacity.recipe import encode_material
+from sagacity._errors import UnreadableEntryError
+from sagacity.audit._export import verify_store
+from sagacity.audit._export_writer import export_jsonl
+from sagacity.journal._chain import BreakReason
+from sagacity.journal._recipe import encode_material
 from tests.store.test_recipe_attacks import Rig, _broken, _chain, rig
 
 __all__ = ["rig"]

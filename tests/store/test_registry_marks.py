@@ -15,12 +15,12 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from sagacity.entry import EntryDraft
-from sagacity.errors import JournalConflictError, SagaClosedError
-from sagacity.phases import Phase
-from sagacity.registry_marks import JournaledMark, RegistryMark, top_mark
+from sagacity._errors import JournalConflictError, SagaClosedError
+from sagacity.approval._registry_marks import JournaledMark, RegistryMark, top_mark
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import JournalStore, open_store
-from sagacity.stores.postgres import PostgresJournalStore
+from sagacity.stores._postgres import PostgresJournalStore
 
 A, B, C = "a" * 64, "b" * 64, "c" * 64
 

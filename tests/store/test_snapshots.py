@@ -8,13 +8,13 @@ beside the verifier is; each write is read back outside the block to show it hap
 
 from __future__ import annotations
 
-from sagacity.decision_audit import DecisionAudit
-from sagacity.entry import EntryDraft, JournalEntry
-from sagacity.evidence_walk import audit_log, check_all, checkpointed
-from sagacity.note_keys import NoteSigner
-from sagacity.phases import Phase
+from sagacity.audit._decisions import DecisionAudit
+from sagacity.audit._evidence_walk import audit_log, check_all, checkpointed
+from sagacity.journal._entry import EntryDraft, JournalEntry
+from sagacity.journal._phases import Phase
 from sagacity.stores import JournalStore, open_store
-from sagacity.worker.verify_parallel import check_all_parallel
+from sagacity.tlog._note_keys import NoteSigner
+from sagacity.worker.cli._verify_parallel import check_all_parallel
 
 SIGNER = NoteSigner.generate("sagacity.test/snapshots")
 

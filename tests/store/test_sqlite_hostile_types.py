@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from sagacity.audit import verify_all, verify_store
-from sagacity.chain import BreakReason
-from sagacity.entry import EntryDraft
-from sagacity.errors import UnreadableEntryError
-from sagacity.phases import Phase
-from sagacity.stores.sqlite import SqliteJournalStore
+from sagacity._errors import UnreadableEntryError
+from sagacity.audit._export import verify_all, verify_store
+from sagacity.journal._chain import BreakReason
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
+from sagacity.stores._sqlite import SqliteJournalStore
 from tests.cli.conftest import invoke_sync
 
 

@@ -32,15 +32,15 @@ from urllib.parse import quote
 import pytest
 from temporalio.client import Client
 
-from sagacity.approvals import approval_hash
+from sagacity.approval._judge import approval_hash
 from sagacity.examples.orders import Shop
-from sagacity.phases import SagaStatus
+from sagacity.journal._phases import SagaStatus
 from sagacity.stores import open_store
-from sagacity.toolbox import Toolbox
-from sagacity.worker.app import new_worker
-from sagacity.worker.client import saga_result, start_saga
-from sagacity.worker.devserver import start_dev_server
-from sagacity.workflows.models import PendingApproval, SagaInput, ToolCall
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker._devserver import start_dev_server
+from sagacity.worker.client._client import saga_result, start_saga
+from sagacity.workflows._models import PendingApproval, SagaInput, ToolCall
 
 from ..browser import CHROMIUM_FLAGS
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import io
 
-from sagacity.audit import export_jsonl
-from sagacity.checkpoint_log import CheckpointLog
-from sagacity.entry import EntryDraft
-from sagacity.note_keys import NoteSigner
-from sagacity.phases import Phase
+from sagacity.audit._export import export_jsonl
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import MemoryJournalStore
+from sagacity.tlog._log import CheckpointLog
+from sagacity.tlog._note_keys import NoteSigner
 
 
 def logged_journal(signer: NoteSigner, *ids: str) -> tuple[MemoryJournalStore, CheckpointLog]:

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from sagacity.approval_on_record import approval_on_record
-from sagacity.approval_policy import ApprovalRequirement
-from sagacity.approvals import approval_hash
-from sagacity.entry import EntryDraft
-from sagacity.registry import ApproverRegistry
-from sagacity.signing import SigningKey
+from sagacity.approval._judge import approval_hash
+from sagacity.approval._on_record import approval_on_record
+from sagacity.approval._policy import ApprovalRequirement
+from sagacity.approval._registry import ApproverRegistry
+from sagacity.approval._signing import SigningKey
+from sagacity.journal._entry import EntryDraft
 from sagacity.stores import MemoryJournalStore
 from tests.journal_approvals import approve, open_saga, request_approval
 

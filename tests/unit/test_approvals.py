@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from sagacity.approvals import (
+from sagacity.approval._judge import (
     ApprovalDecision,
     ApprovalRequest,
     Refusal,

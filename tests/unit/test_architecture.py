@@ -1,10 +1,11 @@
-"""Pins the dependency direction (sagacity <- activities <- workflows <- integrations <-
-worker) and the public API, so a convenient import cannot quietly couple the core to
-Temporal."""
+"""Pins the shape a newcomer relies on: the dependency direction (core <- activities <-
+workflows <- contrib <- worker), no import cycle, private modules behind small public
+packages, the public API, and files a person can read in one sitting."""
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,122 +13,273 @@ from pathlib import Path
 import pytest
 
 import sagacity
+import sagacity.worker
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ["sagacity", "activities", "workflows", "integrations", "worker"]
-SUBPACKAGES = ("activities", "workflows", "integrations", "worker", "examples")
-"""Folders of the repository that are installed as `sagacity.<name>` (symlinks in
-sagacity/): one import root, so they never collide with a user's own modules."""
-FORBIDDEN = {
-    "sagacity": {"temporalio", "activities", "workflows", "integrations", "worker", "examples"},
-    "activities": {"workflows", "integrations", "worker"},
-    "workflows": {"integrations", "worker"},
-    "integrations": {"worker"},
+LINKED = ("activities", "workflows", "worker", "examples")
+"""Folders of the repository installed as `sagacity.<name>` (symlinks in sagacity/): one
+import root, so they never collide with a user's own workflows.py or worker.py."""
+LAYERS = {
+    "core": {"temporalio", "activities", "workflows", "contrib", "worker", "examples"},
+    "activities": {"workflows", "contrib", "worker"},
+    "workflows": {"contrib", "worker"},
+    "contrib": {"worker"},
     "worker": set(),
 }
+MAX_LINES = 400
 
 
-def _layer_of(module: str) -> str:
-    """`sagacity.workflows.saga` is the workflows layer; `sagacity.chain` the core."""
+def _module_of(path: Path) -> str:
+    """`workflows/_saga.py` is `sagacity.workflows._saga`; `sagacity/journal/__init__.py`
+    is `sagacity.journal`."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts if parts[0] == "sagacity" else ["sagacity", *parts])
+
+
+def sources() -> dict[str, Path]:
+    """Every module of the distribution, by its import name (the linked folders read
+    once, from their real place)."""
+    found: dict[str, Path] = {}
+    for top in ("sagacity", *LINKED):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            rel = path.relative_to(ROOT)
+            if top == "sagacity" and len(rel.parts) > 1 and rel.parts[1] in LINKED:
+                continue
+            found[_module_of(path)] = path
+    return found
+
+
+def layer_of(module: str) -> str:
     parts = module.split(".")
-    if parts[0] == "sagacity" and len(parts) > 1 and parts[1] in SUBPACKAGES:
+    if parts[0] != "sagacity":
+        return parts[0]
+    if len(parts) > 1 and parts[1] in ("activities", "workflows", "contrib", "worker", "examples"):
         return parts[1]
-    return parts[0]
+    return "core"
 
 
-def imported_roots(path: Path) -> set[str]:
-    """The layers (or third-party roots) a module imports; bare top-level names of our
-    subpackages are reported as `bare:<name>`."""
+def _type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports(module: str, path: Path, known: set[str]) -> set[str]:
+    """The modules `module` imports at run time (anywhere in it, but not under
+    TYPE_CHECKING): `from pkg import name` is an edge to `pkg.name` when that is a
+    module, to `pkg` otherwise."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    names: list[str] = []
+    skipped = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and _type_checking(node)
+        for body in node.body
+        for inner in ast.walk(body)
+    }
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
     for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
-            names.extend(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.append(node.module)
-    roots = {_layer_of(name) for name in names}
-    roots |= {f"bare:{n.split('.')[0]}" for n in names if n.split(".")[0] in SUBPACKAGES}
-    return roots
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base_parts = package.split(".")
+                base_parts = base_parts[: len(base_parts) - (node.level - 1)]
+                base = ".".join([*base_parts, *([node.module] if node.module else [])])
+            else:
+                base = node.module or ""
+            for alias in node.names:
+                name = f"{base}.{alias.name}"
+                found.add(name if name in known else base)
+    return found
 
 
-def _sources(layer: str) -> list[Path]:
-    """A layer's own files (the core's without the subpackages linked into it)."""
-    folder = ROOT / layer
-    linked = [folder / name for name in SUBPACKAGES] if layer == "sagacity" else []
-    return [
-        path
-        for path in folder.rglob("*.py")
-        if not any(path.is_relative_to(link) for link in linked)
+def graph() -> dict[str, set[str]]:
+    modules = sources()
+    known = set(modules)
+    return {
+        module: {name for name in imports(module, path, known) if name in known} - {module}
+        for module, path in modules.items()
+    }
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+
+    def visit(node: str) -> None:
+        nonlocal counter
+        index[node] = low[node] = counter
+        counter += 1
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in edges.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    sys.setrecursionlimit(10_000)
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_layers_only_import_downwards() -> None:
+    offenders = {}
+    for module, path in sources().items():
+        layer = layer_of(module)
+        tree = ast.parse(path.read_text())
+        names = [
+            alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+            for alias in node.names
+        ] + [
+            node.module for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+        ]  # fmt: skip
+        bad = sorted({layer_of(name) for name in names} & LAYERS[layer])
+        if bad:
+            offenders[module] = bad
+    assert offenders == {}
+
+
+def test_there_is_no_import_cycle() -> None:
+    assert cycles(graph()) == []
+
+
+def test_the_cycle_finder_sees_a_cycle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_modules_are_private_behind_their_packages() -> None:
+    public = [
+        module
+        for module, path in sources().items()
+        if path.name not in ("__init__.py", "__main__.py")
+        and not path.name.startswith("_")
+        and layer_of(module) != "examples"
     ]
+    assert public == []
 
 
-@pytest.mark.parametrize("layer", LAYERS)
-def test_layers_only_import_downwards(layer: str) -> None:
-    assert _sources(layer)
-    offenders = {
-        str(path.relative_to(ROOT)): sorted(imported_roots(path) & FORBIDDEN[layer])
-        for path in _sources(layer)
-        if imported_roots(path) & FORBIDDEN[layer]
+def test_no_module_is_longer_than_a_sitting() -> None:
+    long = {
+        str(path.relative_to(ROOT)): n
+        for path in sources().values()
+        if (n := len(path.read_text().splitlines())) > MAX_LINES
     }
-    assert offenders == {}
-
-
-def test_nothing_imports_our_subpackages_by_their_bare_names() -> None:
-    """`import workflows.models` would load a second copy of the module beside
-    `sagacity.workflows.models` (two classes for every model), and in a user's project
-    it would import their workflows.py instead."""
-    folders = [*LAYERS[1:], "examples", "tests", "bench"]
-    sources = _sources("sagacity") + [p for f in folders for p in (ROOT / f).rglob("*.py")]
-    offenders = {
-        str(path.relative_to(ROOT)): sorted(
-            r for r in imported_roots(path) if r.startswith("bare:")
-        )
-        for path in sources
-        if any(r.startswith("bare:") for r in imported_roots(path))
-    }
-    assert offenders == {}
+    assert long == {}
 
 
 def test_the_subpackages_are_linked_into_the_import_root() -> None:
-    for name in SUBPACKAGES:
-        link = ROOT / "sagacity" / name
-        assert link.is_symlink() and link.resolve() == (ROOT / name).resolve(), link
-
-
-def test_the_checker_sees_a_forbidden_import(tmp_path: Path) -> None:
-    bad = tmp_path / "bad.py"
-    bad.write_text(
-        "from temporalio import workflow\nimport sagacity.activities.io_models\nimport workflows\n"
-    )
-    assert imported_roots(bad) >= {"temporalio", "activities", "bare:workflows"}
+    links = {p.name for p in (ROOT / "sagacity").iterdir() if p.is_symlink()}
+    assert links == set(LINKED)
+    for name in LINKED:
+        assert (ROOT / "sagacity" / name).resolve() == (ROOT / name).resolve()
 
 
 def test_importing_the_core_does_not_load_temporalio() -> None:
-    code = "import sys, sagacity, sagacity.stores.sqlite; print('temporalio' in sys.modules)"
+    code = (
+        "import sys, sagacity, sagacity.stores, sagacity.audit, sagacity.tlog, "
+        "sagacity.approval, sagacity.text; print('temporalio' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
 
-def test_public_api_is_pinned() -> None:
-    assert sorted(sagacity.__all__) == sorted(
-        [
-            "GENESIS", "ApprovalDecision", "ApprovalRequest", "AuditFileError",
-            "BreakReason", "CompensationContext", "CompensationPlan", "EntryDraft",
-            "InvalidEntryError", "JournalConflictError", "JournalEntry", "JournalError",
-            "JournalStore", "JournalWriteError", "NotCanonicalError", "PayloadTooLargeError",
-            "Phase", "Refusal", "RefusalReason", "SagaClosedError", "SagaStatus",
-            "SagacityError", "StoreUnavailableError", "ToolContext", "ToolInputError",
-            "ToolKind", "ToolResultError", "ToolSpec", "Toolbox", "ToolboxError",
-            "UnknownStoreURLError", "UnknownToolError", "Verdict", "VerifyReport",
-            "approval_hash", "approval_payload", "canonical_bytes", "canonical_text",
-            "compensable", "compensation", "export_jsonl", "irreversible", "judge",
-            "open_store", "parse_decision", "payload_sha256", "plan_compensation", "tool",
-            "verify_all", "verify_chain", "verify_jsonl", "verify_store",
-            "ApprovalPolicy", "ApprovalRequirement", "ApproverRegistry", "ArgRule",
-            "DecisionAudit", "SigningKey", "sign_action", "signed_request",
-            "CheckpointLog", "Finding", "NoteSigner", "NoteVerifier", "Problem",
-            "SagaCheckpoint", "TreeHead", "check_all", "check_saga",
-        ]
+def _public(module: object) -> list[str]:
+    return sorted(
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_") and not isinstance(value, type(sys))
+        and name not in ("annotations",)
     )  # fmt: skip
-    for name in sagacity.__all__:
-        assert getattr(sagacity, name) is not None
+
+
+@pytest.mark.parametrize(
+    "package",
+    [
+        "sagacity", "sagacity.tools", "sagacity.journal", "sagacity.stores",
+        "sagacity.approval", "sagacity.audit", "sagacity.tlog", "sagacity.text",
+        "sagacity.activities", "sagacity.workflows", "sagacity.worker",
+        "sagacity.worker.client", "sagacity.worker.cli", "sagacity.worker.inbox",
+        "sagacity.contrib.mcp", "sagacity.contrib.openai_agents", "sagacity.contrib.pydantic_ai",
+    ],
+)  # fmt: skip
+def test_a_package_exports_exactly_what_it_declares(package: str) -> None:
+    module = __import__(package, fromlist=["_"])
+    assert sorted(module.__all__) == _public(module)
+
+
+ROOT_API = sorted(
+    [
+        # declaring tools
+        "tool", "compensable", "compensation", "irreversible", "Toolbox",
+        "ToolContext", "CompensationContext", "ApprovalPolicy", "ArgRule",
+        # opening a journal and reading it
+        "open_store", "default_journal_url", "JournalStore", "JournalEntry", "Phase",
+        "SagaStatus",
+        # the errors a user catches
+        "SagacityError", "ToolboxError", "ToolInputError", "JournalError",
+        "StoreUnavailableError", "SagaClosedError",
+    ]
+)  # fmt: skip
+TEMPORAL_API = sorted(
+    [
+        # a workflow opens a saga, or runs the prebuilt one
+        "Saga", "SagaOptions", "SagaInput", "ToolCall", "SagaResult", "AgentSagaWorkflow",
+        # what a saga raises in the workflow
+        "SagaFailedError", "SagaUsageError", "StepError",
+        # a worker adds the plugin; a client starts, approves and reads sagas
+        "SagacityPlugin", "SagaClient",
+        # the errors a client catches
+        "SagaClientError", "SagaExistsError", "SagaNotFoundError", "NothingPendingError",
+        "ApprovalRefusedError", "TemporalUnavailableError",
+    ]
+)  # fmt: skip
+
+
+def test_the_root_api_is_what_a_user_declares_tools_and_opens_a_store_with() -> None:
+    assert sorted(sagacity.__all__) == ROOT_API
+
+
+def test_the_temporal_side_is_one_module() -> None:
+    assert sorted(sagacity.worker.__all__) == TEMPORAL_API
+
+
+def test_the_quick_start_imports_from_two_modules_at_most() -> None:
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("## Quick start")
+    end = readme.index("\n## ", start + 1)
+    blocks = re.findall(r"```python\n(.*?)```", readme[start:end], flags=re.S)
+    assert blocks
+    used = set()
+    for block in blocks:
+        for node in ast.walk(ast.parse(block)):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sagacity"):
+                used.add(node.module)
+            elif isinstance(node, ast.Import):
+                used.update(a.name for a in node.names if a.name.startswith("sagacity"))
+    assert used <= {"sagacity", "sagacity.worker"}, used

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from sagacity.audit import export_jsonl, verify_all, verify_jsonl, verify_store
-from sagacity.chain import BreakReason
-from sagacity.entry import EntryDraft
-from sagacity.errors import AuditFileError
-from sagacity.phases import Phase
-from sagacity.stores.memory import MemoryJournalStore
+from sagacity._errors import AuditFileError
+from sagacity.audit._export import export_jsonl, verify_all, verify_jsonl, verify_store
+from sagacity.journal._chain import BreakReason
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
+from sagacity.stores._memory import MemoryJournalStore
 
 T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 

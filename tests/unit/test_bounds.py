@@ -8,25 +8,32 @@ from typing import Any
 
 import pytest
 
-from sagacity.activities.identity import worker_identity
-from sagacity.activities.io_models import REFUSED_ARGUMENTS_KEY, ChatMessage, ModelTurn, ToolCall
-from sagacity.activities.plan_check import check_plan
-from sagacity.activities.turn_bounds import bounded_turn
-from sagacity.bounds import MAX_ARGS_BYTES, MAX_CALLS_PER_TURN, check_value, cut, depth_of, echo
-from sagacity.canonical import canonical_bytes
-from sagacity.errors import BoundsError, ForgedStateError, NotCanonicalError
+from sagacity._errors import BoundsError, ForgedStateError, NotCanonicalError
+from sagacity.activities._identity import worker_identity
+from sagacity.activities._models import REFUSED_ARGUMENTS_KEY, ChatMessage, ModelTurn, ToolCall
+from sagacity.activities._plan_check import check_plan
+from sagacity.activities._turn_bounds import bounded_turn
 from sagacity.examples.orders import Shop
-from sagacity.toolbox import Toolbox
-from sagacity.workflows.conversation import bound_messages, conversation_bytes
-from sagacity.workflows.models import (
+from sagacity.journal._bounds import (
+    MAX_ARGS_BYTES,
+    MAX_CALLS_PER_TURN,
+    check_value,
+    cut,
+    depth_of,
+    echo,
+)
+from sagacity.journal._canonical import canonical_bytes
+from sagacity.tools._toolbox import Toolbox
+from sagacity.workflows._conversation import bound_messages, conversation_bytes
+from sagacity.workflows._models import (
     CompensationReport,
     SagaCarry,
     SagaInput,
     SagaResult,
     StepReport,
 )
-from sagacity.workflows.reporting import CARRY_BUDGET, RESULT_BUDGET, fit_carry, fit_result
-from sagacity.workflows.start_input import SagaInputError, check_start_fields
+from sagacity.workflows._reporting import CARRY_BUDGET, RESULT_BUDGET, fit_carry, fit_result
+from sagacity.workflows._start_input import SagaInputError, check_start_fields
 
 
 def nested(depth: int) -> Any:

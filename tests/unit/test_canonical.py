@@ -18,14 +18,14 @@ import rfc8785
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from sagacity.canonical import (
+from sagacity._errors import NotCanonicalError
+from sagacity.journal._canonical import (
     MAX_CANONICAL_DEPTH,
     canonical_bytes,
     fast_bytes,
     fast_text,
     plain_value,
 )
-from sagacity.errors import NotCanonicalError
 
 
 class Level(enum.IntEnum):

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sagacity.chain import GENESIS, BreakReason, entry_hash, reseal, seal, verify_chain
-from sagacity.entry import EntryDraft, JournalEntry
-from sagacity.phases import Phase
-from sagacity.stores.memory import MemoryJournalStore
+from sagacity.journal._chain import GENESIS, BreakReason, entry_hash, reseal, seal, verify_chain
+from sagacity.journal._entry import EntryDraft, JournalEntry
+from sagacity.journal._phases import Phase
+from sagacity.stores._memory import MemoryJournalStore
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "hash-chain.md"
 T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)

@@ -7,12 +7,12 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from sagacity.activities import SagaActivities
-from sagacity.activities.io_models import ResumeCheckInput
-from sagacity.entry import EntryDraft
-from sagacity.phases import Phase
+from sagacity.activities._models import ResumeCheckInput
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import MemoryJournalStore
-from sagacity.toolbox import Toolbox
-from sagacity.tools import tool
+from sagacity.tools._decorators import tool
+from sagacity.tools._toolbox import Toolbox
 from tests.saga_activity_env import opening, saga_env
 
 SAGA = "resume"
@@ -73,7 +73,7 @@ async def test_a_closed_or_unknown_saga_is_refused() -> None:
 async def test_a_retried_request_for_approval_gets_the_first_entry_back() -> None:
     """A workflow task retried after its worker died journals AWAITING_APPROVAL again with
     a deadline from its own clock: the first entry stands; another payload is refused."""
-    from sagacity.activities.io_models import JournalEventInput
+    from sagacity.activities._models import JournalEventInput
 
     store, activities = opened()
     payload = {"tool": "noop", "args": {}}

@@ -8,29 +8,29 @@ from pathlib import Path
 
 import pytest
 
-from sagacity.activities.checkpointing import CheckpointedStore
-from sagacity.chain import VerifyReport
-from sagacity.checkpoint import (
+from sagacity.activities._checkpointing import CheckpointedStore
+from sagacity.audit._evidence import ChainCheckpoints, LogAudit, Problem, RootBuilder
+from sagacity.audit._evidence_walk import audit_log, check_all
+from sagacity.journal._chain import VerifyReport
+from sagacity.journal._entry import EntryDraft, JournalEntry
+from sagacity.journal._phases import Phase
+from sagacity.stores import JournalStore, MemoryJournalStore, open_store
+from sagacity.stores._base import utc_now
+from sagacity.tlog._checkpoint import (
     CheckpointError,
     open_saga_checkpoint,
     open_tree_head,
     sign_saga_checkpoint,
 )
-from sagacity.checkpoint_log import (
+from sagacity.tlog._log import (
     CheckpointConflictError,
     CheckpointLog,
     LogNodeMissingError,
     LogProofError,
     LogRowError,
 )
-from sagacity.entry import EntryDraft, JournalEntry
-from sagacity.evidence import ChainCheckpoints, LogAudit, Problem, RootBuilder
-from sagacity.evidence_walk import audit_log, check_all
-from sagacity.merkle import MemoryTree, leaf_hash, verify_consistency, verify_inclusion
-from sagacity.note_keys import NoteSigner
-from sagacity.phases import Phase
-from sagacity.stores import JournalStore, MemoryJournalStore, open_store
-from sagacity.stores.base import utc_now
+from sagacity.tlog._merkle import MemoryTree, leaf_hash, verify_consistency, verify_inclusion
+from sagacity.tlog._note_keys import NoteSigner
 from tests.evidence.conftest import Tamperer
 
 SIGNER = NoteSigner.generate("sagacity.test/unit")

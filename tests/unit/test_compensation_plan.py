@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sagacity.compensation import plan_compensation
-from sagacity.entry import EntryDraft
-from sagacity.phases import Phase
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import MemoryJournalStore
+from sagacity.tools._compensation import plan_compensation
 
 AT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 

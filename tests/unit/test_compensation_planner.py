@@ -17,21 +17,22 @@ from typing import Any
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from sagacity.activities.io_models import (
-    OutcomeKind,
-    RunToolInput,
-    ToolCall,
-    ToolOutcome,
-)
-from sagacity.activities.tool_runner import ToolRunner
-from sagacity.compensation import CompensationPlan, compensable_in, plan_compensation
-from sagacity.entry import EntryDraft
-from sagacity.phases import Phase
+from sagacity.activities._models import OutcomeKind, RunToolInput, ToolCall, ToolOutcome
+from sagacity.activities._tool_runner import ToolRunner
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import MemoryJournalStore
-from sagacity.toolbox import Toolbox
-from sagacity.tools import CompensationContext, ToolContext, compensable, compensation, tool
-from sagacity.workflows.compensator import plan_reports
-from sagacity.workflows.reporting import compact_report, step_report
+from sagacity.tools._compensation import CompensationPlan, compensable_in, plan_compensation
+from sagacity.tools._decorators import (
+    CompensationContext,
+    ToolContext,
+    compensable,
+    compensation,
+    tool,
+)
+from sagacity.tools._toolbox import Toolbox
+from sagacity.workflows._compensator import plan_reports
+from sagacity.workflows._reporting import compact_report, step_report
 from tests.saga_activity_env import tool_outcome
 
 SAGA = "saga-planner"

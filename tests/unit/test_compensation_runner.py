@@ -16,18 +16,24 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from sagacity.activities.compensation_runner import (
+from sagacity.activities._compensation_runner import (
     EXECUTED_DETAIL,
     NOT_EXECUTED_IN_JOURNAL,
     TOOL_MISMATCH,
     CompensationRunner,
 )
-from sagacity.activities.io_models import CompensateInput
-from sagacity.entry import EntryDraft
-from sagacity.phases import Phase
+from sagacity.activities._models import CompensateInput
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import MemoryJournalStore
-from sagacity.toolbox import Toolbox
-from sagacity.tools import CompensationContext, ToolContext, compensable, compensation, tool
+from sagacity.tools._decorators import (
+    CompensationContext,
+    ToolContext,
+    compensable,
+    compensation,
+    tool,
+)
+from sagacity.tools._toolbox import Toolbox
 
 SAGA = "saga-runner"
 

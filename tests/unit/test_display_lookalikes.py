@@ -6,6 +6,7 @@ text in its own script gets no warning and is shown as it is."""
 
 from __future__ import annotations
 
+import importlib
 import io
 import itertools
 import json
@@ -14,17 +15,17 @@ import unicodedata
 import pytest
 from rich.console import Console
 
-from sagacity.approvals import approval_hash
-from sagacity.ascii_lookalikes import UTS39_ASCII
-from sagacity.canonical import canonical_text
-from sagacity.iban import iban_shaped, iban_valid
-from sagacity.saga_details import md_code, saga_details
-from sagacity.visible import DEFAULT_IGNORABLE, default_ignorable, hidden, visible
-from sagacity.worker.client import PendingItem
-from sagacity.worker.confusables import payload_warnings
-from sagacity.worker.inbox.formatting import payload_rows, shown_text
-from sagacity.worker.render import pending_list
-from sagacity.worker.terminal_safe import json_line, printable
+from sagacity.approval._judge import approval_hash
+from sagacity.journal._canonical import canonical_text
+from sagacity.text._ascii_lookalikes import UTS39_ASCII
+from sagacity.text._confusables import payload_warnings
+from sagacity.text._iban import iban_shaped, iban_valid
+from sagacity.text._saga_details import md_code, saga_details
+from sagacity.text._terminal_safe import json_line, printable
+from sagacity.text._visible import DEFAULT_IGNORABLE, default_ignorable, hidden, visible
+from sagacity.worker.cli._render import pending_list
+from sagacity.worker.client._client import PendingItem
+from sagacity.worker.inbox._formatting import payload_rows, shown_text
 from tests.inbox.fake_source import pending_of, summary_of
 
 # (id, payee, the character that must be escaped and warned about, warning kind)
@@ -217,6 +218,6 @@ def test_the_ascii_look_alike_data_maps_to_one_ascii_letter_or_digit_and_is_esca
     assert all(not k.isascii() and len(v) == 1 and v.isascii() and v.isalnum()
                for k, v in UTS39_ASCII.items())  # fmt: skip
     assert UTS39_ASCII["\u0261"] == "g" and UTS39_ASCII["\u13e2"] == "P"
-    source = __import__("sagacity.ascii_lookalikes").ascii_lookalikes.__file__ or ""
+    source = importlib.import_module("sagacity.text._ascii_lookalikes").__file__ or ""
     with open(source, encoding="utf-8") as fh:
         assert fh.read().isascii()  # the data file is not itself confusable

@@ -13,14 +13,19 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from sagacity.canonical import canonical_bytes, canonical_text, parse_canonical, payload_sha256
-from sagacity.chain import verify_chain
-from sagacity.entry import EntryDraft, parse_timestamp, render_timestamp
-from sagacity.errors import InvalidEntryError, NotCanonicalError, PayloadTooLargeError
-from sagacity.export_lines import entry_record, record_entry
-from sagacity.phases import Phase
+from sagacity._errors import InvalidEntryError, NotCanonicalError, PayloadTooLargeError
+from sagacity.audit._export_lines import entry_record, record_entry
+from sagacity.journal._canonical import (
+    canonical_bytes,
+    canonical_text,
+    parse_canonical,
+    payload_sha256,
+)
+from sagacity.journal._chain import verify_chain
+from sagacity.journal._entry import EntryDraft, parse_timestamp, render_timestamp
+from sagacity.journal._phases import Phase
 from sagacity.stores import JournalStore, open_store
-from sagacity.stores.memory import MemoryJournalStore
+from sagacity.stores._memory import MemoryJournalStore
 
 NOT_CANONICAL = [
     object(),

@@ -7,14 +7,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from sagacity.chain import verify_chain
-from sagacity.checkpoint import SagaCheckpoint, open_saga_checkpoint, sign_saga_checkpoint
-from sagacity.entry import EntryDraft, JournalEntry
-from sagacity.evidence import ChainCheckpoints, Problem
-from sagacity.evidence_pending import PENDING_BOUND, PendingWindow
-from sagacity.note_keys import NoteSigner
-from sagacity.phases import Phase
+from sagacity.audit._evidence import ChainCheckpoints, Problem
+from sagacity.audit._evidence_pending import PENDING_BOUND, PendingWindow
+from sagacity.journal._chain import verify_chain
+from sagacity.journal._entry import EntryDraft, JournalEntry
+from sagacity.journal._phases import Phase
 from sagacity.stores import MemoryJournalStore
+from sagacity.tlog._checkpoint import SagaCheckpoint, open_saga_checkpoint, sign_saga_checkpoint
+from sagacity.tlog._note_keys import NoteSigner
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 SIGNER = NoteSigner.generate("sagacity.test/pending")

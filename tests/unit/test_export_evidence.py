@@ -8,14 +8,14 @@ import json
 
 import pytest
 
-from sagacity.audit import export_jsonl, verify_jsonl
-from sagacity.entry import EntryDraft
-from sagacity.errors import AuditFileError
-from sagacity.evidence import Problem
-from sagacity.file_evidence import FileEvidence
-from sagacity.note_keys import NoteSigner
-from sagacity.phases import Phase
+from sagacity._errors import AuditFileError
+from sagacity.audit._evidence import Problem
+from sagacity.audit._export import export_jsonl, verify_jsonl
+from sagacity.audit._file_evidence import FileEvidence
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import MemoryJournalStore
+from sagacity.tlog._note_keys import NoteSigner
 
 SIGNER = NoteSigner.generate("sagacity.test/export")
 

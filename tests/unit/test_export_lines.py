@@ -17,12 +17,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
-from sagacity.audit import entry_line, export_jsonl, verify_jsonl
-from sagacity.canonical import canonical_text
-from sagacity.chain import GENESIS, BreakReason, reseal, seal
-from sagacity.entry import EntryDraft, JournalEntry
-from sagacity.errors import AuditFileError
-from sagacity.export_lines import (
+from sagacity._errors import AuditFileError
+from sagacity.audit._export import entry_line, export_jsonl, verify_jsonl
+from sagacity.audit._export_lines import (
     entry_record,
     is_canonical,
     record_entry,
@@ -30,8 +27,11 @@ from sagacity.export_lines import (
     value_line,
     value_text,
 )
-from sagacity.phases import Phase
-from sagacity.stores.memory import MemoryJournalStore
+from sagacity.journal._canonical import canonical_text
+from sagacity.journal._chain import GENESIS, BreakReason, reseal, seal
+from sagacity.journal._entry import EntryDraft, JournalEntry
+from sagacity.journal._phases import Phase
+from sagacity.stores._memory import MemoryJournalStore
 from tests.unit.test_chain import _doc_block
 from tests.unit.test_entry import json_values
 from tests.unit.test_recipe import VECTORS

@@ -13,17 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from sagacity.audit import export_jsonl, export_lines, verify_jsonl
-from sagacity.checkpoint import CheckpointError, TreeHead
-from sagacity.checkpoint_log import CheckpointLog
-from sagacity.entry import EntryDraft, JournalEntry
-from sagacity.errors import AuditFileError
-from sagacity.export_evidence import tree_head_line
-from sagacity.file_evidence import FileEvidence
-from sagacity.note_keys import NoteSigner
-from sagacity.phases import Phase
+from sagacity._errors import AuditFileError
+from sagacity.audit._export import export_jsonl, export_lines, verify_jsonl
+from sagacity.audit._export_evidence import tree_head_line
+from sagacity.audit._file_evidence import FileEvidence
+from sagacity.journal._entry import EntryDraft, JournalEntry
+from sagacity.journal._phases import Phase
 from sagacity.stores import MemoryJournalStore
-from sagacity.worker.log_keys import read_tree_head
+from sagacity.tlog._checkpoint import CheckpointError, TreeHead
+from sagacity.tlog._log import CheckpointLog
+from sagacity.tlog._note_keys import NoteSigner
+from sagacity.worker._log_keys import read_tree_head
 
 SIGNER = NoteSigner.generate("sagacity.test/omissions")
 

@@ -15,15 +15,15 @@ import threading
 import time
 from datetime import timedelta
 
-from sagacity.audit import export_jsonl, verify_jsonl
-from sagacity.checkpoint import TreeHead
-from sagacity.entry import EntryDraft
-from sagacity.export_evidence import tree_head_line
-from sagacity.export_writer import RECENT_CLOSE
-from sagacity.file_evidence import FileEvidence
-from sagacity.note_keys import NoteSigner
-from sagacity.phases import Phase
-from sagacity.stores.base import utc_now
+from sagacity.audit._export import export_jsonl, verify_jsonl
+from sagacity.audit._export_evidence import tree_head_line
+from sagacity.audit._export_writer import RECENT_CLOSE
+from sagacity.audit._file_evidence import FileEvidence
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
+from sagacity.stores._base import utc_now
+from sagacity.tlog._checkpoint import TreeHead
+from sagacity.tlog._note_keys import NoteSigner
 from tests.unit.logged_journals import exported, logged_journal
 
 PROD = NoteSigner.generate("acme.example/prod")

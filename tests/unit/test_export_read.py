@@ -1,4 +1,4 @@
-"""The one-pass reader of entry lines (sagacity.export_read).
+"""The one-pass reader of entry lines (sagacity.audit._export_read).
 
 It must accept exactly the lines the writer writes, giving the entry the general reader
 gives, and leave every other line to the general reader, which refuses it naming what is
@@ -16,12 +16,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
-import sagacity.audit as audit
-from sagacity.audit import verify_jsonl
-from sagacity.chain import GENESIS, BreakReason, seal
-from sagacity.entry import EntryDraft, JournalEntry
-from sagacity.errors import AuditFileError
-from sagacity.export_lines import (
+import sagacity.audit._export as audit
+from sagacity._errors import AuditFileError
+from sagacity.audit._export import verify_jsonl
+from sagacity.audit._export_lines import (
     _TEMPLATES,
     check_line,
     entry_record,
@@ -30,8 +28,10 @@ from sagacity.export_lines import (
     value_line,
     value_text,
 )
-from sagacity.export_read import quick_entry
-from sagacity.phases import Phase
+from sagacity.audit._export_read import quick_entry
+from sagacity.journal._chain import GENESIS, BreakReason, seal
+from sagacity.journal._entry import EntryDraft, JournalEntry
+from sagacity.journal._phases import Phase
 from tests.unit.test_entry import json_values
 
 T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)

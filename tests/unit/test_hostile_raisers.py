@@ -11,22 +11,28 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from sagacity.activities.compensation_runner import EXECUTED_DETAIL, CompensationRunner
-from sagacity.activities.io_models import (
+from sagacity.activities._compensation_runner import EXECUTED_DETAIL, CompensationRunner
+from sagacity.activities._models import (
     CompensateInput,
     OutcomeKind,
     RunToolInput,
     ToolCall,
     ToolOutcome,
 )
-from sagacity.activities.tool_runner import ToolRunner
-from sagacity.bounds import MAX_ERROR_CHARS
-from sagacity.entry import EntryDraft
-from sagacity.phases import Phase
+from sagacity.activities._tool_runner import ToolRunner
+from sagacity.journal._bounds import MAX_ERROR_CHARS
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import MemoryJournalStore
-from sagacity.toolbox import Toolbox
-from sagacity.tools import CompensationContext, ToolContext, compensable, compensation, tool
-from sagacity.workflows.compensator import executed_input
+from sagacity.tools._decorators import (
+    CompensationContext,
+    ToolContext,
+    compensable,
+    compensation,
+    tool,
+)
+from sagacity.tools._toolbox import Toolbox
+from sagacity.workflows._compensator import executed_input
 from tests.saga_activity_env import tool_outcome
 
 SAGA = "raisers"

@@ -9,24 +9,24 @@ from pathlib import Path
 
 import pytest
 
-from sagacity.audit import verify_jsonl
-from sagacity.checkpoint import (
+from sagacity.audit._evidence import LogAudit, Problem, open_leaf
+from sagacity.audit._evidence_walk import _with_misfiled, check_all, check_one
+from sagacity.audit._export import verify_jsonl
+from sagacity.audit._file_evidence import FileEvidence
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
+from sagacity.stores import open_store
+from sagacity.tlog._checkpoint import (
     CheckpointError,
     LogKey,
     open_saga_checkpoint,
     open_tree_head,
     same_log,
 )
-from sagacity.checkpoint_log import LoggedCheckpoint
-from sagacity.entry import EntryDraft
-from sagacity.evidence import LogAudit, Problem, open_leaf
-from sagacity.evidence_walk import _with_misfiled, check_all, check_one
-from sagacity.file_evidence import FileEvidence
-from sagacity.note_keys import NoteSigner
-from sagacity.phases import Phase
-from sagacity.signed_note import SignedNote, parse_note
-from sagacity.stores import open_store
-from sagacity.worker.log_keys import LOG_NAME_PREFIX, new_log_name
+from sagacity.tlog._log import LoggedCheckpoint
+from sagacity.tlog._note_keys import NoteSigner
+from sagacity.tlog._signed_note import SignedNote, parse_note
+from sagacity.worker._log_keys import LOG_NAME_PREFIX, new_log_name
 from tests.evidence.conftest import Tamperer
 from tests.unit.logged_journals import exported, logged_journal
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from sagacity.checkpoint import CheckpointError
-from sagacity.note_keys import NoteSigner
-from sagacity.worker.log_keys import parse_verifier_text
+from sagacity.tlog._checkpoint import CheckpointError
+from sagacity.tlog._note_keys import NoteSigner
+from sagacity.worker._log_keys import parse_verifier_text
 
 REAL = NoteSigner.generate("sagacity.local/journal")
 OTHER = NoteSigner.generate("sagacity.local/journal")

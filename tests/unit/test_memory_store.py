@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from sagacity.chain import verify_chain
-from sagacity.entry import EntryDraft, JournalEntry
-from sagacity.errors import InvalidEntryError, JournalConflictError, SagaClosedError
-from sagacity.phases import Phase
-from sagacity.recipe import GENESIS
+from sagacity._errors import InvalidEntryError, JournalConflictError, SagaClosedError
+from sagacity.journal._chain import verify_chain
+from sagacity.journal._entry import EntryDraft, JournalEntry
+from sagacity.journal._phases import Phase
+from sagacity.journal._recipe import GENESIS
 from sagacity.stores import open_store
-from sagacity.stores.memory import MemoryJournalStore
+from sagacity.stores._memory import MemoryJournalStore
 
 T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from sagacity.merkle import (
+from sagacity.tlog._merkle import (
     EMPTY_ROOT,
     HASH_SIZE,
     MemoryTree,

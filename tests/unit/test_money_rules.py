@@ -15,15 +15,15 @@ import pytest
 from pydantic import BaseModel, Field
 from temporalio.testing import ActivityEnvironment
 
-from sagacity.activities.io_models import OutcomeKind, RunToolInput, ToolCall
-from sagacity.activities.tool_runner import ToolRunner
-from sagacity.approval_policy import ApprovalPolicy, ArgRule
-from sagacity.entry import EntryDraft
-from sagacity.errors import ApprovalPolicyError, ApprovalRuleError, ToolboxError
-from sagacity.phases import Phase
+from sagacity._errors import ApprovalPolicyError, ApprovalRuleError, ToolboxError
+from sagacity.activities._models import OutcomeKind, RunToolInput, ToolCall
+from sagacity.activities._tool_runner import ToolRunner
+from sagacity.approval._policy import ApprovalPolicy, ArgRule
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import MemoryJournalStore
-from sagacity.toolbox import Toolbox, ToolSpec
-from sagacity.tools import irreversible
+from sagacity.tools._decorators import irreversible
+from sagacity.tools._toolbox import Toolbox, ToolSpec
 
 ABOVE_10K = ApprovalPolicy(rules=(ArgRule.above("amount", 10_000, quorum=2),))
 NOT_READ = "amount above 10,000 (amount is not a plain decimal number)"

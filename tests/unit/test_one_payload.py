@@ -17,11 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, TypeAdapter
 
-from sagacity.canonical import canonical_bytes
-from sagacity.errors import ParameterRoundTripError, PayloadMismatchError, ToolInputError
-from sagacity.payload import Payload
-from sagacity.toolbox import Toolbox, _tool_spec
-from sagacity.tools import ToolContext, irreversible, tool, tool_mark
+from sagacity._errors import ParameterRoundTripError, PayloadMismatchError, ToolInputError
+from sagacity.journal._canonical import canonical_bytes
+from sagacity.tools._decorators import ToolContext, irreversible, tool, tool_mark
+from sagacity.tools._payload import Payload
+from sagacity.tools._toolbox import Toolbox, _tool_spec
 
 
 def _cents(value: Any) -> Any:

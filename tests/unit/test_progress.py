@@ -6,24 +6,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sagacity.approvals import approval_hash
-from sagacity.entry import EntryDraft, JournalEntry
-from sagacity.phases import Phase, SagaStatus, StepStatus
+from sagacity.approval._judge import approval_hash
+from sagacity.journal._entry import EntryDraft, JournalEntry
+from sagacity.journal._phases import Phase, SagaStatus, StepStatus
 from sagacity.stores import MemoryJournalStore
-from sagacity.worker.progress import (
+from sagacity.worker.client._progress import (
     ApprovalShown,
     JournalTracker,
     ProgressEvent,
     WorkflowTracker,
     entry_event,
 )
-from sagacity.workflows.models import (
-    DirtyStep,
-    PendingApproval,
-    SagaResult,
-    SagaView,
-    StepReport,
-)
+from sagacity.workflows._models import DirtyStep, PendingApproval, SagaResult, SagaView, StepReport
 
 SAGA = "saga-1"
 WIRE_ARGS = {"iban": "DE89", "amount": 5, "currency": "EUR"}

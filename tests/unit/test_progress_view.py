@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from sagacity.worker.progress import ApprovalShown, ProgressEvent
-from sagacity.worker.progress_view import (
+from sagacity.worker.cli._progress_view import (
     VALUE_CHARS,
     ProgressPrinter,
     event_lines,
     waiting_for,
 )
+from sagacity.worker.client._progress import ApprovalShown, ProgressEvent
 
 from .test_terminal_safe import HOSTILE, UNSAFE
 

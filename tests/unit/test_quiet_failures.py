@@ -7,7 +7,7 @@ import sys
 
 from temporalio.exceptions import ApplicationError
 
-from sagacity.worker.quiet_failures import ExpectedFailures
+from sagacity.worker._quiet_failures import ExpectedFailures
 
 
 def _record(exc: BaseException) -> logging.LogRecord:

@@ -20,14 +20,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sagacity.audit import verify_jsonl
-from sagacity.canonical import parse_canonical
-from sagacity.chain import GENESIS, BreakReason, entry_hash, reseal, seal, verify_chain
-from sagacity.entry import EntryDraft, JournalEntry
-from sagacity.errors import AuditFileError
-from sagacity.export_lines import entry_record, record_entry, value_line
-from sagacity.phases import Phase
-from sagacity.recipe import (
+from sagacity._errors import AuditFileError
+from sagacity.audit._export import verify_jsonl
+from sagacity.audit._export_lines import entry_record, record_entry, value_line
+from sagacity.journal._canonical import parse_canonical
+from sagacity.journal._chain import GENESIS, BreakReason, entry_hash, reseal, seal, verify_chain
+from sagacity.journal._entry import EntryDraft, JournalEntry
+from sagacity.journal._phases import Phase
+from sagacity.journal._recipe import (
     HEADER_SIZE,
     MAX_MATERIAL_BYTES,
     PREV_OFFSET,
@@ -35,7 +35,7 @@ from sagacity.recipe import (
     decode_material,
     entry_from_material,
 )
-from sagacity.stores.memory import MemoryJournalStore
+from sagacity.stores._memory import MemoryJournalStore
 from tests.unit.test_chain import SAGA, _doc_block, chains
 
 VECTORS: list[dict[str, Any]] = json.loads(_doc_block("kat-vectors", "json"))

@@ -10,11 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from sagacity.entry import EntryDraft
-from sagacity.errors import StoreUnavailableError
-from sagacity.phases import Phase
-from sagacity.registry import ApproverRegistry, KeyLookup, RegistryFile, RegistryRolledBackError
-from sagacity.registry_marks import (
+from sagacity._errors import StoreUnavailableError
+from sagacity.approval._registry import (
+    ApproverRegistry,
+    KeyLookup,
+    RegistryFile,
+    RegistryRolledBackError,
+)
+from sagacity.approval._registry_marks import (
     JournaledMark,
     RegistryMark,
     mark_in,
@@ -22,11 +25,13 @@ from sagacity.registry_marks import (
     older_than,
     top_mark,
 )
-from sagacity.requester import judge_requester
-from sagacity.signing import SigningKey
-from sagacity.statements import signed_request
+from sagacity.approval._requester import judge_requester
+from sagacity.approval._signing import SigningKey
+from sagacity.approval._statements import signed_request
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import MemoryJournalStore
-from sagacity.workflows.models import RequesterClaim
+from sagacity.workflows._models import RequesterClaim
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 A, B = "a" * 64, "b" * 64

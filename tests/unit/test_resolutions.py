@@ -9,12 +9,10 @@ from typing import Any
 import pytest
 
 from sagacity.activities import SagaActivities
-from sagacity.activities.io_models import ResolveStepInput
-from sagacity.approvals import Refusal
-from sagacity.entry import EntryDraft
-from sagacity.phases import Phase
-from sagacity.registry import ApproverRegistry, KeyLookup
-from sagacity.resolutions import (
+from sagacity.activities._models import ResolveStepInput
+from sagacity.approval._judge import Refusal
+from sagacity.approval._registry import ApproverRegistry, KeyLookup
+from sagacity.approval._resolutions import (
     DeskView,
     DirtyKind,
     Resolution,
@@ -23,11 +21,13 @@ from sagacity.resolutions import (
     judge_resolution,
     parse_resolution,
 )
-from sagacity.signed_action import sign_action
-from sagacity.signing import SigningKey
+from sagacity.approval._signed_action import sign_action
+from sagacity.approval._signing import SigningKey
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import MemoryJournalStore
-from sagacity.toolbox import Toolbox
-from sagacity.tools import CompensationContext, ToolContext, compensable, compensation
+from sagacity.tools._decorators import CompensationContext, ToolContext, compensable, compensation
+from sagacity.tools._toolbox import Toolbox
 from tests.saga_activity_env import opening, saga_env
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)

@@ -22,10 +22,10 @@ from pydantic import BaseModel, TypeAdapter, create_model
 from pydantic_core import to_json
 from typing_extensions import TypedDict
 
-from sagacity.approval_models import approval_hash
-from sagacity.canonical import canonical_bytes
-from sagacity.toolbox import Toolbox
-from sagacity.tools import ToolContext, irreversible
+from sagacity.approval._models import approval_hash
+from sagacity.journal._canonical import canonical_bytes
+from sagacity.tools._decorators import ToolContext, irreversible
+from sagacity.tools._toolbox import Toolbox
 
 
 class Currency(enum.Enum):

@@ -1,5 +1,5 @@
 """Parameter types whose JSON form is not the value the tool would receive are refused
-when the toolbox is built (sagacity.round_trip), with the tool, the field's path and
+when the toolbox is built (sagacity.tools._round_trip), with the tool, the field's path and
 what to do; the types that do round-trip are accepted."""
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 from pydantic_core import CoreSchema, core_schema
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
-from sagacity.errors import ParameterRoundTripError, ToolboxError
-from sagacity.toolbox import Toolbox, _tool_spec
-from sagacity.tools import irreversible, tool_mark
+from sagacity._errors import ParameterRoundTripError, ToolboxError
+from sagacity.tools._decorators import irreversible, tool_mark
+from sagacity.tools._toolbox import Toolbox, _tool_spec
 
 
 class Hidden(BaseModel):

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 from temporalio.contrib.pydantic import PydanticPayloadConverter
 
-from sagacity.worker.converter import SAGA_DATA_CONVERTER, SagaPayloadConverter
-from sagacity.workflows.models import PendingApproval, ToolCall
+from sagacity.worker._converter import SAGA_DATA_CONVERTER, SagaPayloadConverter
+from sagacity.workflows._models import PendingApproval, ToolCall
 
 
 def test_instances_share_their_converters_and_type_adapters() -> None:

@@ -12,10 +12,10 @@ import shlex
 import pytest
 from markdown_it import MarkdownIt
 
-from sagacity.approvals import approval_hash, approval_payload
-from sagacity.canonical import canonical_text
-from sagacity.phases import SagaStatus
-from sagacity.saga_details import (
+from sagacity.approval._judge import approval_hash, approval_payload
+from sagacity.journal._canonical import canonical_text
+from sagacity.journal._phases import SagaStatus
+from sagacity.text._saga_details import (
     HEADLINES,
     MAX_STEPS,
     md_code,

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from sagacity.errors import SagacityError
-from sagacity.note_keys import NoteSigner, NoteVerifier, open_note, parse_verifiers
-from sagacity.signed_note import (
+from sagacity._errors import SagacityError
+from sagacity.tlog._checkpoint_body import Checkpoint, open_checkpoint, sign_checkpoint
+from sagacity.tlog._note_keys import NoteSigner, NoteVerifier, open_note, parse_verifiers
+from sagacity.tlog._signed_note import (
     ALG_ED25519,
     MAX_NOTE_BYTES,
     MAX_SIGNATURES,
@@ -30,7 +31,6 @@ from sagacity.signed_note import (
     key_hash,
     parse_note,
 )
-from sagacity.tlog_checkpoint import Checkpoint, open_checkpoint, sign_checkpoint
 
 # Known-answer vectors from golang.org/x/mod/sumdb/note (github.com/golang/mod,
 # sumdb/note/example_test.go and note_test.go, BSD-licensed data): the PeterNeumann key

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sagacity.approval_policy import ApprovalPolicy, ApprovalRequirement, ArgRule
-from sagacity.approvals import (
+from sagacity.approval._judge import (
     ApprovalDecision,
     ApprovalRequest,
     JudgeContext,
@@ -20,10 +19,11 @@ from sagacity.approvals import (
     judge,
     parse_decision,
 )
-from sagacity.registry import ApproverRegistry, KeyLookup, RegistryError, RegistryFile
-from sagacity.signed_action import sign_action
-from sagacity.signing import KeyFileError, SigningKey, verify_signature
-from sagacity.worker.cli import app
+from sagacity.approval._policy import ApprovalPolicy, ApprovalRequirement, ArgRule
+from sagacity.approval._registry import ApproverRegistry, KeyLookup, RegistryError, RegistryFile
+from sagacity.approval._signed_action import sign_action
+from sagacity.approval._signing import KeyFileError, SigningKey, verify_signature
+from sagacity.worker.cli._main import app
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 

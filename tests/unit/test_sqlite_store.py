@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from sagacity.chain import verify_chain
-from sagacity.entry import EntryDraft
-from sagacity.errors import StoreUnavailableError
-from sagacity.phases import Phase
+from sagacity._errors import StoreUnavailableError
+from sagacity.journal._chain import verify_chain
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import open_store
 
 
@@ -71,8 +71,8 @@ def test_relative_and_absolute_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_verify_reports_an_unreadable_row_instead_of_crashing(tmp_path: Path) -> None:
-    from sagacity.audit import verify_store
-    from sagacity.chain import BreakReason
+    from sagacity.audit._export import verify_store
+    from sagacity.journal._chain import BreakReason
 
     store = open_store(f"sqlite:///{tmp_path}/journal.db")
     for step in range(1, 4):

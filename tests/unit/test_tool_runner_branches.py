@@ -13,14 +13,14 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from sagacity.activities import NOT_THE_SAGAS_RUN
-from sagacity.activities.io_models import OutcomeKind, RunToolInput, ToolCall, ToolOutcome
-from sagacity.activities.tool_runner import TRUNCATION_MARKER, ToolRunner
-from sagacity.approvals import approval_hash
-from sagacity.entry import EntryDraft
-from sagacity.phases import Phase
+from sagacity.activities._models import OutcomeKind, RunToolInput, ToolCall, ToolOutcome
+from sagacity.activities._tool_runner import TRUNCATION_MARKER, ToolRunner
+from sagacity.approval._judge import approval_hash
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import MemoryJournalStore
-from sagacity.toolbox import Toolbox
-from sagacity.tools import ToolContext, compensable, compensation, irreversible, tool
+from sagacity.tools._decorators import ToolContext, compensable, compensation, irreversible, tool
+from sagacity.tools._toolbox import Toolbox
 from tests.journal_approvals import approve, request_approval
 from tests.saga_activity_env import tool_outcome
 

@@ -13,15 +13,15 @@ from typing import Any
 
 from temporalio.testing import ActivityEnvironment
 
-from sagacity.activities.io_models import OutcomeKind, RunToolInput, ToolCall
-from sagacity.activities.tool_runner import ToolRunner
-from sagacity.entry import EntryDraft
-from sagacity.errors import JournalWriteError
-from sagacity.phases import Phase
+from sagacity._errors import JournalWriteError
+from sagacity.activities._models import OutcomeKind, RunToolInput, ToolCall
+from sagacity.activities._tool_runner import ToolRunner
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import MemoryJournalStore
-from sagacity.stores.base import StepClaim
-from sagacity.toolbox import Toolbox
-from sagacity.tools import ToolContext, tool
+from sagacity.stores._base import StepClaim
+from sagacity.tools._decorators import ToolContext, tool
+from sagacity.tools._toolbox import Toolbox
 
 SAGA = "claim-saga"
 

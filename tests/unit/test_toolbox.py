@@ -13,12 +13,10 @@ from typing import Annotated, Any
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
-from sagacity.approval_models import approval_hash
-from sagacity.canonical import canonical_bytes
-from sagacity.errors import PayloadMismatchError, ToolboxError, ToolInputError, UnknownToolError
-from sagacity.payload import Payload
-from sagacity.toolbox import CompensationSpec, Toolbox, ToolResultError, ToolSpec
-from sagacity.tools import (
+from sagacity._errors import PayloadMismatchError, ToolboxError, ToolInputError, UnknownToolError
+from sagacity.approval._models import approval_hash
+from sagacity.journal._canonical import canonical_bytes
+from sagacity.tools._decorators import (
     CompensationContext,
     ToolContext,
     ToolKind,
@@ -27,6 +25,8 @@ from sagacity.tools import (
     irreversible,
     tool,
 )
+from sagacity.tools._payload import Payload
+from sagacity.tools._toolbox import CompensationSpec, Toolbox, ToolResultError, ToolSpec
 
 
 class Address(BaseModel):

@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from sagacity.errors import ToolboxError
-from sagacity.tools import (
+from sagacity._errors import ToolboxError
+from sagacity.tools._decorators import (
     CompensationContext,
     CompensationMark,
     ToolContext,

@@ -9,18 +9,18 @@ from dataclasses import replace
 
 import pytest
 
-from sagacity.audit import verify_jsonl, verify_store
-from sagacity.chain import GENESIS, BreakReason, reseal
-from sagacity.decision_audit import DecisionAudit
-from sagacity.entry import MAX_STORED_DEPTH, EntryDraft, JournalEntry
-from sagacity.errors import UnreadableEntryError
-from sagacity.export_writer import entry_line
-from sagacity.phases import Phase
-from sagacity.saga_details import md_text
+from sagacity._errors import UnreadableEntryError
+from sagacity.audit._decisions import DecisionAudit
+from sagacity.audit._export import verify_jsonl, verify_store
+from sagacity.audit._export_writer import entry_line
+from sagacity.journal._chain import GENESIS, BreakReason, reseal
+from sagacity.journal._entry import MAX_STORED_DEPTH, EntryDraft, JournalEntry
+from sagacity.journal._phases import Phase
 from sagacity.stores import MemoryJournalStore
-from sagacity.stores.base import utc_now
-from sagacity.visible import visible
-from sagacity.worker.render import shown
+from sagacity.stores._base import utc_now
+from sagacity.text._saga_details import md_text
+from sagacity.text._visible import visible
+from sagacity.worker.cli._render import shown
 
 
 def _sealed(saga_id: str, phase: Phase, **texts: str) -> JournalEntry:

@@ -26,8 +26,8 @@ from temporalio.api.history.v1 import (
 )
 from temporalio.client import WorkflowHistory
 
-from sagacity.worker.witness import Witnessed, read_history
-from sagacity.worker.witness_history import read_run
+from sagacity.worker.client._witness import Witnessed, read_history
+from sagacity.worker.client._witness_history import read_run
 from tests.histories import AGENT_SAGA, SAGA_API
 
 RECORDED = sorted([*SAGA_API.glob("*.json"), *AGENT_SAGA.glob("*.json")])

@@ -4,11 +4,11 @@ that are no saga."""
 
 from __future__ import annotations
 
-from sagacity.entry import EntryDraft
-from sagacity.evidence import Problem
-from sagacity.phases import Phase
+from sagacity.audit._evidence import Problem
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import MemoryJournalStore
-from sagacity.worker.witness import Witnessed, compare, scope
+from sagacity.worker.client._witness import Witnessed, compare, scope
 
 
 def test_every_task_queue_a_journal_saga_ran_on_is_in_scope() -> None:

@@ -8,12 +8,12 @@ from typing import Any, TypeVar
 
 from temporalio.client import WorkflowHandle
 
-from sagacity.entry import JournalEntry
-from sagacity.phases import SagaStatus
-from sagacity.resolutions import Resolution
+from sagacity.approval._resolutions import Resolution
+from sagacity.journal._entry import JournalEntry
+from sagacity.journal._phases import SagaStatus
 from sagacity.stores import JournalStore
-from sagacity.worker.client_resolutions import resolve
-from sagacity.workflows.models import DirtyStep, SagaView, ToolCall
+from sagacity.worker.client._resolutions import resolve
+from sagacity.workflows._models import DirtyStep, SagaView, ToolCall
 
 T = TypeVar("T")
 

@@ -27,12 +27,12 @@ from typing import Protocol
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import CancelledError
 
-from sagacity.approvals import approval_hash
+from sagacity.approval._judge import approval_hash
 from sagacity.examples.orders import Shop
-from sagacity.phases import Phase, SagaStatus
+from sagacity.journal._phases import Phase, SagaStatus
 from sagacity.stores import JournalStore
-from sagacity.worker.client import saga_result
-from sagacity.workflows.models import (
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._models import (
     DecisionResult,
     ModelSettings,
     ModelTurn,
@@ -300,9 +300,9 @@ FLOWS: dict[str, Flow] = {
 async def record(names: list[str], out: Path = HISTORIES) -> list[Path]:
     """Run `names` on a fresh dev server and write their histories into `out`."""
     from sagacity.stores import open_store
-    from sagacity.toolbox import Toolbox
-    from sagacity.worker.app import new_worker
-    from sagacity.worker.devserver import start_dev_server
+    from sagacity.tools._toolbox import Toolbox
+    from sagacity.worker._app import new_worker
+    from sagacity.worker._devserver import start_dev_server
 
     unknown = sorted(set(names) - set(FLOWS))
     if unknown:

@@ -10,9 +10,9 @@ import pytest
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHandle
 
-from sagacity.phases import SagaStatus
-from sagacity.worker.client import saga_result
-from sagacity.workflows.models import ModelSettings, ModelTurn, SagaInput, SagaResult
+from sagacity.journal._phases import SagaStatus
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._models import ModelSettings, ModelTurn, SagaInput, SagaResult
 
 from .helpers import CHARGE, RESERVE, SHIP_FAILS, WIRE
 from .test_approval_flows import decision, pending

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 
-from sagacity.approvals import approval_hash
-from sagacity.chain import verify_chain
-from sagacity.phases import SagaStatus
-from sagacity.worker.client import saga_result
-from sagacity.workflows.models import DecisionResult, PendingApproval, SagaInput, SagaResult
+from sagacity.approval._judge import approval_hash
+from sagacity.journal._chain import verify_chain
+from sagacity.journal._phases import SagaStatus
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._models import DecisionResult, PendingApproval, SagaInput, SagaResult
 
 from .helpers import CHARGE, RESERVE, WIRE, entries_of, eventually
 

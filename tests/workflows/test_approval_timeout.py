@@ -27,16 +27,16 @@ import pytest
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from sagacity.chain import verify_chain
 from sagacity.examples.orders import INITIAL_STOCK, Shop
-from sagacity.phases import Phase, SagaStatus
+from sagacity.journal._chain import verify_chain
+from sagacity.journal._phases import Phase, SagaStatus
 from sagacity.stores import JournalStore, open_store
-from sagacity.toolbox import Toolbox
-from sagacity.worker.app import new_worker
-from sagacity.worker.client import saga_result
-from sagacity.worker.devserver import start_time_skipping_server
-from sagacity.workflows.approval_gate import TIMEOUT_ACTOR
-from sagacity.workflows.models import SagaInput, SagaResult, SagaView, ToolCall
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker._devserver import start_time_skipping_server
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._approval_gate import TIMEOUT_ACTOR
+from sagacity.workflows._models import SagaInput, SagaResult, SagaView, ToolCall
 
 pytestmark = [pytest.mark.temporal, pytest.mark.timeout(60)]
 

@@ -24,19 +24,19 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.testing import WorkflowEnvironment
 
-from sagacity.activities.io_models import ToolCall
-from sagacity.approvals import approval_hash, approval_payload
-from sagacity.canonical import canonical_bytes
-from sagacity.errors import ParameterRoundTripError
-from sagacity.phases import SagaStatus
+from sagacity._errors import ParameterRoundTripError
+from sagacity.activities._models import ToolCall
+from sagacity.approval._judge import approval_hash, approval_payload
+from sagacity.journal._canonical import canonical_bytes
+from sagacity.journal._phases import SagaStatus
 from sagacity.stores import open_store
-from sagacity.toolbox import Toolbox
-from sagacity.tools import irreversible
-from sagacity.worker.app import new_worker
-from sagacity.worker.client import saga_result
-from sagacity.worker.run import run_worker
-from sagacity.worker.settings import Settings
-from sagacity.workflows.models import SagaInput, SagaResult
+from sagacity.tools._decorators import irreversible
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker._run import run_worker
+from sagacity.worker._settings import Settings
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._models import SagaInput, SagaResult
 
 from .helpers import entries_of, eventually
 

@@ -11,9 +11,9 @@ import asyncio
 import pytest
 from temporalio.client import WorkflowFailureError
 
-from sagacity.chain import verify_chain
-from sagacity.worker.client import saga_result
-from sagacity.workflows.models import SagaInput
+from sagacity.journal._chain import verify_chain
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._models import SagaInput
 
 from .helpers import CHARGE, RESERVE, SHIP, WIRE, accept_when_dirty, entries_of, eventually
 from .test_approval_flows import pending

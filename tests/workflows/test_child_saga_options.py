@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from temporalio.workflow import ParentClosePolicy
 
-from sagacity.workflows.child_saga import execute_child_saga, start_child_saga
-from sagacity.workflows.saga_errors import SagaUsageError
+from sagacity.workflows._child_saga import execute_child_saga, start_child_saga
+from sagacity.workflows._saga_errors import SagaUsageError
 
 
 @pytest.mark.parametrize("door", [start_child_saga, execute_child_saga])

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from temporalio.client import WorkflowFailureError, WorkflowHistory
 
-from sagacity.phases import SagaStatus
-from sagacity.worker.client import saga_result
-from sagacity.workflows.agent_saga import AgentSagaWorkflow
-from sagacity.workflows.models import SagaInput, SagaResult, SagaRunInput, StepReport, ToolCall
+from sagacity.journal._phases import SagaStatus
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._agent_saga import AgentSagaWorkflow
+from sagacity.workflows._models import SagaInput, SagaResult, SagaRunInput, StepReport, ToolCall
 
 from .test_replay import _replay_failure
 

@@ -18,14 +18,14 @@ from pathlib import Path
 
 from temporalio.client import WorkflowHandle
 
-from sagacity.activities.compensation_runner import NOT_EXECUTED_IN_JOURNAL
-from sagacity.compensation import compensable_in, plan_compensation
-from sagacity.phases import Phase, SagaStatus
-from sagacity.toolbox import Toolbox
-from sagacity.tools import CompensationContext, compensable, compensation, tool
-from sagacity.worker.app import new_worker
-from sagacity.worker.client import saga_result
-from sagacity.workflows.models import (
+from sagacity.activities._compensation_runner import NOT_EXECUTED_IN_JOURNAL
+from sagacity.journal._phases import Phase, SagaStatus
+from sagacity.tools._compensation import compensable_in, plan_compensation
+from sagacity.tools._decorators import CompensationContext, compensable, compensation, tool
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._models import (
     PendingApproval,
     ResolutionPolicy,
     SagaInput,

@@ -24,16 +24,16 @@ import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from sagacity.chain import verify_chain
 from sagacity.examples.orders import INITIAL_STOCK, Shop
-from sagacity.phases import Phase, SagaStatus
+from sagacity.journal._chain import verify_chain
+from sagacity.journal._phases import Phase, SagaStatus
 from sagacity.stores import JournalStore, open_store
-from sagacity.toolbox import Toolbox
-from sagacity.tools import ToolContext, tool
-from sagacity.worker.app import new_worker
-from sagacity.worker.client import saga_result
-from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
-from sagacity.workflows.models import ResolutionPolicy, SagaInput, SagaResult, ToolCall
+from sagacity.tools._decorators import ToolContext, tool
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
+from sagacity.workflows._models import ResolutionPolicy, SagaInput, SagaResult, ToolCall
 
 REPO = Path(__file__).resolve().parents[2]
 INTENT_DEADLINE_S = 20.0

@@ -14,11 +14,11 @@ import uuid
 
 from temporalio.client import WorkflowExecutionStatus
 
-from sagacity.activities.identity import worker_identity
-from sagacity.entry import EntryDraft
-from sagacity.phases import Phase
+from sagacity.activities._identity import worker_identity
+from sagacity.journal._entry import EntryDraft
+from sagacity.journal._phases import Phase
 from sagacity.stores import JournalStore
-from sagacity.toolbox import Toolbox
+from sagacity.tools._toolbox import Toolbox
 
 from .helpers import eventually
 

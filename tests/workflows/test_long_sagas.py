@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from temporalio.api.enums.v1 import EventType
 
-from sagacity.chain import verify_chain
-from sagacity.phases import SagaStatus
-from sagacity.worker.client import saga_result
-from sagacity.workflows.models import ModelSettings, ModelTurn, SagaInput, ToolCall
+from sagacity.journal._chain import verify_chain
+from sagacity.journal._phases import SagaStatus
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._models import ModelSettings, ModelTurn, SagaInput, ToolCall
 
 from .helpers import RESERVE, WIRE, entries_of
 from .test_approval_flows import decision, pending

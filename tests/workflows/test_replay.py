@@ -30,12 +30,12 @@ from temporalio.worker import Replayer
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 with workflow.unsafe.imports_passed_through():
-    from sagacity.activities.io_models import EntryRef, JournalEventInput, ToolCall, ToolOutcome
-    from sagacity.phases import Phase
-    from sagacity.worker.plugin import PASSTHROUGH
-    from sagacity.workflows.agent_saga import AgentSagaWorkflow
-    from sagacity.workflows.models import SagaResult
-    from sagacity.workflows.saga_engine import SagaCore as Saga
+    from sagacity.activities._models import EntryRef, JournalEventInput, ToolCall, ToolOutcome
+    from sagacity.journal._phases import Phase
+    from sagacity.worker._plugin import PASSTHROUGH
+    from sagacity.workflows._agent_saga import AgentSagaWorkflow
+    from sagacity.workflows._models import SagaResult
+    from sagacity.workflows._saga_engine import SagaCore as Saga
     from tests.workflows.record_histories import FLOWS, HISTORIES
 
 CLOSING_EVENTS = {
@@ -266,7 +266,7 @@ async def test_the_backwards_mutant_really_runs_backwards(saga: Any) -> None:
     from temporalio.worker import Worker
 
     from sagacity.activities import SagaActivities, activity_queue
-    from sagacity.toolbox import Toolbox
+    from sagacity.tools._toolbox import Toolbox
 
     task_queue = f"{saga.task_queue}-backwards"
     activities = SagaActivities(saga.store, Toolbox.build(saga.shop))

@@ -7,10 +7,10 @@ import pytest
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
-from sagacity.chain import verify_chain
-from sagacity.phases import SagaStatus
-from sagacity.worker.client import saga_result
-from sagacity.workflows.models import (
+from sagacity.journal._chain import verify_chain
+from sagacity.journal._phases import SagaStatus
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._models import (
     ModelSettings,
     ModelTurn,
     ResolutionPolicy,

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from sagacity.chain import verify_chain
-from sagacity.phases import SagaStatus
-from sagacity.workflows.models import SagaInput, ToolCall
+from sagacity.journal._chain import verify_chain
+from sagacity.journal._phases import SagaStatus
+from sagacity.workflows._models import SagaInput, ToolCall
 
 
 async def test_happy(saga) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sagacity.approvals import approval_hash
-from sagacity.phases import SagaStatus
-from sagacity.worker.client import saga_result
-from sagacity.workflows.models import SagaInput, ToolCall
+from sagacity.approval._judge import approval_hash
+from sagacity.journal._phases import SagaStatus
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._models import SagaInput, ToolCall
 
 from .helpers import RESERVE, SHIP_FAILS, WIRE
 from .test_approval_flows import decision, pending

@@ -7,13 +7,13 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from sagacity.chain import verify_chain
-from sagacity.phases import SagaStatus
-from sagacity.toolbox import Toolbox
-from sagacity.tools import CompensationContext, ToolContext, compensable, compensation
-from sagacity.worker.app import new_worker
-from sagacity.worker.client import saga_result
-from sagacity.workflows.models import SagaInput, SagaResult, ToolCall
+from sagacity.journal._chain import verify_chain
+from sagacity.journal._phases import SagaStatus
+from sagacity.tools._decorators import CompensationContext, ToolContext, compensable, compensation
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._app import new_worker
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._models import SagaInput, SagaResult, ToolCall
 
 from .helpers import entries_of
 

@@ -12,10 +12,10 @@ import time
 import pytest
 from temporalio.client import Client
 
-from sagacity.phases import SagaStatus
-from sagacity.worker.client import saga_result
-from sagacity.workflows.inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
-from sagacity.workflows.models import SagaInput, SagaView, ToolCall
+from sagacity.journal._phases import SagaStatus
+from sagacity.worker.client._client import saga_result
+from sagacity.workflows._inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
+from sagacity.workflows._models import SagaInput, SagaView, ToolCall
 
 from .helpers import accept_when_dirty, eventually
 

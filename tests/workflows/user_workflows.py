@@ -12,8 +12,8 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
 
     from sagacity.examples.order_workflow import Order, OrderWorkflow, Receipt
-    from sagacity.workflows.models import SagaOptions, SagaState
-    from sagacity.workflows.saga import Saga
+    from sagacity.workflows._models import SagaOptions, SagaState
+    from sagacity.workflows._saga import Saga
 
 
 @workflow.defn(name="LetsFailureOut")

@@ -6,6 +6,6 @@ hash, policy and journal; approve or reject signed with a passkey; the sagas nee
 human with their actions. See docs/inbox.md.
 """
 
-from sagacity.worker.inbox.app import InboxConfig, create_app
+from sagacity.worker.inbox._app import InboxConfig, create_app
 
 __all__ = ["InboxConfig", "create_app"]

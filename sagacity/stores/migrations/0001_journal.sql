@@ -5,7 +5,7 @@
 -- unqualified here (function bodies use @schema@, see below). COLLATE "C" makes ORDER BY
 -- saga_id code-point order, the order Python's sorted() gives.
 --
--- `material` holds an entry's hashed bytes exactly as hashed (sagacity.recipe); its
+-- `material` holds an entry's hashed bytes exactly as hashed (sagacity.journal._recipe); its
 -- payloads are kept only there, and the input_json, result_json and error_json columns
 -- hold the empty string. The other columns repeat what the bytes say, for lookups, and
 -- are text as hashed: recorded_at is the fixed-width text (never timestamptz, whose
@@ -66,7 +66,7 @@ CREATE TABLE sagacity_fences (
     CONSTRAINT sagacity_fences_pkey PRIMARY KEY (saga_id, step)
 );
 
--- The checkpoint log (sagacity.checkpoint_log): signed checkpoints of chain heads, kept
+-- The checkpoint log (sagacity.tlog._log): signed checkpoints of chain heads, kept
 -- outside the journal table, as the leaves of an RFC 6962 Merkle log; the hashes of its
 -- complete subtrees; and its signed tree heads. All three are append-only like the
 -- journal (same refusing trigger, enabled ALWAYS). The columns beside each note are an
@@ -126,7 +126,7 @@ ALTER TABLE sagacity_log_heads ENABLE ALWAYS TRIGGER sagacity_log_heads_no_updat
 ALTER TABLE sagacity_log_heads ENABLE ALWAYS TRIGGER sagacity_log_heads_no_delete;
 ALTER TABLE sagacity_log_heads ENABLE ALWAYS TRIGGER sagacity_log_heads_no_truncate;
 
--- The approver registry's high-water mark (sagacity.registry_marks): one row per
+-- The approver registry's high-water mark (sagacity.approval._registry_marks): one row per
 -- approver registry (version, SHA-256) that any journal entry records it was judged
 -- with, and the first entry that did. A worker compares its registry file with the
 -- newest version here when it starts and with every registry answer, and refuses an
@@ -154,7 +154,7 @@ ALTER TABLE sagacity_registry_marks ENABLE ALWAYS TRIGGER sagacity_registry_mark
 
 -- sagacity_append: compare-and-append (or claim a tool step) in one round trip.
 --
--- The client decides the entry (sagacity.stores.base seals it, its hash computed in
+-- The client decides the entry (sagacity.stores._base seals it, its hash computed in
 -- Python from the head it believes current) and this function inserts it only if,
 -- under the saga's advisory lock, that belief still holds: the head is exactly
 -- (seq - 1, prev_hash), or there is no head and seq = 1; and
@@ -162,8 +162,8 @@ ALTER TABLE sagacity_registry_marks ENABLE ALWAYS TRIGGER sagacity_registry_mark
 --   - for a step's claim (p_claim true, an INTENT): the step has no row at all (any
 --     phase, any attempt) and no fence (tombstone).
 -- Otherwise it inserts nothing and says why, and the client takes the locked path,
--- which reads the facts and decides in Python (sagacity.stores.postgres,
--- sagacity.stores.postgres_claim). So an entry is never decided on a stale head, and a
+-- which reads the facts and decides in Python (sagacity.stores._postgres,
+-- sagacity.stores._postgres_claim). So an entry is never decided on a stale head, and a
 -- chain never forks. With the entry it inserts the approver registry the entry records
 -- (p_mark_version, p_mark_sha256; NULLs for none).
 --

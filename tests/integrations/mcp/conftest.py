@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from sagacity.contrib.mcp import McpToolset, StdioServerParameters, stdio_server
 from sagacity.examples.mcp_order import SHOP_TOOLS
 from sagacity.examples.mcp_shop_server import received_calls, server_pids
 from sagacity.examples.order_workflow import OrderWorkflow
 from sagacity.examples.orders import Shop
-from sagacity.integrations.mcp_tools import McpToolset, StdioServerParameters, stdio_server
 from sagacity.stores import JournalStore
-from sagacity.worker.app import new_worker
-from sagacity.worker.saga_client import SagaClient
+from sagacity.worker._app import new_worker
+from sagacity.worker.client._saga_client import SagaClient
 from tests.faults.conftest import pg_journal_url, pg_schema, pg_store
 
 __all__ = ["pg_journal_url", "pg_schema", "pg_store"]

@@ -8,16 +8,10 @@ from typing import Any
 import pytest
 from mcp_types import Tool
 
-from sagacity.approval_policy import ApprovalPolicy
-from sagacity.integrations.mcp_tools import (
-    McpMappingError,
-    check_mapping,
-    compensated_by,
-    irreversible,
-    plain,
-)
-from sagacity.integrations.mcp_tools.mapping import python_compensations
-from sagacity.tools import CompensationContext, ToolKind, compensation
+from sagacity.approval._policy import ApprovalPolicy
+from sagacity.contrib.mcp import McpMappingError, check_mapping, compensated_by, irreversible, plain
+from sagacity.contrib.mcp._mapping import python_compensations
+from sagacity.tools._decorators import CompensationContext, ToolKind, compensation
 
 BROKEN = {"type": "object", "required": "amount"}
 """Not a valid JSON Schema: `required` is a list."""

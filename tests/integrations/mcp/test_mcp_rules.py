@@ -11,16 +11,10 @@ from typing import Any
 import pytest
 from mcp_types import Tool
 
-from sagacity.approval_policy import ApprovalPolicy, ArgRule
-from sagacity.errors import ApprovalRuleError, ToolboxError
-from sagacity.integrations.mcp_tools import (
-    McpConnection,
-    McpToolset,
-    check_mapping,
-    irreversible,
-    toolbox_of,
-)
-from sagacity.toolbox import ToolSpec
+from sagacity._errors import ApprovalRuleError, ToolboxError
+from sagacity.approval._policy import ApprovalPolicy, ArgRule
+from sagacity.contrib.mcp import McpConnection, McpToolset, check_mapping, irreversible, toolbox_of
+from sagacity.tools._toolbox import ToolSpec
 
 from .conftest import SHOP_MAPPING, McpShop, assert_stopped
 

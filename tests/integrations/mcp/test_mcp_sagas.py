@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from sagacity.activities.io_models import ModelTurn
-from sagacity.approvals import approval_hash
-from sagacity.audit import verify_store
-from sagacity.canonical import canonical_text
+from sagacity.activities._models import ModelTurn
+from sagacity.approval._judge import approval_hash
+from sagacity.audit._export import verify_store
 from sagacity.examples.mcp_order import scenario
 from sagacity.examples.order_workflow import Order, OrderWorkflow
 from sagacity.examples.orders import INITIAL_STOCK
-from sagacity.phases import SagaStatus
-from sagacity.workflows.models import ModelSettings, SagaInput, ToolCall
+from sagacity.journal._canonical import canonical_text
+from sagacity.journal._phases import SagaStatus
+from sagacity.workflows._models import ModelSettings, SagaInput, ToolCall
 
 from .conftest import McpOrders
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from mcp.server.mcpserver import MCPServer
 
-from sagacity.audit import verify_store
-from sagacity.errors import ToolInputError
-from sagacity.integrations.mcp_tools import (
+from sagacity._errors import ToolInputError
+from sagacity.audit._export import verify_store
+from sagacity.contrib.mcp import (
     McpMappingError,
     McpToolChangedError,
     McpToolError,
@@ -26,9 +26,9 @@ from sagacity.integrations.mcp_tools import (
     irreversible,
     plain,
 )
-from sagacity.phases import SagaStatus, StepStatus
-from sagacity.tools import CompensationContext, ToolContext
-from sagacity.workflows.models import SagaInput, ToolCall
+from sagacity.journal._phases import SagaStatus, StepStatus
+from sagacity.tools._decorators import CompensationContext, ToolContext
+from sagacity.workflows._models import SagaInput, ToolCall
 from tests.workflows.helpers import accept_when_dirty, eventually
 
 from .conftest import SHOP_MAPPING, McpOrders, McpShop, alive, assert_stopped

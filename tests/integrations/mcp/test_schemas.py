@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from mcp_types import CallToolResult, ImageContent, TextContent
 
-from sagacity.errors import ToolInputError
-from sagacity.integrations.mcp_tools import InputSchema, McpMappingError, McpToolError, OutputSchema
-from sagacity.integrations.mcp_tools.results import step_result, undo_arguments
-from sagacity.tools import ToolResultError
+from sagacity._errors import ToolInputError
+from sagacity.contrib.mcp import InputSchema, McpMappingError, McpToolError, OutputSchema
+from sagacity.contrib.mcp._results import step_result, undo_arguments
+from sagacity.tools._decorators import ToolResultError
 
 CHARGE = {
     "type": "object",

@@ -12,9 +12,9 @@ with workflow.unsafe.imports_passed_through():
     from agents import Agent, RunConfig, function_tool
     from pydantic import BaseModel
 
+    from sagacity.contrib.openai_agents import run_agent
     from sagacity.examples.openai_agents_order import AgentOrderReport, order_agent
-    from sagacity.integrations.openai_agents_saga import run_agent
-    from sagacity.workflows.saga import Saga, SagaFailedError, SagaOptions
+    from sagacity.workflows._saga import Saga, SagaFailedError, SagaOptions
 
 
 @function_tool(failure_error_function=None)

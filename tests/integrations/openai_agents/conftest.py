@@ -32,8 +32,8 @@ from sagacity.examples.openai_agents_order import (
 )
 from sagacity.examples.orders import Shop
 from sagacity.stores import JournalStore
-from sagacity.toolbox import Toolbox
-from sagacity.worker.saga_client import SagaClient
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker.client._saga_client import SagaClient
 from tests.faults.conftest import pg_journal_url, pg_schema, pg_store, shop
 from tests.integrations.openai_agents.agent_workflows import AgentRunEnds
 from tests.model.conftest import ChatServer

@@ -17,20 +17,26 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 from temporalio.openai_agents.workflow import activity_as_tool
 
-from sagacity.activities.io_models import INVALID_ARGUMENTS_KEY
-from sagacity.examples.openai_agents_order import order_agent
-from sagacity.integrations.openai_agents_saga import AgentToolsError, check_agent_tools
-from sagacity.integrations.openai_agents_saga.router import StepRouter
-from sagacity.integrations.openai_agents_saga.runner import (
+from sagacity.activities._models import INVALID_ARGUMENTS_KEY
+from sagacity.contrib.openai_agents import AgentToolsError, check_agent_tools
+from sagacity.contrib.openai_agents._router import StepRouter
+from sagacity.contrib.openai_agents._runner import (
     AGENT_RUN_FAILED,
     final_answer,
     run_agent,
     run_failure,
 )
-from sagacity.integrations.openai_agents_saga.tools import Gate, saga_agent
-from sagacity.toolbox import Toolbox
-from sagacity.tools import CompensationContext, compensable, compensation, irreversible, tool
-from sagacity.workflows.saga import StepError
+from sagacity.contrib.openai_agents._tools import Gate, saga_agent
+from sagacity.examples.openai_agents_order import order_agent
+from sagacity.tools._decorators import (
+    CompensationContext,
+    compensable,
+    compensation,
+    irreversible,
+    tool,
+)
+from sagacity.tools._toolbox import Toolbox
+from sagacity.workflows._saga import StepError
 
 
 @function_tool

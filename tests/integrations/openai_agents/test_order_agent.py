@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from sagacity.examples.orders import INITIAL_STOCK
-from sagacity.phases import Phase
+from sagacity.journal._phases import Phase
 from tests.faults.support import phases
 from tests.model.conftest import call, completion
 

@@ -13,14 +13,14 @@ from temporalio.contrib.pydantic import PydanticPayloadConverter, pydantic_data_
 from temporalio.converter import DataConverter
 from temporalio.openai_agents import OpenAIPayloadConverter
 
-from sagacity.activities.io_models import ToolCall
-from sagacity.integrations.openai_agents_saga import (
+from sagacity.activities._models import ToolCall
+from sagacity.contrib.openai_agents import (
     PluginOrderError,
     SagaAgentsPayloadConverter,
     SagaAgentsPlugin,
 )
-from sagacity.integrations.openai_agents_saga.plugin import saga_agents_converter
-from sagacity.workflows.models import SagaOptions
+from sagacity.contrib.openai_agents._plugin import saga_agents_converter
+from sagacity.workflows._models import SagaOptions
 
 
 def test_the_converter_is_both_kinds() -> None:

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from sagacity.activities.io_models import PlanCheck, PlanProblem, ToolCall
-from sagacity.integrations.openai_agents_saga.router import StepRouter
-from sagacity.workflows.saga import StepError
+from sagacity.activities._models import PlanCheck, PlanProblem, ToolCall
+from sagacity.contrib.openai_agents._router import StepRouter
+from sagacity.workflows._saga import StepError
 
 
 class FakeSaga:

@@ -9,12 +9,12 @@ from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import CancelledError
 from temporalio.worker import Replayer
 
-from sagacity.approvals import approval_hash
+from sagacity.approval._judge import approval_hash
+from sagacity.contrib.openai_agents import SagaAgentsPlugin
 from sagacity.examples.openai_agents_order import AgentOrderWorkflow
 from sagacity.examples.orders import INITIAL_STOCK
-from sagacity.integrations.openai_agents_saga import SagaAgentsPlugin
-from sagacity.phases import Phase, SagaStatus
-from sagacity.worker.plugin import SagacityPlugin
+from sagacity.journal._phases import Phase, SagaStatus
+from sagacity.worker._plugin import SagacityPlugin
 from tests.faults.support import entries_of, eventually, phases
 from tests.model.conftest import call, completion
 

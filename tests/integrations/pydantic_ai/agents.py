@@ -17,6 +17,7 @@ with workflow.unsafe.imports_passed_through():
     from pydantic_ai.tools import RunContext, ToolDefinition
     from pydantic_ai.usage import UsageLimits
 
+    from sagacity.contrib.pydantic_ai import SagaToolset
     from sagacity.examples.pydantic_ai_order import (
         ClerkOrder,
         ClerkReport,
@@ -25,7 +26,6 @@ with workflow.unsafe.imports_passed_through():
         serve_order,
         shop_tools,
     )
-    from sagacity.integrations.pydantic_ai_saga import SagaToolset
 
 
 def large_charge(ctx: RunContext[Any], tool_def: ToolDefinition, args: dict[str, Any]) -> bool:

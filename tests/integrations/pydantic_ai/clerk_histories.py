@@ -22,13 +22,13 @@ from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 from temporalio.worker import Replayer, Worker
 
+from sagacity.contrib.pydantic_ai import check_agent
 from sagacity.examples.orders import Shop
 from sagacity.examples.pydantic_ai_order import ClerkOrder, OrderClerk, clerk
-from sagacity.integrations.pydantic_ai_saga import check_agent
 from sagacity.stores import JournalStore
-from sagacity.toolbox import Toolbox
-from sagacity.worker.plugin import SagacityPlugin
-from sagacity.worker.saga_client import SagaClient
+from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._plugin import SagacityPlugin
+from sagacity.worker.client._saga_client import SagaClient
 from tests.histories import PYDANTIC_AI
 
 from .agents import ApprovalByAmount, ClerkOnABudget
@@ -117,7 +117,7 @@ FLOWS: dict[str, Callable[[SagaClient, str], Awaitable[Handle]]] = {
 
 async def record(names: list[str], out: Path = HISTORIES) -> None:
     from sagacity.stores import open_store
-    from sagacity.worker.devserver import start_dev_server
+    from sagacity.worker._devserver import start_dev_server
 
     out.mkdir(parents=True, exist_ok=True)
     env = await start_dev_server()

@@ -13,7 +13,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from sagacity.examples.orders import Shop
 from sagacity.stores import JournalStore
-from sagacity.worker.saga_client import SagaClient
+from sagacity.worker.client._saga_client import SagaClient
 from tests.faults.conftest import pg_journal_url, pg_schema, pg_store, shop
 
 from .clerk_histories import clerk_worker

@@ -12,12 +12,13 @@ from pydantic_ai.durable_exec.temporal import PydanticAIPayloadConverter, Pydant
 from pydantic_ai.models.test import TestModel
 from temporalio.converter import DataConverter
 
-from sagacity import CompensationContext, Toolbox, ToolContext, ToolKind
+from sagacity import CompensationContext, Toolbox, ToolContext
+from sagacity.contrib.pydantic_ai import AgentToolboxMismatch, SagaToolset, check_agent
 from sagacity.examples.orders import Shop
 from sagacity.examples.pydantic_ai_order import clerk
-from sagacity.integrations.pydantic_ai_saga import AgentToolboxMismatch, SagaToolset, check_agent
-from sagacity.tools import compensable, compensation, irreversible
-from sagacity.worker.plugin import SagacityPlugin, saga_converter
+from sagacity.tools import ToolKind
+from sagacity.tools._decorators import compensable, compensation, irreversible
+from sagacity.worker._plugin import SagacityPlugin, saga_converter
 
 from .agents import strict_clerk
 

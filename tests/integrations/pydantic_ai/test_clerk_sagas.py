@@ -13,11 +13,11 @@ import pytest
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import CancelledError
 
-from sagacity.approvals import approval_hash
-from sagacity.audit import verify_store
+from sagacity.approval._judge import approval_hash
+from sagacity.audit._export import verify_store
 from sagacity.examples.orders import INITIAL_STOCK
 from sagacity.examples.pydantic_ai_order import ClerkOrder, ClerkReport, OrderClerk
-from sagacity.phases import Phase
+from sagacity.journal._phases import Phase
 from tests.faults.support import (
     assert_chain_closed,
     assert_executed_ran_once,

@@ -11,7 +11,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from sagacity import open_store
-from sagacity.data_home import default_journal_url
+from sagacity._data_home import default_journal_url
 from sagacity.examples.orders import Shop, shop_path
 from sagacity.examples.pydantic_ai_order import ClerkOrder, main, place_order, run_worker
 from tests.faults.support import assert_chain_closed

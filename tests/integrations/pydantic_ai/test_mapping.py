@@ -30,11 +30,11 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, ExternalToolset, PrefixedToolset
 from temporalio import activity
 
+from sagacity.contrib.pydantic_ai import SagaToolset, SagaToolsetError, through_saga
+from sagacity.contrib.pydantic_ai._desk import ToolDesk, ToolRequest, at_desk
+from sagacity.contrib.pydantic_ai._toolset import APPROVAL_DECLARED, SagaSteps, as_step
 from sagacity.examples.pydantic_ai_order import clerk, shop_tools
-from sagacity.integrations.pydantic_ai_saga import SagaToolset, SagaToolsetError, through_saga
-from sagacity.integrations.pydantic_ai_saga.desk import ToolDesk, ToolRequest, at_desk
-from sagacity.integrations.pydantic_ai_saga.toolset import APPROVAL_DECLARED, SagaSteps, as_step
-from sagacity.workflows.saga import Saga, SagaUsageError
+from sagacity.workflows._saga import Saga, SagaUsageError
 
 from .agents import large_charge
 
@@ -225,13 +225,10 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_sagacity_never_imports_pydantic_ai_and_the_adapter_names_its_extra() -> None:
-    quiet = _python(
-        "import sys, sagacity, sagacity.integrations; print('pydantic_ai' in sys.modules)"
-    )
+    quiet = _python("import sys, sagacity, sagacity.contrib; print('pydantic_ai' in sys.modules)")
     assert quiet.stdout.strip() == "False", quiet.stderr
     missing = _python(
-        "import sys; sys.modules['pydantic_ai'] = None; "
-        "import sagacity.integrations.pydantic_ai_saga"
+        "import sys; sys.modules['pydantic_ai'] = None; import sagacity.contrib.pydantic_ai"
     )
     assert missing.returncode != 0
     assert "pip install 'sagacity[pydantic-ai]'" in missing.stderr
