@@ -131,6 +131,7 @@ class StepReport(_Model):
     hash: str | None = None
     error: str | None = None
     payload_sha256: str | None = None
+    """The hash of the payload approval was asked for: an irreversible step's only."""
     approver: str | None = None
     result: Any = None
     replayed: bool = False

@@ -16,6 +16,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.journal._bounds import cut
     from sagacity.journal._canonical import canonical_text
     from sagacity.journal._phases import StepStatus
+    from sagacity.tools._decorators import ToolKind
     from sagacity.tools._payload import Payload
     from sagacity.workflows._models import (
         SagaCarry,
@@ -47,7 +48,9 @@ def step_report(
     asked: dict[str, Any] | None = None,
 ) -> StepReport:
     """The report of `outcome`: its payload's arguments, or (`asked`) the arguments the
-    call was made with when no payload came back (an attempt lost with its outcome)."""
+    call was made with when no payload came back (an attempt lost with its outcome). Only
+    an irreversible step's report carries its payload's hash: the hash a person was asked
+    to approve (every step has a payload, but no other step was waiting for anyone)."""
     payload = outcome.payload
     return StepReport(
         step=outcome.step,
@@ -60,11 +63,17 @@ def step_report(
         seq=outcome.outcome.seq if outcome.outcome else None,
         hash=outcome.outcome.hash if outcome.outcome else None,
         error=error or outcome.error,
-        payload_sha256=payload.sha256 if payload is not None else None,
+        payload_sha256=_asked_hash(outcome),
         approver=approver,
         result=_reported(outcome),
         replayed=outcome.replayed,
     )
+
+
+def _asked_hash(outcome: ToolOutcome) -> str | None:
+    if outcome.payload is None or outcome.tool_kind is not ToolKind.IRREVERSIBLE:
+        return None
+    return outcome.payload.sha256
 
 
 _OMITTED_ARGS = {"_omitted": "arguments too large to report; see the step's INTENT entry"}

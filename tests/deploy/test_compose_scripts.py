@@ -325,9 +325,6 @@ WORKER_PRIVILEGES = {
     # Functions are executable by PUBLIC; each runs as the caller (SECURITY INVOKER), so
     # they can do nothing the role could not do itself.
     ("function", "sagacity_append"): {"EXECUTE"},
-    ("function", "sagacity_append_v2"): {"EXECUTE"},
-    ("function", "sagacity_append_v3"): {"EXECUTE"},
-    ("function", "sagacity_begin_step_v2"): {"EXECUTE"},
     ("function", "sagacity_journal_refuse"): {"EXECUTE"},
 }
 

@@ -161,7 +161,7 @@ def pg_url(postgres_url: str) -> Iterator[tuple[str, str]]:
 
 def test_postgres_records_the_mark_on_both_append_paths(pg_url: tuple[str, str]) -> None:
     """The locked path (a saga this store has not written) and the one-round-trip path
-    (it wrote the head) both insert through sagacity_append_v3; an insert the function
+    (it wrote the head) both insert through sagacity_append; an insert the function
     refuses (the head moved) records no mark either."""
     url, _ = pg_url
     with (

@@ -29,5 +29,7 @@ async def test_live_steps_after_compensation_are_not_compensable(saga: Any) -> N
     wire = by_tool["send_wire_transfer"]
     assert wire.status == "NOT_COMPENSABLE" and wire.approver == "alice"
     assert wire.payload_sha256 == p.payload_sha256 == approval_hash(wire.tool, p.payload)
+    asked = [s.tool for s in result.steps if s.payload_sha256 is not None]
+    assert asked == ["send_wire_transfer"]  # no other step waited for an approval
     assert by_tool["ship_order"].status == "FAILED"
     assert len(saga.shop.wires()) == 1  # it really ran and stays live
