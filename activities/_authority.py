@@ -30,7 +30,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from sagacity.activities._journal_io import store_call
-from sagacity.approval._registry import RegistryFile
+from sagacity.approval._registry_file import RegistryFile
 from sagacity.approval._registry_marks import MARK_FIELD, mark_in
 from sagacity.approval._resolutions import DirtyKind
 from sagacity.journal._bounds import MAX_TEXT_ECHO, cut

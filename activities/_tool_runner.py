@@ -36,7 +36,7 @@ from sagacity.activities._models import TOOL_FAILED, OutcomeKind, RunToolInput, 
 from sagacity.activities._plan_check import resolve_call
 from sagacity.approval._on_record import approval_on_record
 from sagacity.approval._policy import DEFAULT_POLICY, ApprovalRequirement
-from sagacity.approval._registry import RegistryFile
+from sagacity.approval._registry_file import RegistryFile
 from sagacity.journal._bounds import (
     MAX_ERROR_CHARS,
     MAX_TEXT_ECHO,

@@ -35,7 +35,8 @@ from sagacity.activities._authority import Lifecycle
 from sagacity.activities._models import CompensateInput, RunToolInput, ToolCall
 from sagacity.activities._tool_runner import ToolRunner
 from sagacity.approval._judge import approval_hash
-from sagacity.approval._registry import ApproverRegistry, RegistryFile
+from sagacity.approval._registry import ApproverRegistry
+from sagacity.approval._registry_file import RegistryFile
 from sagacity.approval._signing import SigningKey
 from sagacity.journal._entry import EntryDraft
 from sagacity.journal._phases import Phase

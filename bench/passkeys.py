@@ -26,7 +26,8 @@ from sagacity.approval._judge import ApprovalRequest, JudgeContext, judge, parse
 from sagacity.approval._models import ApprovalDecision
 from sagacity.approval._passkey_models import b64url
 from sagacity.approval._passkeys import passkey_draft, passkey_signed
-from sagacity.approval._registry import ApproverRegistry, EnrolledKey, KeyLookup
+from sagacity.approval._registry import ApproverRegistry, EnrolledKey
+from sagacity.approval._registry_file import KeyLookup
 from sagacity.approval._signed_action import sign_action
 from sagacity.approval._signing import SigningKey
 from sagacity.audit._decisions import DecisionAudit

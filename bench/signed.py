@@ -23,7 +23,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from sagacity.approval._judge import ApprovalRequest, JudgeContext, judge, parse_decision
 from sagacity.approval._models import ApprovalDecision
-from sagacity.approval._registry import ApproverRegistry, KeyLookup
+from sagacity.approval._registry import ApproverRegistry
+from sagacity.approval._registry_file import KeyLookup
 from sagacity.approval._signed_action import sign_action
 from sagacity.approval._signing import SigningKey
 from sagacity.approval._statements import statement_bytes

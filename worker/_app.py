@@ -16,7 +16,7 @@ from sagacity._errors import SagacityError
 from sagacity.activities import activity_queue
 from sagacity.activities._checkpointing import DEFAULT_CHECKPOINT_EVERY
 from sagacity.activities._model_clients import ModelClient
-from sagacity.approval._registry import RegistryFile
+from sagacity.approval._registry_file import RegistryFile
 from sagacity.stores import JournalStore
 from sagacity.tlog._note_keys import NoteSigner
 from sagacity.tools._toolbox import Toolbox

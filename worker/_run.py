@@ -8,7 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from sagacity.activities._openai_model import OpenAIChatModel
-from sagacity.approval._registry import RegistryFile
+from sagacity.approval._registry_file import RegistryFile
 from sagacity.stores import open_store
 from sagacity.worker._app import connect, load_toolbox, load_workflow, new_worker
 from sagacity.worker._log_keys import worker_log_key

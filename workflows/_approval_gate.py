@@ -25,7 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.activities._models import EntryRef, JournalEventInput, ToolOutcome
     from sagacity.approval._judge import ApprovalRequest, approval_payload
     from sagacity.approval._policy import ApprovalRequirement
-    from sagacity.approval._registry import KeyLookup
+    from sagacity.approval._registry_file import KeyLookup
     from sagacity.approval._registry_marks import RegistryMark
     from sagacity.journal._canonical import canonical_text
     from sagacity.journal._phases import Phase

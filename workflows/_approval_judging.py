@@ -35,7 +35,7 @@ with workflow.unsafe.imports_passed_through():
         judge,
         parse_decision,
     )
-    from sagacity.approval._registry import KeyLookup
+    from sagacity.approval._registry_file import KeyLookup
     from sagacity.approval._registry_marks import RegistryMark, newer, older_than
     from sagacity.journal._phases import Phase
 

@@ -20,7 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.activities._models import EntryRef, JournalEventInput
     from sagacity.approval._judge import ApprovalDecision, ApprovalRequest, Verdict
     from sagacity.approval._policy import ApprovalRequirement
-    from sagacity.approval._registry import KeyLookup
+    from sagacity.approval._registry_file import KeyLookup
     from sagacity.approval._signed_action import journaled_signer, journaled_statement
     from sagacity.journal._entry import parse_timestamp
     from sagacity.journal._phases import Phase

@@ -31,7 +31,8 @@ with workflow.unsafe.imports_passed_through():
     from sagacity._errors import SagacityError
     from sagacity.activities._models import EntryRef, JournalEventInput
     from sagacity.approval._judge import Refusal, RefusalReason
-    from sagacity.approval._registry import EnrolledKey, KeyLookup
+    from sagacity.approval._registry import EnrolledKey
+    from sagacity.approval._registry_file import KeyLookup
     from sagacity.approval._resolutions import (
         DeskView,
         DirtyKind,

@@ -38,7 +38,7 @@ with workflow.unsafe.imports_passed_through():
         ResolveStepOutcome,
     )
     from sagacity.approval._judge import Refusal, RefusalReason
-    from sagacity.approval._registry import KeyLookup
+    from sagacity.approval._registry_file import KeyLookup
     from sagacity.approval._resolutions import APPLIES, DirtyKind
     from sagacity.journal._bounds import cut
     from sagacity.journal._phases import Phase, SagaStatus, StepStatus

@@ -9,7 +9,7 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from sagacity.approval._registry import KeyLookup
+    from sagacity.approval._registry_file import KeyLookup
     from sagacity.approval._requester import judge_requester
 
 

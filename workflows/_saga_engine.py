@@ -30,7 +30,7 @@ with workflow.unsafe.imports_passed_through():
         ToolOutcome,
     )
     from sagacity.approval._policy import ApprovalRequirement
-    from sagacity.approval._registry import KeyLookup
+    from sagacity.approval._registry_file import KeyLookup
     from sagacity.approval._resolutions import ResolutionPolicy
     from sagacity.journal._bounds import cut
     from sagacity.journal._phases import Phase, SagaStatus, StepStatus

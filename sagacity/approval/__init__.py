@@ -14,7 +14,8 @@ from sagacity.approval._models import (
     approval_hash,
 )
 from sagacity.approval._policy import ApprovalPolicy, ApprovalRequirement, ArgRule
-from sagacity.approval._registry import ApproverRegistry, RegistryFile
+from sagacity.approval._registry import ApproverRegistry
+from sagacity.approval._registry_file import RegistryFile
 from sagacity.approval._resolutions import Resolution, parse_resolution
 from sagacity.approval._signed_action import SignedAction, sign_action
 from sagacity.approval._signing import SigningKey

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from sagacity.approval._judge import CLOCK_SKEW, is_reserved_actor
-from sagacity.approval._registry import KeyLookup
+from sagacity.approval._registry_file import KeyLookup
 from sagacity.approval._registry_marks import older_than
 from sagacity.approval._signing import verify_signature
 from sagacity.approval._statements import request_statement, statement_bytes

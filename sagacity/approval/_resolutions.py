@@ -45,7 +45,7 @@ from sagacity.approval._models import (
     Verdict,
 )
 from sagacity.approval._policy import MAX_NAMES
-from sagacity.approval._registry import KeyLookup
+from sagacity.approval._registry_file import KeyLookup
 from sagacity.approval._signed_action import SignedAction
 from sagacity.approval._signed_checks import check_person, check_signed
 from sagacity.approval._statements import result_digest

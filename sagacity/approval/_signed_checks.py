@@ -14,7 +14,8 @@ from sagacity.approval._actors import RESERVED_ACTOR_PREFIX, is_reserved_actor
 from sagacity.approval._models import ApprovalDecision, ApprovalRequest, RefusalReason, Verdict
 from sagacity.approval._passkey_check import PasskeyFailure, check_assertion
 from sagacity.approval._policy import ApprovalRequirement
-from sagacity.approval._registry import EnrolledKey, KeyLookup
+from sagacity.approval._registry import EnrolledKey
+from sagacity.approval._registry_file import KeyLookup
 from sagacity.approval._signed_action import SignedAction
 from sagacity.approval._signing import verify_signature
 from sagacity.approval._statements import statement_bytes

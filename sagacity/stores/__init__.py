@@ -14,6 +14,7 @@ __all__ = [
     "Clock",
     "JournalStore",
     "MemoryJournalStore",
+    "UnknownStoreURLError",
     "next_entry",
     "open_store",
     "utc_now",

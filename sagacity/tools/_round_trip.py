@@ -9,14 +9,13 @@ attribute or an `InitVar` (in the value, never in the JSON), a secret (dumped as
 `'**********'`), a set (ordered by the hash seed), a lazy iterator, `Json[...]` (dumped
 parsed, validated as text), an alias the dump writes and validation does not read, a
 `default_factory` that may give another value on every validation, a default whose JSON
-form does not read back (`note: str = None`). Each is refused when
-the toolbox is built, by walking the core schema of the tool's arguments model through
-nested models, dataclasses, TypedDicts, named tuples, lists, dicts, unions and
-definitions, with the path of the field and what to do.
+form does not read back (`note: str = None`). Each is refused when the toolbox is built,
+by walking the core schema of the tool's arguments model through nested models,
+dataclasses, TypedDicts, named tuples, lists, dicts, unions and definitions, with the
+path of the field and what to do.
 
-What no schema shows (a validator that converts its own output again, euros to cents to
-"cents of cents", or one that reads a clock) is caught per call: `ToolSpec.validate`
-refuses a payload that does not validate back to itself.
+What no schema shows (a validator that converts its own output again, or reads a clock)
+is caught per call: `ToolSpec.validate` refuses a payload that does not validate back.
 """
 
 from __future__ import annotations

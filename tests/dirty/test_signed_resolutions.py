@@ -16,7 +16,8 @@ import pytest
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
-from sagacity.approval._registry import ApproverRegistry, RegistryFile
+from sagacity.approval._registry import ApproverRegistry
+from sagacity.approval._registry_file import RegistryFile
 from sagacity.approval._resolutions import Resolution
 from sagacity.approval._signed_action import sign_action
 from sagacity.approval._signing import SigningKey, verify_signature

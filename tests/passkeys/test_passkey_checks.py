@@ -39,7 +39,8 @@ from sagacity.approval._passkeys import (
     verify_registration,
 )
 from sagacity.approval._policy import ApprovalRequirement
-from sagacity.approval._registry import ApproverRegistry, EnrolledKey, KeyLookup, RegistryError
+from sagacity.approval._registry import ApproverRegistry, EnrolledKey, RegistryError
+from sagacity.approval._registry_file import KeyLookup
 from sagacity.approval._signed_action import sign_action
 from sagacity.approval._signed_checks import JudgeContext
 from sagacity.approval._signing import SigningKey

@@ -20,7 +20,8 @@ from sagacity.approval._passkeys import (
     passkey_draft,
     passkey_signed,
 )
-from sagacity.approval._registry import ApproverRegistry, EnrolledKey, KeyLookup
+from sagacity.approval._registry import ApproverRegistry, EnrolledKey
+from sagacity.approval._registry_file import KeyLookup
 from sagacity.approval._resolutions import (
     DeskView,
     DirtyKind,

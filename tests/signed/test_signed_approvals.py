@@ -363,7 +363,7 @@ async def test_a_registry_that_cannot_answer_refuses_and_never_fails_the_saga(
     """The worker's registry raises while a signed decision sent by signal is judged (an
     error in a signal handler would fail the workflow): refused UNKNOWN_KEY, journaled,
     still pending; approved once the registry answers again."""
-    from sagacity.approval._registry import RegistryFile
+    from sagacity.approval._registry_file import RegistryFile
 
     saga_id = await bench.start(5_000)
     p = await bench.pending(saga_id)

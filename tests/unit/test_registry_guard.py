@@ -11,12 +11,8 @@ from pathlib import Path
 import pytest
 
 from sagacity._errors import StoreUnavailableError
-from sagacity.approval._registry import (
-    ApproverRegistry,
-    KeyLookup,
-    RegistryFile,
-    RegistryRolledBackError,
-)
+from sagacity.approval._registry import ApproverRegistry, RegistryRolledBackError
+from sagacity.approval._registry_file import KeyLookup, RegistryFile
 from sagacity.approval._registry_marks import (
     JournaledMark,
     RegistryMark,

@@ -11,7 +11,8 @@ import pytest
 from sagacity.activities import SagaActivities
 from sagacity.activities._models import ResolveStepInput
 from sagacity.approval._judge import Refusal
-from sagacity.approval._registry import ApproverRegistry, KeyLookup
+from sagacity.approval._registry import ApproverRegistry
+from sagacity.approval._registry_file import KeyLookup
 from sagacity.approval._resolutions import (
     DeskView,
     DirtyKind,

@@ -20,7 +20,8 @@ from sagacity.approval._judge import (
     parse_decision,
 )
 from sagacity.approval._policy import ApprovalPolicy, ApprovalRequirement, ArgRule
-from sagacity.approval._registry import ApproverRegistry, KeyLookup, RegistryError, RegistryFile
+from sagacity.approval._registry import ApproverRegistry, RegistryError
+from sagacity.approval._registry_file import KeyLookup, RegistryFile
 from sagacity.approval._signed_action import sign_action
 from sagacity.approval._signing import KeyFileError, SigningKey, verify_signature
 from sagacity.worker.cli._main import app

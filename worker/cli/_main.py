@@ -24,6 +24,7 @@ from sagacity.worker.cli import _log as cli_log
 from sagacity.worker.cli import _resolutions as cli_resolutions
 from sagacity.worker.cli import _sagas as cli_sagas
 from sagacity.worker.cli import _server as cli_server
+from sagacity.worker.cli import _start as cli_start
 from sagacity.worker.cli import _verify as cli_verify
 from sagacity.worker.cli import _verify_file as cli_verify_file
 from sagacity.worker.cli._common import (
@@ -72,7 +73,7 @@ def _global_options(
 
 app.command()(cli_server.dev)
 app.command()(cli_server.worker)
-app.command()(cli_sagas.start)
+app.command()(cli_start.start)
 app.command()(cli_sagas.status)
 app.command("list")(cli_sagas.list_cmd)
 app.command()(cli_sagas.pending)

@@ -37,26 +37,20 @@ from sagacity.worker.cli._common import (
     fail,
     global_options,
     located,
-    note,
     open_journal,
     print_json,
     run,
-    say,
     settings_of,
     sigterm_raises,
     user_errors,
 )
 from sagacity.worker.cli._journal import (
-    EXIT_OPEN,
-    OPEN_CHAIN_NOTE,
     AllOpt,
     ApproversOpt,
     RequireClosedOpt,
     SagaArg,
     Tally,
     UnknownSagaError,
-    Verdict,
-    _broken,
     _conclude_decisions,
     _decision_audit,
     _decisions_verdict,
@@ -64,7 +58,6 @@ from sagacity.worker.cli._journal import (
     _progress,
     conclude,
     decisions_json,
-    report_json,
 )
 from sagacity.worker.cli._render import verify_line
 from sagacity.worker.cli._verify_evidence import Evidence
@@ -72,6 +65,8 @@ from sagacity.worker.cli._verify_parallel import auto_jobs, check_all_parallel, 
 
 if TYPE_CHECKING:
     from sagacity.worker.client._witness import WitnessReport
+
+from sagacity.worker.cli._verify_one import _conclude_one, _json_one
 
 LogKeyOpt = Annotated[
     str | None,
@@ -357,68 +352,3 @@ def _closing(walk: Iterator[SagaEvidence]) -> Iterator[None]:
     finally:
         if isinstance(walk, Generator):
             walk.close()
-
-
-def _one_verdict(saga: SagaEvidence, require_closed: bool) -> Verdict:
-    report = saga.report
-    if report is not None and not report.ok:
-        return f"journal of saga {saga.saga_id} is broken at {_broken(report)}", EXIT_OPEN
-    if report is not None and not report.closed and require_closed:
-        return (
-            f"journal of saga {saga.saga_id} is open (no SAGA_CLOSED); "
-            "--require-closed expects it closed",
-            EXIT_OPEN,
-        )
-    return None
-
-
-def _json_one(
-    where: str,
-    saga: SagaEvidence,
-    evidence: Evidence,
-    decisions: DecisionAudit,
-    require_closed: bool,
-) -> None:
-    """`verify SAGA --json`: the report, findings and signature check as one object, then
-    the exit the text run would end with (decisions, then the chain, then findings)."""
-    report = saga.report
-    broken = report is not None and not report.ok
-    chain = _one_verdict(saga, require_closed)
-    verdicts = (
-        _decisions_verdict(decisions),
-        chain if broken else None,
-        evidence.verdict(),
-        None if broken else chain,
-    )
-    print_json(
-        {
-            "journal": where,
-            "ok": all(v is None for v in verdicts),
-            "report": report_json(report) if report is not None else None,
-            "evidence": evidence.to_json(),
-            "decisions": decisions_json(decisions),
-        }
-    )
-    conclude(*verdicts)
-
-
-def _conclude_one(
-    saga: SagaEvidence,
-    evidence: Evidence,
-    decisions: DecisionAudit,
-    require_closed: bool,
-    where: str,
-) -> None:
-    report = saga.report
-    say(f"journal: {where}")
-    if report is not None:
-        console.print(verify_line(report), soft_wrap=True)
-    _conclude_decisions(decisions)
-    chain = _one_verdict(saga, require_closed)
-    if report is not None and not report.ok:
-        evidence.conclude(quiet=True)
-        conclude(chain)
-    evidence.conclude()
-    if report is not None and not report.closed:
-        note(OPEN_CHAIN_NOTE)
-        conclude(chain)

@@ -15,11 +15,8 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -27,18 +24,16 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.templating import Jinja2Templates
 
 from sagacity._errors import JournalError, SagacityError
 from sagacity.approval._models import is_sha256_hex
 from sagacity.approval._registry import ApproverRegistry, EnrolledKey, RegistryError
-from sagacity.text._visible import visible
 from sagacity.worker.client import _client as api
-from sagacity.worker.client._ended_sagas import live_lines
 from sagacity.worker.client._resolutions import ResolutionRefusedError
 from sagacity.worker.inbox._formatting import payload_rows, shown_text
+from sagacity.worker.inbox._pages import render, saga_id_of, source_of
 from sagacity.worker.inbox._passkey_registry import usable_passkeys
-from sagacity.worker.inbox._security import LOOPBACK_HOSTS, CsrfError, SecurityHeaders, csrf_token
+from sagacity.worker.inbox._security import LOOPBACK_HOSTS, CsrfError, SecurityHeaders
 from sagacity.worker.inbox._sessions import ServerSessions, SessionStore
 from sagacity.worker.inbox._source import InboxSource, temporal_ui_link
 
@@ -60,46 +55,6 @@ class InboxConfig:
     registry: Path | None = None
     """The approver registry file passkeys are enrolled into and looked up in."""
     https: bool = False
-
-
-def _when(value: datetime | None) -> str:
-    return "" if value is None else value.strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def _environment() -> Environment:
-    env = Environment(
-        loader=FileSystemLoader(HERE / "templates"),
-        autoescape=select_autoescape(default=True, default_for_string=True),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["vis"] = lambda value: visible("" if value is None else str(value))
-    env.filters["when"] = _when
-    env.globals["live_lines"] = live_lines
-    return env
-
-
-TEMPLATES = Jinja2Templates(env=_environment())
-
-
-def render(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
-    """A page, with the session's CSRF token for its forms."""
-    context.setdefault("csrf", csrf_token(request))
-    context["config"] = request.app.state.config
-    response: HTMLResponse = TEMPLATES.TemplateResponse(request, name, context, status_code=status)
-    return response
-
-
-def source_of(request: Request) -> InboxSource:
-    source: InboxSource = request.app.state.source
-    return source
-
-
-def saga_id_of(request: Request) -> str:
-    saga_id = request.path_params["saga_id"]
-    if not isinstance(saga_id, str) or not saga_id or len(saga_id) > 1000:
-        raise HTTPException(404, "no such saga")
-    return saga_id
 
 
 async def inbox(request: Request) -> Response:

@@ -16,6 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from sagacity.approval._models import ApprovalDecision, is_sha256_hex
+from sagacity.worker.inbox._pages import render, saga_id_of
 from sagacity.worker.inbox._sessions import session_of, shelf_of
 from sagacity.worker.inbox._signing import PageAction
 
@@ -54,7 +55,6 @@ DECISION = PageAction("decision", _decision, "decided")
 
 async def decided(request: Request) -> Response:
     """The saga's answer to the decision just sent."""
-    from sagacity.worker.inbox._app import render, saga_id_of
 
     saga_id = saga_id_of(request)
     answer = shelf_of(request).take(session_of(request), DECISION.answer_key, saga_id)

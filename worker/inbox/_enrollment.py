@@ -34,6 +34,7 @@ from sagacity.approval._passkeys import (
     registration_options,
     verify_registration,
 )
+from sagacity.worker.inbox._pages import render
 from sagacity.worker.inbox._passkey_registry import approver_standing, load_registry
 from sagacity.worker.inbox._security import csrf_json
 from sagacity.worker.inbox._sessions import session_of, shelf_of
@@ -52,7 +53,6 @@ def enrollment_hint(registry: Path) -> str:
 
 
 async def enroll_page(request: Request) -> Response:
-    from sagacity.worker.inbox._app import render
 
     config = request.app.state.config
     problem = None
@@ -127,7 +127,6 @@ async def finish(request: Request) -> Response:
 
 
 async def done(request: Request) -> Response:
-    from sagacity.worker.inbox._app import render
 
     enrolled = shelf_of(request).take(session_of(request), ENROLLED)
     if not isinstance(enrolled, dict):

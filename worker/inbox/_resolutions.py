@@ -23,6 +23,7 @@ from starlette.routing import Route
 
 from sagacity.approval._resolutions import ACTIONS, Action, Resolution
 from sagacity.worker.client._resolutions import resolution_of
+from sagacity.worker.inbox._pages import render, saga_id_of, source_of
 from sagacity.worker.inbox._security import csrf_form
 from sagacity.worker.inbox._sessions import session_of, shelf_of
 from sagacity.worker.inbox._signing import PageAction
@@ -82,7 +83,6 @@ def _fields(form: FormData | dict[str, Any]) -> tuple[Action, dict[str, Any]]:
 
 async def resolve(request: Request) -> Response:
     """An unsigned action under the name given: only for an inbox without a registry."""
-    from sagacity.worker.inbox._app import render, saga_id_of, source_of
 
     form = await csrf_form(request)
     saga_id = saga_id_of(request)
@@ -113,7 +113,6 @@ RESOLUTION = PageAction("resolution", _resolution, "resolution")
 
 async def answered(request: Request) -> Response:
     """The saga's answer to the resolution just sent, with its journal."""
-    from sagacity.worker.inbox._app import render, saga_id_of, source_of
 
     saga_id = saga_id_of(request)
     answer = shelf_of(request).take(session_of(request), RESOLUTION.answer_key, saga_id)

@@ -28,6 +28,7 @@ from starlette.responses import JSONResponse, Response
 from sagacity.approval._passkeys import PasskeyDraft, draft_options, passkey_draft, passkey_signed
 from sagacity.approval._signed_action import SignedAction
 from sagacity.worker.client._errors import RefusedError
+from sagacity.worker.inbox._pages import saga_id_of, source_of
 from sagacity.worker.inbox._passkey_registry import load_registry, usable_passkeys
 from sagacity.worker.inbox._security import csrf_json
 from sagacity.worker.inbox._sessions import session_of, shelf_of
@@ -57,7 +58,6 @@ class PageAction:
     async def draft(self, request: Request) -> Response:
         """The action to sign and the WebAuthn request options whose challenge is its
         statement's SHA-256 (the chosen passkey's, valid now, for this inbox's RP)."""
-        from sagacity.worker.inbox._app import saga_id_of
 
         body = await csrf_json(request)
         saga_id = saga_id_of(request)
@@ -77,7 +77,6 @@ class PageAction:
 
     async def finish(self, request: Request) -> Response:
         """The assertion joins the draft and the action goes to the saga."""
-        from sagacity.worker.inbox._app import saga_id_of, source_of
 
         body = await csrf_json(request)
         saga_id = saga_id_of(request)
