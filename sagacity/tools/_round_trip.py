@@ -27,9 +27,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
-from pydantic import types as pydantic_types
 from pydantic.types import _SecretBase
 from pydantic_core import SchemaSerializer, SchemaValidator, ValidationError, core_schema
+
+from sagacity.tools._round_trip_rules import (
+    CHILD_KEYS,
+    NO_JSON_FORM,
+    SECRET_SERIALIZERS,
+    union_problem,
+)
 
 SAFE_FACTORIES: frozenset[object] = frozenset(
     {list, dict, tuple, str, int, float, bool, bytes, decimal.Decimal}
@@ -37,53 +43,6 @@ SAFE_FACTORIES: frozenset[object] = frozenset(
 """`default_factory` values that give the same value on every call (empty containers and
 zero values). Pydantic model and dataclass classes are accepted too: their own fields are
 checked like any other."""
-
-_SECRET_SERIALIZERS = frozenset(
-    f
-    for f in (
-        getattr(pydantic_types, "_serialize_secret", None),
-        getattr(pydantic_types, "_serialize_secret_field", None),
-    )
-    if f is not None
-)
-
-_CHILD_KEYS = (
-    "schema",
-    "items_schema",
-    "keys_schema",
-    "values_schema",
-    "lax_schema",
-    "strict_schema",
-    "json_schema",
-    "python_schema",
-    "arguments_schema",
-)
-"""Keys under which a core schema nests the schemas it validates with."""
-
-_NO_JSON_FORM = {
-    "set": (
-        "is a set; its JSON form is ordered by the process's hash seed, so the approved "
-        "payload could differ from the one that runs",
-        "use a list (sorted if order does not matter)",
-    ),
-    "frozenset": (
-        "is a frozenset; its JSON form is ordered by the process's hash seed, so the "
-        "approved payload could differ from the one that runs",
-        "use a list (sorted if order does not matter)",
-    ),
-    "generator": (
-        "is a lazy iterator (Iterable/Iterator): the tool would receive a generator, not "
-        "the list the approver saw",
-        "annotate it as list[...]",
-    ),
-    "json": (
-        "is Json[...]: it dumps the parsed value but validates a JSON string, so the "
-        "approved payload does not validate back",
-        "annotate it with the inner type and pass the value itself",
-    ),
-    "callable": ("is a callable, which has no JSON form", "pass data, not code"),
-    "is-subclass": ("is a class, which has no JSON form", "pass the class's name as a str"),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,13 +190,21 @@ class _Walker:
                 self.visit(field.get("schema"), f"{path}.{name}")
         elif kind == "default":
             self._default(schema, path)
-        elif kind in _NO_JSON_FORM:
-            problem, fix = _NO_JSON_FORM[kind]
+        elif kind in NO_JSON_FORM:
+            problem, fix = NO_JSON_FORM[kind]
             self.report(path, problem, fix)
         elif kind in ("union", "tagged-union"):
             choices = schema.get("choices", [])
-            for choice in choices.values() if isinstance(choices, Mapping) else choices:
-                self.visit(choice[0] if isinstance(choice, tuple) else choice, path)
+            members = [
+                choice[0] if isinstance(choice, tuple) else choice
+                for choice in (choices.values() if isinstance(choices, Mapping) else choices)
+            ]
+            if kind == "union" and (
+                mixed := union_problem([m.get("type") for m in members if isinstance(m, Mapping)])
+            ):
+                self.report(path, *mixed)
+            for member in members:
+                self.visit(member, path)
         elif kind == "chain":
             for step in schema.get("steps", []):
                 self.visit(step, path)
@@ -246,7 +213,7 @@ class _Walker:
             self._children(schema, path, kind)
 
     def _children(self, schema: Mapping[str, Any], path: str, kind: object) -> None:
-        for key in _CHILD_KEYS:
+        for key in CHILD_KEYS:
             child = schema.get(key)
             if key == "items_schema" and isinstance(child, list):  # tuple[int, str]
                 for index, item in enumerate(child):
@@ -280,7 +247,7 @@ class _Walker:
             return
         kind = ser.get("type")
         fn = ser.get("function")
-        if fn in _SECRET_SERIALIZERS:
+        if fn in SECRET_SERIALIZERS:
             self._secret(path)
         elif kind in ("function-plain", "function-wrap") and (
             ser.get("is_field_serializer") or not _from_pydantic(fn)

@@ -16,12 +16,13 @@ from decimal import Decimal
 from typing import Any, Literal, Optional
 
 import pytest
-from hypothesis import HealthCheck, find, given, settings
+from hypothesis import HealthCheck, find, given, reject, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, TypeAdapter, create_model
 from pydantic_core import to_json
 from typing_extensions import TypedDict
 
+from sagacity._errors import ParameterRoundTripError
 from sagacity.approval._models import approval_hash
 from sagacity.journal._canonical import canonical_bytes
 from sagacity.tools._decorators import ToolContext, irreversible
@@ -130,7 +131,11 @@ def test_the_tool_receives_exactly_the_approved_value(typed: Typed, data: st.Dat
         received.append(x)
 
     take.__annotations__ = {"x": annotation, "return": None}
-    spec = Toolbox.build(irreversible(take)).get("take")  # accepted at build
+    try:
+        spec = Toolbox.build(irreversible(take)).get("take")  # accepted at build
+    except ParameterRoundTripError as exc:  # the one union refused by its member kinds
+        assert all("union of Decimal and float" in problem.problem for problem in exc.problems), exc
+        reject()
     adapter = TypeAdapter(annotation)
     raw = {"x": adapter.dump_python(value, mode="json")}  # the call, as JSON
 

@@ -172,6 +172,8 @@ CASES: list[tuple[str, object, str, str]] = [
     ("SecretBytes list", list[SecretBytes], "to[*] is (or contains) a pydantic secret", "vault"),
     ("Secret TypedDict", SecretTyped, "to.pin is (or contains) a pydantic secret", "vault"),
     ("Secret NamedTuple", SecretTuple, "to.password is (or contains) a pydantic secret", "vault"),
+    ("Decimal or float", Decimal | float, "to is a union of Decimal and float", "Decimal alone"),
+    ("float or Decimal", list[float | Decimal], "to[*] is a union of Decimal", "Decimal alone"),
     ("set", set[int], "to is a set", "use a list"),
     ("nested frozenset", Tagged, "to.labels is a frozenset", "use a list"),
     ("Iterable", Iterable[int], "to is a lazy iterator", "list[...]"),
@@ -288,7 +290,7 @@ ACCEPTED: list[object] = [
     datetime.time, datetime.timedelta, Currency, Literal["a", "b"], int | None,
     list[Line], dict[str, Totals], tuple[int, str], Point, Window, Tree, AnyUrl,
     ipaddress.IPv4Address, pathlib.Path, Annotated[list[int], Field(default_factory=list)],
-    Annotated[Options, Field(default_factory=Options)], Any,
+    Annotated[Options, Field(default_factory=Options)], Any, int | Decimal, Decimal | str,
 ]  # fmt: skip
 
 
