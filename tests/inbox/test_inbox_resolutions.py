@@ -196,6 +196,7 @@ def test_drafts_belong_to_their_session_and_saga(page: Page) -> None:
         ({"action": "happened", "step": "-1"}, "positive whole number"),
         ({"action": "happened", "step": "3", "result": "{nope"}, "not JSON"),
         ({"action": "happened", "step": "3", "result": "[" * 5_000 + "]" * 5_000}, "JSON"),
+        ({"action": "happened", "step": "3", "result": "[" * 40 + "]" * 40}, "deeper than 32"),
         ({"action": "happened", "step": 3}, "must be text"),
     ):
         answer = page.post("/sagas/refund-1/resolve/draft", {"key_id": key_id, **bad})

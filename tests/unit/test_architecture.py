@@ -141,7 +141,6 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
             if len(component) > 1:
                 found.append(sorted(component))
 
-    sys.setrecursionlimit(10_000)
     for node in sorted(edges):
         if node not in index:
             visit(node)
@@ -163,6 +162,27 @@ def test_layers_only_import_downwards() -> None:
         bad = sorted({layer_of(name) for name in names} & LAYERS[layer])
         if bad:
             offenders[module] = bad
+    assert offenders == {}
+
+
+def test_nothing_imports_our_subpackages_by_their_bare_names() -> None:
+    """`import workflows._models` would load a second copy of a module beside
+    `sagacity.workflows._models` (two classes for every model), and in a user's project
+    it would import their own workflows.py instead."""
+    bare = ("activities", "workflows", "worker", "examples", "integrations")
+    files = [*sources().values(), *(ROOT / "tests").rglob("*.py"), *(ROOT / "bench").rglob("*.py")]
+    offenders = {}
+    for path in files:
+        tree = ast.parse(path.read_text())
+        names = [
+            alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+            for alias in node.names
+        ] + [
+            node.module for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+        ]  # fmt: skip
+        if found := sorted(n for n in names if n.split(".")[0] in bare):
+            offenders[str(path.relative_to(ROOT))] = found
     assert offenders == {}
 
 

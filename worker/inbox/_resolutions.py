@@ -22,6 +22,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from sagacity.approval._resolutions import ACTIONS, Action, Resolution
+from sagacity.journal._bounds import MAX_DEPTH, depth_of
 from sagacity.worker.client._resolutions import resolution_of
 from sagacity.worker.inbox._pages import render, saga_id_of, source_of
 from sagacity.worker.inbox._security import csrf_form
@@ -55,12 +56,19 @@ def _result(text: str) -> Any:
     if len(text.encode()) > MAX_RESULT_BYTES:
         raise HTTPException(400, f"the result is larger than {MAX_RESULT_BYTES} bytes")
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deep"
         raise HTTPException(400, f"the result is not JSON ({detail}); write null for none") from (
             None
         )
+    # The decoder's own limit is the interpreter's recursion limit, which a process may
+    # have raised: the saga's bound is checked here, before anything is drafted.
+    if depth_of(value) > MAX_DEPTH:
+        raise HTTPException(
+            400, f"the result's JSON is nested deeper than {MAX_DEPTH} levels; a saga keeps none"
+        )
+    return value
 
 
 def _fields(form: FormData | dict[str, Any]) -> tuple[Action, dict[str, Any]]:
