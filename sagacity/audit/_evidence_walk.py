@@ -147,6 +147,33 @@ def _with_misfiled(
     yield from extra[at:]
 
 
+def sagas_with_checkpoints(
+    store: JournalStore, log: CheckpointLog | None, audit: LogAudit | None
+) -> Iterator[tuple[str, list[LoggedCheckpoint]]]:
+    """(saga id, its checkpoints) for every saga of the journal and every checkpointed
+    saga missing from it, in id order: the one merge both `check_all` and the parallel
+    walk (`verify --jobs`) check, so both see the same sagas with the same leaves. No
+    checkpoints at all when `log` or its `audit` is None."""
+    sagas = iter(store.sagas())
+    groups: Iterator[tuple[str, list[LoggedCheckpoint]]] = iter(())
+    if log is not None and audit is not None:
+        groups = _with_misfiled(_grouped(iter(log.by_saga()), audit.misfiled_at), audit.misfiled)
+    saga = next(sagas, None)
+    group = next(groups, None)
+    while saga is not None or group is not None:
+        if group is not None and (saga is None or group[0] < saga):
+            yield group
+            group = next(groups, None)
+            continue
+        assert saga is not None
+        leaves: list[LoggedCheckpoint] = []
+        if group is not None and group[0] == saga:
+            leaves = group[1]
+            group = next(groups, None)
+        yield saga, leaves
+        saga = next(sagas, None)
+
+
 def check_all(
     store: JournalStore,
     log: CheckpointLog | None,
@@ -164,36 +191,13 @@ def check_all(
     store's `reading()`, the audit too: one snapshot of chains, leaves and heads."""
     if log is not None and audit is None:
         audit = audit_log(log, verifiers)
-    sagas = iter(store.sagas())
-    groups: Iterator[tuple[str, list[LoggedCheckpoint]]] = iter(())
     key: tuple[LogKey, ...] = ()
     if log is not None and audit is not None:
-        groups = _with_misfiled(_grouped(iter(log.by_saga()), audit.misfiled_at), audit.misfiled)
         key = audit.log_key
-    saga = next(sagas, None)
-    group = next(groups, None)
-    while saga is not None or group is not None:
-        if group is not None and (saga is None or group[0] < saga):
-            yield check_saga(
-                store,
-                group[0],
-                group[1],
-                verifiers,
-                observe,
-                expect_close=expect_close,
-                log=key,
-                window=window,
-            )
-            group = next(groups, None)
-            continue
-        assert saga is not None
-        leaves: list[LoggedCheckpoint] = []
-        if group is not None and group[0] == saga:
-            leaves = group[1]
-            group = next(groups, None)
+    for saga_id, leaves in sagas_with_checkpoints(store, log, audit):
         yield check_saga(
             store,
-            saga,
+            saga_id,
             leaves,
             verifiers,
             observe,
@@ -201,7 +205,6 @@ def check_all(
             log=key,
             window=window,
         )
-        saga = next(sagas, None)
 
 
 def checkpointed(log: CheckpointLog, verifiers: Sequence[NoteVerifier] | None) -> bool:

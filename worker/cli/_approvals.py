@@ -10,6 +10,7 @@ module's prompt as its `confirm`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -96,9 +97,12 @@ def _decide(
     yes: bool,
     given_hash: str | None,
     reason: str,
-    key: Path | None = None,
-    as_json: bool = False,
-) -> DecisionResult:
+    key: Path | None,
+    as_json: bool,
+    said: Callable[[DecisionResult], str],
+) -> None:
+    """Send the decision after showing what it binds, then print the result: as JSON
+    with --json, else the sentence `said` makes of it."""
     settings = settings_of(ctx)
     shown = err if as_json else console  # with --json, stdout carries the JSON alone
     verb = "approve" if approve else "reject"
@@ -128,7 +132,11 @@ def _decide(
             confirm=confirm,
         )
 
-    return run(main())
+    result = run(main())
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+        return
+    say(said(result))
 
 
 @global_options
@@ -143,7 +151,7 @@ def approve(
     as_json: JsonOpt = False,
 ) -> None:
     """Approve the step a saga is waiting on, bound to the hash of its exact payload."""
-    result = _decide(
+    _decide(
         ctx,
         saga_id,
         approve=True,
@@ -153,14 +161,11 @@ def approve(
         reason=reason,
         key=key,
         as_json=as_json,
-    )
-    if as_json:
-        print_json(result.model_dump(mode="json"))
-        return
-    say(
-        f"approved step {result.step} of saga {saga_id} as {result.approver or approver}: "
-        f"journaled APPROVED at seq {result.seq}, hash {result.hash}"
-        + (f"; still needed: {result.needs}" if result.needs else "")
+        said=lambda result: (
+            f"approved step {result.step} of saga {saga_id} as {result.approver or approver}: "
+            f"journaled APPROVED at seq {result.seq}, hash {result.hash}"
+            + (f"; still needed: {result.needs}" if result.needs else "")
+        ),
     )
 
 
@@ -181,7 +186,7 @@ def reject(
     --reason is required: it is journaled with the rejection."""
     if not reason.strip():
         raise fail("reject needs a non-empty --reason: it is journaled with the rejection")
-    result = _decide(
+    _decide(
         ctx,
         saga_id,
         approve=False,
@@ -191,12 +196,9 @@ def reject(
         reason=reason,
         key=key,
         as_json=as_json,
-    )
-    if as_json:
-        print_json(result.model_dump(mode="json"))
-        return
-    say(
-        f"rejected step {result.step} of saga {saga_id} as {result.approver or approver}: "
-        f"journaled REJECTED at seq {result.seq}, hash {result.hash}; the saga compensates "
-        "its executed steps"
+        said=lambda result: (
+            f"rejected step {result.step} of saga {saga_id} as {result.approver or approver}: "
+            f"journaled REJECTED at seq {result.seq}, hash {result.hash}; the saga compensates "
+            "its executed steps"
+        ),
     )

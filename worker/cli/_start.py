@@ -12,7 +12,6 @@ from typing import Annotated
 
 import typer
 from pydantic import ValidationError
-from temporalio.client import WorkflowExecutionStatus
 
 from sagacity._errors import SagacityError
 from sagacity.approval._signing import SigningKey
@@ -48,10 +47,6 @@ from sagacity.workflows._models import (
     SagaResult,
 )
 from sagacity.workflows._start_input import check_start_fields
-
-RUNNING = WorkflowExecutionStatus.RUNNING.name
-COMPLETED = WorkflowExecutionStatus.COMPLETED.name
-FAILED = WorkflowExecutionStatus.FAILED.name
 
 
 def _validation_message(source: str, exc: ValidationError) -> str:

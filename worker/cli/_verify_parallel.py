@@ -3,7 +3,8 @@
 Verifying is CPU-bound Python (decoding rows, hashing, checking links and signatures),
 so threads would share one core; processes do not. The main process does what is
 inherently one pass: it lists the sagas, audits the checkpoint log and merges its leaves
-with the saga ids in id order, exactly as `evidence_walk.check_all` does. It then hands
+with the saga ids in id order, with the very merge `evidence_walk.check_all` walks
+(`sagas_with_checkpoints`). It then hands
 the sagas out in chunks (each with its checkpoints) to a pool of processes that each
 open the journal themselves and run the very `check_saga` a sequential run calls, with a
 decision audit of their own. Results come back in the order the chunks were handed out,
@@ -41,7 +42,7 @@ from sagacity.approval._registry import ApproverRegistry
 from sagacity.audit._decisions import DecisionAudit
 from sagacity.audit._evidence import LogAudit
 from sagacity.audit._evidence_pending import PendingWindow
-from sagacity.audit._evidence_walk import SagaEvidence, _grouped, _with_misfiled, check_saga
+from sagacity.audit._evidence_walk import SagaEvidence, check_saga, sagas_with_checkpoints
 from sagacity.stores import JournalStore, open_store
 from sagacity.stores._base import Snapshot
 from sagacity.tlog._checkpoint import LogKey
@@ -161,31 +162,6 @@ def _check_chunk(chunk: list[tuple[str, list[LoggedCheckpoint]]]) -> _ChunkResul
     return _check(_Worker.store, _Worker.job, _Worker.registry, chunk)
 
 
-def _plan(
-    store: JournalStore, log: CheckpointLog | None, audit: LogAudit | None
-) -> Iterator[tuple[str, list[LoggedCheckpoint]]]:
-    """(saga id, its checkpoints) for every saga of the journal and every checkpointed
-    saga missing from it, in id order: the merge `evidence_walk.check_all` walks."""
-    sagas = iter(store.sagas())
-    groups: Iterator[tuple[str, list[LoggedCheckpoint]]] = iter(())
-    if log is not None and audit is not None:
-        groups = _with_misfiled(_grouped(iter(log.by_saga()), audit.misfiled_at), audit.misfiled)
-    saga = next(sagas, None)
-    group = next(groups, None)
-    while saga is not None or group is not None:
-        if group is not None and (saga is None or group[0] < saga):
-            yield group
-            group = next(groups, None)
-            continue
-        assert saga is not None
-        leaves: list[LoggedCheckpoint] = []
-        if group is not None and group[0] == saga:
-            leaves = group[1]
-            group = next(groups, None)
-        yield saga, leaves
-        saga = next(sagas, None)
-
-
 def _chunks(
     plan: Iterator[tuple[str, list[LoggedCheckpoint]]], size: int
 ) -> Iterator[list[tuple[str, list[LoggedCheckpoint]]]]:
@@ -265,7 +241,7 @@ def check_all_parallel(
     try:
         if wait_for_workers:
             starter.join()
-        for chunk in _chunks(_plan(store, log, audit), size):
+        for chunk in _chunks(sagas_with_checkpoints(store, log, audit), size):
             if ready.is_set() and in_flight < 2 * helpers:
                 pending.append(pool.submit(_check_chunk, chunk))
                 in_flight += 1

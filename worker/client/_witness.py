@@ -129,31 +129,10 @@ async def witness_saga(client: Client, saga_id: str) -> Witnessed | None:
 
 def compare(store: JournalStore, seen: Witnessed | None, saga_id: str) -> list[Finding]:
     """The journal of `saga_id` against what its workflow's histories hold."""
-    if seen is None:
+    if seen is None or not seen.runs:
         if store.head(saga_id) is None:
             return []
-        return [
-            Finding(
-                saga_id,
-                Problem.WITNESS,
-                "Temporal has no workflow with this id: the saga was inserted into the "
-                "journal by hand, or its history is past the namespace's retention",
-            )
-        ]
-    if not seen.runs:
-        if store.head(saga_id) is None:
-            return []
-        return [
-            Finding(
-                saga_id,
-                Problem.WITNESS,
-                f"Temporal has no saga run under this id, only {_foreign(seen)}: no sagacity "
-                "saga (neither an AgentSaga nor a workflow that ran sagacity's activities), so "
-                "its history is not read as the saga's; the saga was inserted into the journal "
-                "by hand and another workflow started under its id, or its own history is past "
-                "the namespace's retention",
-            )
-        ]
+        return [Finding(saga_id, Problem.WITNESS, _no_saga_run(seen))]
     reused = (
         f" (a saga was started {len(seen.starts)} times under the id: a saga of another "
         "journal may hold it)"
@@ -215,6 +194,23 @@ def compare(store: JournalStore, seen: Witnessed | None, saga_id: str) -> list[F
             )
         )
     return findings
+
+
+def _no_saga_run(seen: Witnessed | None) -> str:
+    """Why a journaled saga has no witness: Temporal holds no workflow under its id, or
+    only runs that are no saga."""
+    if seen is None:
+        return (
+            "Temporal has no workflow with this id: the saga was inserted into the "
+            "journal by hand, or its history is past the namespace's retention"
+        )
+    return (
+        f"Temporal has no saga run under this id, only {_foreign(seen)}: no sagacity "
+        "saga (neither an AgentSaga nor a workflow that ran sagacity's activities), so "
+        "its history is not read as the saga's; the saga was inserted into the journal "
+        "by hand and another workflow started under its id, or its own history is past "
+        "the namespace's retention"
+    )
 
 
 def _foreign(seen: Witnessed) -> str:
