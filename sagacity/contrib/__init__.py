@@ -3,4 +3,4 @@ sagas. Each is an optional extra."""
 
 from __future__ import annotations
 
-__all__ = []
+__all__: list[str] = []
