@@ -14,6 +14,7 @@ COPY pyproject.toml README.md ./
 COPY sagacity ./sagacity
 COPY activities ./activities
 COPY workflows ./workflows
+COPY contrib ./contrib
 COPY worker ./worker
 COPY examples ./examples
 RUN python -m venv /opt/sagacity \

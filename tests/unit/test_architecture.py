@@ -16,7 +16,7 @@ import sagacity
 import sagacity.worker
 
 ROOT = Path(__file__).resolve().parents[2]
-LINKED = ("activities", "workflows", "worker", "examples")
+LINKED = ("activities", "workflows", "contrib", "worker", "examples")
 """Folders of the repository installed as `sagacity.<name>` (symlinks in sagacity/): one
 import root, so they never collide with a user's own workflows.py or worker.py."""
 LAYERS = {
