@@ -53,7 +53,7 @@ def test_neutralized_escapes_every_string_keys_included() -> None:
 def test_every_plain_line_the_cli_prints_is_escaped() -> None:
     """A cancel's client identity, a reason or a saga id in a remark reaches the terminal
     through say or note: never raw."""
-    from sagacity.worker.cli._common import console, err, note, say
+    from sagacity.worker.cli._output import console, err, note, say
 
     for printer, stream in ((say, console), (note, err)):
         with stream.capture() as captured:
@@ -69,7 +69,7 @@ def test_json_on_stdout_is_the_same_value_with_nothing_hidden_in_it() -> None:
     import io
     import sys as system
 
-    from sagacity.worker.cli._common import print_json
+    from sagacity.worker.cli._output import print_json
 
     value = {"result": HOSTILE, "nested": [{"k\u202e": "\x9b31m"}], "plain": "café"}
     out = io.StringIO()

@@ -10,7 +10,6 @@ module's prompt as its `confirm`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -24,16 +23,11 @@ from sagacity.worker.cli._common import (
     KeyFile,
     SagaId,
     Yes,
-    console,
-    err,
-    fail,
     global_options,
-    note,
-    print_json,
     run,
-    say,
     settings_of,
 )
+from sagacity.worker.cli._output import console, err, fail, note, print_json, say
 from sagacity.worker.cli._render import pending_panel, text_warning_lines
 from sagacity.worker.cli._signed import ask, who_acts
 from sagacity.worker.client._client import connect
@@ -91,18 +85,17 @@ def warn_about_text(pending: PendingApproval) -> None:
 def _decide(
     ctx: typer.Context,
     saga_id: str,
-    *,
     approve: bool,
     approver: str | None,
+    key: Path | None,
     yes: bool,
     given_hash: str | None,
     reason: str,
-    key: Path | None,
     as_json: bool,
-    said: Callable[[DecisionResult], str],
 ) -> None:
     """Send the decision after showing what it binds, then print the result: as JSON
-    with --json, else the sentence `said` makes of it."""
+    with --json, else a sentence saying where it was journaled. `approve` and `reject`
+    take the same options (but for --reason, required to reject) and end here."""
     settings = settings_of(ctx)
     shown = err if as_json else console  # with --json, stdout carries the JSON alone
     verb = "approve" if approve else "reject"
@@ -136,7 +129,15 @@ def _decide(
     if as_json:
         print_json(result.model_dump(mode="json"))
         return
-    say(said(result))
+    done = "approved" if approve else "rejected"
+    if approve:
+        after = f"; still needed: {result.needs}" if result.needs else ""
+    else:
+        after = "; the saga compensates its executed steps"
+    say(
+        f"{done} step {result.step} of saga {saga_id} as {result.approver or approver}: "
+        f"journaled {done.upper()} at seq {result.seq}, hash {result.hash}{after}"
+    )
 
 
 @global_options
@@ -151,22 +152,7 @@ def approve(
     as_json: JsonOpt = False,
 ) -> None:
     """Approve the step a saga is waiting on, bound to the hash of its exact payload."""
-    _decide(
-        ctx,
-        saga_id,
-        approve=True,
-        approver=approver,
-        yes=yes,
-        given_hash=given_hash,
-        reason=reason,
-        key=key,
-        as_json=as_json,
-        said=lambda result: (
-            f"approved step {result.step} of saga {saga_id} as {result.approver or approver}: "
-            f"journaled APPROVED at seq {result.seq}, hash {result.hash}"
-            + (f"; still needed: {result.needs}" if result.needs else "")
-        ),
-    )
+    _decide(ctx, saga_id, True, approver, key, yes, given_hash, reason, as_json)
 
 
 @global_options
@@ -186,19 +172,4 @@ def reject(
     --reason is required: it is journaled with the rejection."""
     if not reason.strip():
         raise fail("reject needs a non-empty --reason: it is journaled with the rejection")
-    _decide(
-        ctx,
-        saga_id,
-        approve=False,
-        approver=approver,
-        yes=yes,
-        given_hash=given_hash,
-        reason=reason,
-        key=key,
-        as_json=as_json,
-        said=lambda result: (
-            f"rejected step {result.step} of saga {saga_id} as {result.approver or approver}: "
-            f"journaled REJECTED at seq {result.seq}, hash {result.hash}; the saga compensates "
-            "its executed steps"
-        ),
-    )
+    _decide(ctx, saga_id, False, approver, key, yes, given_hash, reason, as_json)

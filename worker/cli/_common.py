@@ -1,5 +1,5 @@
-"""What every `sagacity` command shares: consoles, settings, JSON output, the global
-options, and the error boundary.
+"""What every `sagacity` command shares besides its output (worker.cli._output): the
+common options, settings, the global options, and the error boundary.
 
 User errors (unknown saga, nothing pending, wrong hash, broken journal, Temporal or the
 database unreachable, a bad file) become one line on stderr and a non-zero exit code;
@@ -16,10 +16,8 @@ import asyncio
 import contextlib
 import functools
 import inspect
-import json
 import signal
 import sqlite3
-import sys
 import threading
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
@@ -28,23 +26,17 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
-from rich.markup import escape
 from temporalio.service import RPCError
 
 from sagacity._errors import SagacityError, StoreUnavailableError
 from sagacity.stores import JournalStore, open_store
-from sagacity.text._terminal_safe import json_safe, printable
-from sagacity.text._visible import visible
 from sagacity.worker._settings import Settings, journal_location, sqlite_file
+from sagacity.worker.cli._output import fail
 
 if TYPE_CHECKING:
     from sagacity.approval._signing import SigningKey
 
 T = TypeVar("T")
-
-console = Console(width=None if sys.stdout.isatty() else 120)
-err = Console(stderr=True)
 
 SagaId = Annotated[str, typer.Argument(help="the saga id (its workflow id)", show_default=False)]
 KeyFile = Annotated[
@@ -68,54 +60,36 @@ Actor = Annotated[
 ]
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON instead of text")]
+SagasLimit = Annotated[int, typer.Option(min=1, help="at most this many sagas")]
+"""How many sagas a command that searches them (`pending`, `dirty`) lists at most."""
 
 GLOBAL_PANEL = "Global options (before or after the command)"
-AddressOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--address",
-        help="Temporal host:port \\[env: SAGACITY_TEMPORAL_ADDRESS]",
-        rich_help_panel=GLOBAL_PANEL,
-        show_default=False,
-    ),
-]
-NamespaceOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--namespace",
-        help="Temporal namespace \\[env: SAGACITY_NAMESPACE]",
-        rich_help_panel=GLOBAL_PANEL,
-        show_default=False,
-    ),
-]
-TaskQueueOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--task-queue",
-        help="task queue of the sagas \\[env: SAGACITY_TASK_QUEUE]",
-        rich_help_panel=GLOBAL_PANEL,
-        show_default=False,
-    ),
-]
-JournalOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--journal",
-        help="journal URL: sqlite:///path.db or postgresql://… \\[env: SAGACITY_JOURNAL_URL; "
-        "default: journal.db in the data home, $SAGACITY_HOME or ~/.local/share/sagacity]",
-        rich_help_panel=GLOBAL_PANEL,
-        show_default=False,
-    ),
-]
+
+
+def _global(setting: str, name: str, help: str) -> tuple[str, Any]:
+    """The setting a global option overrides, and the option: in its own help panel, with
+    no default of its own (the setting's comes from the environment)."""
+    flag = "--" + name.replace("_", "-")
+    option = typer.Option(flag, help=help, rich_help_panel=GLOBAL_PANEL, show_default=False)
+    return setting, Annotated[str | None, option]
+
+
 GLOBAL_OPTIONS: dict[str, tuple[str, Any]] = {
-    "address": ("temporal_address", AddressOpt),
-    "namespace": ("namespace", NamespaceOpt),
-    "task_queue": ("task_queue", TaskQueueOpt),
-    "journal": ("journal_url", JournalOpt),
+    name: _global(setting, name, help)
+    for setting, name, help in (
+        ("temporal_address", "address", "Temporal host:port \\[env: SAGACITY_TEMPORAL_ADDRESS]"),
+        ("namespace", "namespace", "Temporal namespace \\[env: SAGACITY_NAMESPACE]"),
+        ("task_queue", "task_queue", "task queue of the sagas \\[env: SAGACITY_TASK_QUEUE]"),
+        (
+            "journal_url",
+            "journal",
+            "journal URL: sqlite:///path.db or postgresql://… \\[env: SAGACITY_JOURNAL_URL; "
+            "default: journal.db in the data home, $SAGACITY_HOME or ~/.local/share/sagacity]",
+        ),
+    )
 }
 """Parameter name -> (the setting it overrides, its option)."""
 
-EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 """128 + SIGTERM, as a shell reports a process SIGTERM ended."""
@@ -144,42 +118,6 @@ def sigterm_raises() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def fail(message: str, code: int = EXIT_ERROR) -> typer.Exit:
-    """Print `message` as one line on stderr; return the Exit to raise."""
-    text = visible(" ".join(message.split()))  # one line, whatever the message carried
-    err.print(f"[bold red]error:[/] {escape(text)}", highlight=False, soft_wrap=True)
-    return typer.Exit(code)
-
-
-def say(message: str) -> None:
-    """A plain line on stdout: user data is never read as rich markup, and whatever a
-    saga id, a tool, a client identity or a reason carried is escaped (worker.
-    terminal_safe), so it cannot start a forged line or act on the terminal."""
-    console.print(printable(message), markup=False, highlight=False, soft_wrap=True)
-
-
-def note(message: str) -> None:
-    """A plain line on stderr: hints and progress that must not mix with stdout's data
-    (escaped as `say` is)."""
-    err.print(printable(message), markup=False, highlight=False, soft_wrap=True)
-
-
-def print_json(value: Any) -> None:
-    """Data as JSON on stdout, alone: what every `--json` prints (dates as ISO text)."""
-    text = json.dumps(value, indent=2, ensure_ascii=False, default=_json_default)
-    sys.stdout.write(json_safe(text))  # a tool's text cannot act on the terminal
-    sys.stdout.write("\n")
-    sys.stdout.flush()
-
-
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    return str(value)
 
 
 @dataclass

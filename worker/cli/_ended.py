@@ -26,16 +26,13 @@ from sagacity.worker.cli._common import (
     JsonOpt,
     SagaId,
     Yes,
-    fail,
     global_options,
     located,
-    note,
     open_journal,
-    print_json,
     run,
-    say,
     settings_of,
 )
+from sagacity.worker.cli._output import fail, note, print_json, say
 from sagacity.worker.client._client import connect, describe_saga
 from sagacity.worker.client._ended_sagas import EndedSaga, ended_json, ended_saga, live_lines
 from sagacity.worker.client._resolutions import NeedingHuman

@@ -13,7 +13,8 @@ from typing import Annotated
 
 import typer
 
-from sagacity.worker.cli._common import global_options, run, say, settings_of
+from sagacity.worker.cli._common import global_options, run, settings_of
+from sagacity.worker.cli._output import say
 
 __all__ = ["inbox"]
 

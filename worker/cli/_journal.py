@@ -34,18 +34,13 @@ from sagacity.journal._chain import VerifyReport
 from sagacity.stores import JournalStore
 from sagacity.text._visible import visible
 from sagacity.worker.cli._common import (
-    console,
-    err,
-    fail,
     global_options,
     located,
-    note,
     open_journal,
-    print_json,
-    say,
     settings_of,
     user_errors,
 )
+from sagacity.worker.cli._output import console, err, fail, note, print_json, say
 from sagacity.worker.cli._render import journal_table, shown
 
 SagaArg = Annotated[

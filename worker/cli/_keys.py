@@ -20,7 +20,8 @@ from sagacity._errors import SagacityError
 from sagacity.approval._enrollment_codes import CODE_MINUTES, issue_code
 from sagacity.approval._registry import ApproverRegistry
 from sagacity.approval._signing import KeyFileError, SigningKey, key_id_of
-from sagacity.worker.cli._common import JsonOpt, fail, note, print_json, say
+from sagacity.worker.cli._common import JsonOpt
+from sagacity.worker.cli._output import fail, note, print_json, say
 
 keys = typer.Typer(help="Approvers' signing keys and the approver registry.", no_args_is_help=True)
 

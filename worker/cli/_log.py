@@ -35,16 +35,13 @@ from sagacity.worker._settings import journal_location
 from sagacity.worker.cli._common import (
     JsonOpt,
     SagaId,
-    fail,
     global_options,
     located,
-    note,
     open_journal,
-    print_json,
-    say,
     settings_of,
     user_errors,
 )
+from sagacity.worker.cli._output import fail, note, print_json, say
 from sagacity.worker.cli._verify import LogKeyOpt
 
 log = typer.Typer(help="the checkpoint log: signed heads, inclusion and consistency proofs")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -27,15 +28,8 @@ from sagacity.worker.cli import _server as cli_server
 from sagacity.worker.cli import _start as cli_start
 from sagacity.worker.cli import _verify as cli_verify
 from sagacity.worker.cli import _verify_file as cli_verify_file
-from sagacity.worker.cli._common import (
-    AddressOpt,
-    CliState,
-    JournalOpt,
-    NamespaceOpt,
-    TaskQueueOpt,
-    err,
-    fail,
-)
+from sagacity.worker.cli._common import global_options
+from sagacity.worker.cli._output import err, fail
 
 __all__ = ["app", "err", "fail", "main"]
 
@@ -48,22 +42,15 @@ app = typer.Typer(
 
 
 @app.callback(invoke_without_command=True)
+@global_options  # given here, before the command, they are where `settings_of` looks
 def _global_options(
     ctx: typer.Context,
-    address: AddressOpt = None,
-    namespace: NamespaceOpt = None,
-    task_queue: TaskQueueOpt = None,
-    journal: JournalOpt = None,
     tools: Annotated[
         str | None,
         typer.Option(help="with no command: run a worker serving this module:attr toolbox"),
     ] = None,
 ) -> None:
     """Run `sagacity --tools module:attr` to serve a toolbox, or a command below."""
-    ctx.obj = CliState()
-    ctx.obj.take(
-        {"address": address, "namespace": namespace, "task_queue": task_queue, "journal": journal}
-    )
     if ctx.invoked_subcommand is None:
         if tools is None:
             typer.echo(ctx.get_help())
@@ -71,26 +58,21 @@ def _global_options(
         cli_server.worker(ctx, tools=tools)
 
 
-app.command()(cli_server.dev)
-app.command()(cli_server.worker)
-app.command()(cli_start.start)
-app.command()(cli_sagas.status)
-app.command("list")(cli_sagas.list_cmd)
-app.command()(cli_sagas.pending)
-app.command()(cli_approvals.approve)
-app.command()(cli_approvals.reject)
-app.command()(cli_sagas.cancel)
-app.command()(cli_resolutions.dirty)
-app.command()(cli_resolutions.resolve)
-app.command("retry-compensation")(cli_resolutions.retry_compensation)
-app.command()(cli_resolutions.close)
-app.command()(cli_ended.compensate)
-app.command()(cli_journal.journal)
-app.command()(cli_verify.verify)
-app.command()(cli_journal.export)
-app.command("verify-file")(cli_verify_file.verify_file)
-app.command()(cli_server.demo)
-app.command()(cli_inbox.inbox)
+COMMANDS: tuple[Callable[..., None], ...] = (
+    cli_server.dev, cli_server.worker, cli_start.start,
+    cli_sagas.status, cli_sagas.list_cmd, cli_sagas.pending,
+    cli_approvals.approve, cli_approvals.reject, cli_sagas.cancel,
+    cli_resolutions.dirty, cli_resolutions.resolve, cli_resolutions.retry_compensation,
+    cli_resolutions.close, cli_ended.compensate,
+    cli_journal.journal, cli_verify.verify, cli_journal.export, cli_verify_file.verify_file,
+    cli_server.demo, cli_inbox.inbox,
+)  # fmt: skip
+"""Every command, in the order `sagacity --help` lists them. Each is named after its
+function (`retry_compensation` is `retry-compensation`), but for `list`, whose function
+cannot take the builtin's name."""
+
+for _command in COMMANDS:
+    app.command("list" if _command is cli_sagas.list_cmd else None)(_command)
 app.add_typer(cli_keys.keys, name="keys")
 app.add_typer(cli_log.log, name="log")
 

@@ -26,18 +26,15 @@ from sagacity.worker.cli._common import (
     JsonOpt,
     KeyFile,
     SagaId,
+    SagasLimit,
     Yes,
-    console,
-    fail,
     global_options,
     located,
-    note,
-    print_json,
     run,
-    say,
     settings_of,
 )
 from sagacity.worker.cli._ended import dirty_rows, ended_lines, searched_note
+from sagacity.worker.cli._output import console, fail, note, print_json, say
 from sagacity.worker.cli._render import dirty_table
 from sagacity.worker.cli._signed import ask, who_acts
 from sagacity.worker.client._client import connect
@@ -51,11 +48,7 @@ Reason = Annotated[str, typer.Option(help="why: journaled with the action")]
 
 
 @global_options
-def dirty(
-    ctx: typer.Context,
-    limit: Annotated[int, typer.Option(min=1, help="at most this many sagas")] = 100,
-    as_json: JsonOpt = False,
-) -> None:
+def dirty(ctx: typer.Context, limit: SagasLimit = 100, as_json: JsonOpt = False) -> None:
     """Every saga that needs a human, with each dirty step: what is known and what to do;
     and every saga whose workflow ended without closing its journal (terminated, timed
     out), with its live steps read from the journal and the command that compensates it.

@@ -22,15 +22,12 @@ from sagacity.worker.cli._common import (
     Actor,
     JsonOpt,
     SagaId,
-    console,
-    fail,
+    SagasLimit,
     global_options,
-    note,
-    print_json,
     run,
-    say,
     settings_of,
 )
+from sagacity.worker.cli._output import console, fail, note, print_json, say
 from sagacity.worker.cli._render import pending_list, saga_overview, sagas_table, steps_table
 from sagacity.worker.client._client import (
     NoWorkerError,
@@ -205,11 +202,7 @@ def list_cmd(
 
 
 @global_options
-def pending(
-    ctx: typer.Context,
-    limit: Annotated[int, typer.Option(min=1, help="at most this many sagas")] = 100,
-    as_json: JsonOpt = False,
-) -> None:
+def pending(ctx: typer.Context, limit: SagasLimit = 100, as_json: JsonOpt = False) -> None:
     """Every saga awaiting approval, with the tool, the exact payload and its hash: sagas
     (AgentSaga and the configured --workflow types) on the configured task queue."""
     from sagacity.worker.client._pending_list import SagaScope, pending_page

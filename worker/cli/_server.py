@@ -15,16 +15,8 @@ import typer
 from sagacity._errors import SagacityError
 from sagacity.stores import open_store
 from sagacity.worker._settings import Settings
-from sagacity.worker.cli._common import (
-    console,
-    fail,
-    global_options,
-    journal_option,
-    located,
-    run,
-    say,
-    settings_of,
-)
+from sagacity.worker.cli._common import global_options, journal_option, located, run, settings_of
+from sagacity.worker.cli._output import console, fail, say
 from sagacity.worker.client._client import connect_reason
 
 ToolsOpt = Annotated[

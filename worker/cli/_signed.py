@@ -11,7 +11,8 @@ from pathlib import Path
 import typer
 
 from sagacity.approval._signing import SigningKey
-from sagacity.worker.cli._common import fail, load_signer, note
+from sagacity.worker.cli._common import load_signer
+from sagacity.worker.cli._output import fail, note
 
 __all__ = ["ask", "who_acts"]
 

@@ -19,16 +19,8 @@ from sagacity.approval._statements import signed_request
 from sagacity.journal._phases import SagaStatus
 from sagacity.text._terminal_safe import json_line, neutralized
 from sagacity.worker._settings import Settings
-from sagacity.worker.cli._common import (
-    JsonOpt,
-    console,
-    fail,
-    global_options,
-    note,
-    run,
-    say,
-    settings_of,
-)
+from sagacity.worker.cli._common import JsonOpt, global_options, run, settings_of
+from sagacity.worker.cli._output import console, fail, note, say
 from sagacity.worker.cli._progress_view import ProgressPrinter
 from sagacity.worker.cli._render import saga_overview, steps_table
 from sagacity.worker.cli._sagas import _closed_view, _result_summary

@@ -33,12 +33,9 @@ from sagacity.worker._log_keys import log_verifiers
 from sagacity.worker._settings import Settings
 from sagacity.worker.cli._common import (
     JsonOpt,
-    console,
-    fail,
     global_options,
     located,
     open_journal,
-    print_json,
     run,
     settings_of,
     sigterm_raises,
@@ -59,6 +56,7 @@ from sagacity.worker.cli._journal import (
     conclude,
     decisions_json,
 )
+from sagacity.worker.cli._output import console, fail, print_json
 from sagacity.worker.cli._render import verify_line
 from sagacity.worker.cli._verify_evidence import Evidence
 from sagacity.worker.cli._verify_parallel import auto_jobs, check_all_parallel, shareable

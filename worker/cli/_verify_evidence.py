@@ -17,8 +17,8 @@ from sagacity.audit._evidence_pending import PendingWindow
 from sagacity.audit._evidence_walk import SagaEvidence
 from sagacity.tlog._checkpoint import LogKey
 from sagacity.tlog._note_keys import NoteVerifier
-from sagacity.worker.cli._common import console, note
 from sagacity.worker.cli._journal import EXIT_OPEN, Verdict, conclude, finding_json
+from sagacity.worker.cli._output import console, note
 from sagacity.worker.cli._render import finding_line, shown
 
 __all__ = ["Evidence", "describe_keys"]

@@ -26,16 +26,7 @@ from sagacity.audit._file_evidence import FileEvidence
 from sagacity.journal._entry import JournalEntry
 from sagacity.tlog._note_keys import NoteVerifier
 from sagacity.worker._log_keys import read_tree_head
-from sagacity.worker.cli._common import (
-    JsonOpt,
-    console,
-    fail,
-    global_options,
-    note,
-    print_json,
-    settings_of,
-    user_errors,
-)
+from sagacity.worker.cli._common import JsonOpt, global_options, settings_of, user_errors
 from sagacity.worker.cli._journal import (
     ApproversOpt,
     RequireClosedOpt,
@@ -48,6 +39,7 @@ from sagacity.worker.cli._journal import (
     decisions_json,
     finding_json,
 )
+from sagacity.worker.cli._output import console, fail, note, print_json
 from sagacity.worker.cli._render import finding_line, shown, verify_line
 from sagacity.worker.cli._verify import NO_KEY_KNOWN, LogKeyOpt, SkipSignaturesOpt, auditor_keys
 from sagacity.worker.cli._verify_evidence import describe_keys

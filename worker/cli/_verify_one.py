@@ -8,12 +8,6 @@ from sagacity.audit._decisions import DecisionAudit
 from sagacity.audit._evidence_walk import (
     SagaEvidence,
 )
-from sagacity.worker.cli._common import (
-    console,
-    note,
-    print_json,
-    say,
-)
 from sagacity.worker.cli._journal import (
     EXIT_OPEN,
     OPEN_CHAIN_NOTE,
@@ -25,6 +19,7 @@ from sagacity.worker.cli._journal import (
     decisions_json,
     report_json,
 )
+from sagacity.worker.cli._output import console, note, print_json, say
 from sagacity.worker.cli._render import verify_line
 from sagacity.worker.cli._verify_evidence import Evidence
 

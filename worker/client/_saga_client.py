@@ -33,7 +33,7 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, overload
+from typing import Any, TypedDict, TypeVar, Unpack, overload
 
 from pydantic import BaseModel, ValidationError
 from temporalio.client import Client, Plugin, WorkflowHandle
@@ -68,6 +68,14 @@ from sagacity.workflows._models import (
 R = TypeVar("R")
 Confirm = Callable[[PendingApproval, str], bool | Awaitable[bool]]
 """Asked with the pending request and the hash recomputed here; False sends nothing."""
+
+
+class DecisionOptions(TypedDict, total=False):
+    """What `approve` and `reject` take besides the reason, as `decide` does."""
+
+    approver: str | None
+    payload_sha256: str | None
+    confirm: Confirm | None
 
 
 class DeclinedError(api.SagaClientError):
@@ -317,45 +325,19 @@ class SagaClient(DirtyStateCalls):
         return await acts.send_action(self.handle(saga_id), action)
 
     async def approve(
-        self,
-        saga_id: str,
-        *,
-        approver: str | None = None,
-        reason: str = "",
-        payload_sha256: str | None = None,
-        confirm: Confirm | None = None,
+        self, saga_id: str, *, reason: str = "", **options: Unpack[DecisionOptions]
     ) -> DecisionResult:
         """Approve the step the saga waits on, bound to the SHA-256 of its exact payload."""
-        return await self.decide(
-            saga_id,
-            approve=True,
-            approver=approver,
-            reason=reason,
-            payload_sha256=payload_sha256,
-            confirm=confirm,
-        )
+        return await self.decide(saga_id, approve=True, reason=reason, **options)
 
     async def reject(
-        self,
-        saga_id: str,
-        *,
-        reason: str,
-        approver: str | None = None,
-        payload_sha256: str | None = None,
-        confirm: Confirm | None = None,
+        self, saga_id: str, *, reason: str, **options: Unpack[DecisionOptions]
     ) -> DecisionResult:
         """Reject the step the saga waits on (a reason is required: it is journaled); the
         saga compensates its executed steps."""
         if not reason.strip():
             raise api.SagaClientError("a rejection needs a reason: it is journaled")
-        return await self.decide(
-            saga_id,
-            approve=False,
-            approver=approver,
-            reason=reason,
-            payload_sha256=payload_sha256,
-            confirm=confirm,
-        )
+        return await self.decide(saga_id, approve=False, reason=reason, **options)
 
     async def cancel(
         self, saga_id: str, *, actor: str | None = None, reason: str = ""
