@@ -122,6 +122,10 @@ def _quorum(result: dict[str, Any]) -> str | None:
     return None
 
 
+_AS_JOURNALED = ("saga_id", "seq", "step", "attempt", "tool", "error", "actor")
+"""What the event of a journal entry takes from it unchanged, under the same names."""
+
+
 def entry_event(entry: JournalEntry) -> ProgressEvent:
     """The event of one journal entry: what a person following the saga needs of it."""
     inp, res = _dict(entry.input), _dict(entry.result)
@@ -157,18 +161,8 @@ def entry_event(entry: JournalEntry) -> ProgressEvent:
     elif phase is Phase.SAGA_CLOSED:
         more["status"] = _str(res.get("status"))
         more["detail"] = _str(res.get("first_failure"))
-    return ProgressEvent(
-        saga_id=entry.saga_id,
-        phase=phase.value,
-        source="journal",
-        seq=entry.seq,
-        step=entry.step,
-        attempt=entry.attempt,
-        tool=entry.tool,
-        error=entry.error,
-        actor=entry.actor,
-        **more,
-    )
+    taken = {name: getattr(entry, name) for name in _AS_JOURNALED}
+    return ProgressEvent(phase=phase.value, source="journal", **taken, **more)
 
 
 class JournalTracker:

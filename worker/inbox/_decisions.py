@@ -16,8 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from sagacity.approval._models import ApprovalDecision, is_sha256_hex
-from sagacity.worker.inbox._pages import render, saga_id_of
-from sagacity.worker.inbox._sessions import session_of, shelf_of
+from sagacity.worker.inbox._pages import render
 from sagacity.worker.inbox._signing import PageAction
 
 __all__ = ["decision_routes"]
@@ -56,10 +55,7 @@ DECISION = PageAction("decision", _decision, "decided")
 async def decided(request: Request) -> Response:
     """The saga's answer to the decision just sent."""
 
-    saga_id = saga_id_of(request)
-    answer = shelf_of(request).take(session_of(request), DECISION.answer_key, saga_id)
-    if not isinstance(answer, dict):
-        raise HTTPException(404, "no decision was sent for this saga in this session")
+    saga_id, answer = DECISION.answer(request)
     status = 200 if answer.get("accepted") else 409
     return render(request, "decided.html", status, saga_id=saga_id, answer=answer)
 

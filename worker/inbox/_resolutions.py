@@ -26,7 +26,6 @@ from sagacity.journal._bounds import MAX_DEPTH, depth_of
 from sagacity.worker.client._resolutions import resolution_of
 from sagacity.worker.inbox._pages import render, saga_id_of, source_of
 from sagacity.worker.inbox._security import csrf_form
-from sagacity.worker.inbox._sessions import session_of, shelf_of
 from sagacity.worker.inbox._signing import PageAction
 from sagacity.workflows._models import ResolutionResult
 
@@ -122,10 +121,7 @@ RESOLUTION = PageAction("resolution", _resolution, "resolution")
 async def answered(request: Request) -> Response:
     """The saga's answer to the resolution just sent, with its journal."""
 
-    saga_id = saga_id_of(request)
-    answer = shelf_of(request).take(session_of(request), RESOLUTION.answer_key, saga_id)
-    if not isinstance(answer, dict):
-        raise HTTPException(404, "no resolution was sent for this saga in this session")
+    saga_id, answer = RESOLUTION.answer(request)
     if not answer.get("accepted"):
         return render(
             request, "error.html", 409, title="Refused by the saga",

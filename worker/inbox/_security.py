@@ -107,16 +107,13 @@ def _same_origin(request: Request) -> bool:
     return origin in own
 
 
-async def csrf_form(request: Request) -> FormData:
-    """The POSTed form, once its CSRF token (form field or X-CSRF-Token header) is the
-    session's and its Origin is this site; else CsrfError. Every POST handler starts
-    here."""
-    form = await request.form()
-    sent = request.headers.get(CSRF_HEADER) or form.get(CSRF_FIELD)
+def _check_sent(request: Request, sent: object, what: str, stale: str = "") -> None:
+    """Refuse (CsrfError) a POST from another site, or whose CSRF token `sent` is not
+    the session's; `what` names what was sent, `stale` says why a token may be old."""
     expected = csrf_token(request)
     if not _same_origin(request):
         raise CsrfError(
-            "refused: this form was sent from another site (or without the Origin header "
+            f"refused: this {what} was sent from another site (or without the Origin header "
             "every browser sends)"
         )
     if (
@@ -125,9 +122,18 @@ async def csrf_form(request: Request) -> FormData:
         or not hmac.compare_digest(sent.encode(), expected.encode())
     ):
         raise CsrfError(
-            "refused: the form's CSRF token is missing or is not this session's (the page "
-            "may be stale, or the session expired): reload the page and try again"
+            f"refused: the {what}'s CSRF token is missing or is not this session's{stale}: "
+            "reload the page and try again"
         )
+
+
+async def csrf_form(request: Request) -> FormData:
+    """The POSTed form, once its CSRF token (form field or X-CSRF-Token header) is the
+    session's and its Origin is this site; else CsrfError. Every POST handler starts
+    here."""
+    form = await request.form()
+    sent = request.headers.get(CSRF_HEADER) or form.get(CSRF_FIELD)
+    _check_sent(request, sent, "form", " (the page may be stale, or the session expired)")
     return form
 
 
@@ -137,22 +143,7 @@ MAX_JSON_BYTES = 64 * 1024
 async def csrf_json(request: Request) -> dict[str, Any]:
     """A POSTed JSON object (the passkey pages' fetch calls), once its X-CSRF-Token
     header is the session's and its Origin is this site; else CsrfError."""
-    expected = csrf_token(request)
-    sent = request.headers.get(CSRF_HEADER)
-    if not _same_origin(request):
-        raise CsrfError(
-            "refused: this request was sent from another site (or without the Origin "
-            "header every browser sends)"
-        )
-    if (
-        not isinstance(sent, str)
-        or not isinstance(expected, str)
-        or not hmac.compare_digest(sent.encode(), expected.encode())
-    ):
-        raise CsrfError(
-            "refused: the request's CSRF token is missing or is not this session's: reload "
-            "the page and try again"
-        )
+    _check_sent(request, request.headers.get(CSRF_HEADER), "request")
     body = await request.body()
     if len(body) > MAX_JSON_BYTES:
         raise CsrfError(f"refused: the request is larger than {MAX_JSON_BYTES} bytes")

@@ -97,3 +97,12 @@ class PageAction:
             }
         shelf_of(request).put(session_of(request), self.answer_key, answer, saga_id)
         return JSONResponse({"next": request.url_for(self.answer_route, saga_id=saga_id).path})
+
+    def answer(self, request: Request) -> tuple[str, dict[str, Any]]:
+        """The saga the answer page is for, and the answer `finish` left for it in this
+        session (taken: shown once; 404 when none was sent)."""
+        saga_id = saga_id_of(request)
+        answer = shelf_of(request).take(session_of(request), self.answer_key, saga_id)
+        if not isinstance(answer, dict):
+            raise HTTPException(404, f"no {self.kind} was sent for this saga in this session")
+        return saga_id, answer

@@ -22,30 +22,33 @@ async function post(url, csrf, body) {
   return answer;
 }
 
-async function decide(form, approve) {
-  const base = "/sagas/" + form.dataset.saga + "/decision";
+// One path for every signed action: the server drafts it from the page's fields, the
+// passkey signs the draft's challenge, the server sends it to the saga; then its answer.
+async function signAction(form, path, what, fields) {
+  const base = "/sagas/" + form.dataset.saga + path;
   const csrf = form.dataset.csrf;
-  say("asking your passkey to sign this decision…", false);
-  const draft = await post(base + "/draft", csrf, {
+  say("asking your passkey to sign this " + what + "…", false);
+  const draft = await post(base + "/draft", csrf, fields);
+  const publicKey = PublicKeyCredential.parseRequestOptionsFromJSON(draft.options);
+  const credential = await navigator.credentials.get({ publicKey: publicKey });
+  say("sending the signed " + what + " to the saga…", false);
+  const done = await post(base + "/finish", csrf, { credential: credential.toJSON() });
+  window.location.assign(done.next);
+}
+
+async function decide(form, approve) {
+  await signAction(form, "/decision", "decision", {
     key_id: form.elements["key_id"].value,
     approve: approve,
     reason: form.elements["reason"].value,
     step: Number(form.dataset.step),
     payload_sha256: form.dataset.sha256,
   });
-  const publicKey = PublicKeyCredential.parseRequestOptionsFromJSON(draft.options);
-  const credential = await navigator.credentials.get({ publicKey: publicKey });
-  say("sending the signed decision to the saga…", false);
-  const done = await post(base + "/finish", csrf, { credential: credential.toJSON() });
-  window.location.assign(done.next);
 }
 
 async function resolveWithPasskey(form) {
-  const base = "/sagas/" + form.dataset.saga + "/resolve";
-  const csrf = form.dataset.csrf;
   const value = (name) => (form.elements[name] ? form.elements[name].value : "");
-  say("asking your passkey to sign this action…", false);
-  const draft = await post(base + "/draft", csrf, {
+  await signAction(form, "/resolve", "action", {
     key_id: document.getElementById("resolve-passkey").value,
     action: value("action"),
     step: value("step"),
@@ -53,11 +56,6 @@ async function resolveWithPasskey(form) {
     result: value("result"),
     reason: value("reason"),
   });
-  const publicKey = PublicKeyCredential.parseRequestOptionsFromJSON(draft.options);
-  const credential = await navigator.credentials.get({ publicKey: publicKey });
-  say("sending the signed action to the saga…", false);
-  const done = await post(base + "/finish", csrf, { credential: credential.toJSON() });
-  window.location.assign(done.next);
 }
 
 async function enroll(form) {
