@@ -49,8 +49,8 @@ from sagacity.tools._decorators import (
     irreversible,
 )
 from sagacity.tools._toolbox import Toolbox
-from tests.journal_approvals import approve, open_saga, request_approval
-from tests.saga_activity_env import saga_env
+from tests.support.journal_approvals import approve, open_saga, request_approval
+from tests.support.saga_activity_env import saga_env
 
 SAGAS = 150
 ROUNDS = 7

@@ -27,7 +27,16 @@ from sagacity.worker._devserver import start_dev_server
 from sagacity.worker.client._client import saga_result
 from sagacity.workflows._models import SagaInput, SagaResult
 
-from .browser import chromium  # noqa: F401 (the browser tests' fixture, shared by tests/ui and tests/inbox)
+pytest_plugins = (
+    "tests.support.browser",
+    "tests.support.chat_server",
+    "tests.support.cli",
+    "tests.support.evidence",
+    "tests.support.inbox",
+    "tests.support.pg_fixtures",
+)
+"""Fixtures shared across tiers and packages (tests/support): a tier's folder holds
+tests, and what several of them build on lives once, here."""
 
 POSTGRES_URL = os.environ.get(
     "SAGACITY_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCE_PACKAGES = ("sagacity", "activities", "workflows", "worker", "integrations", "examples")
+SOURCE_PACKAGES = ("sagacity", "activities", "workflows", "contrib", "worker", "examples")
 CODE_SUFFIXES = (".py", ".pyc", ".pyi", ".so", ".pth", ".typed")
 READABLE_ROOTS = tuple(
     {str(Path(p).resolve()) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}

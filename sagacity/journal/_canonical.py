@@ -7,7 +7,7 @@ being coerced, because a coerced payload is not the payload a human approved.
 
 The pure-Python `rfc8785` package is slow (10-60 µs for a small object), so values where
 the standard library's C encoder writes the same bytes take that path instead; see
-`plain_value` for exactly when, and tests/unit/test_canonical.py for the property test
+`plain_value` for exactly when, and tests/pure/journal/test_canonical.py for the property test
 that holds the two together.
 """
 

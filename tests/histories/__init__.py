@@ -1,11 +1,11 @@
 """The workflow histories the replay tests replay, recorded by the 1.0 code, in one place.
 
-    agent_saga/    AgentSaga flows         python -m tests.workflows.record_histories
-    saga_api/      the order workflow      python -m tests.saga_api.order_histories
-    pydantic_ai/   the Pydantic AI clerk   python -m tests.integrations.pydantic_ai.clerk_histories
+    agent_saga/    AgentSaga flows         python -m tests.histories.record_agent_saga
+    saga_api/      the order workflow      python -m tests.histories.record_saga_api
+    pydantic_ai/   the Pydantic AI clerk   python -m tests.histories.record_pydantic_ai
     passkeys/      passkey decisions and resolutions, SAGACITY_RECORD_PASSKEY_HISTORY=1 on
-                   tests/signed/test_passkey_approvals.py,
-                   tests/dirty/test_passkey_resolutions.py
+                   tests/integration/approval/signed/test_passkey_approvals.py,
+                   tests/integration/workflows/dirty/test_passkey_resolutions.py
 
 A history here is what a run of deployed code wrote: the replay tests prove today's
 workflow code still replays it. Keep them. A change to workflow code that makes one fail

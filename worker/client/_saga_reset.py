@@ -18,11 +18,11 @@ id. So `compensate_ended`:
    compensates its executed steps newest first, journals each and closes the chain (a
    step whose outcome is unknown then waits for a person, as after any cancel).
 
-Measured on the dev server (tests/ended): the reset run keeps the first run id; a run
-that timed out (run or execution timeout) resets too, and the new run gets a fresh
-timeout of the same length from the reset, so a compensation longer than that times out
-again: the saga is listed again, and `compensate` again goes on where it stopped (a
-journaled compensation is returned, never run twice). Two resets of one ended run make
+Measured on the dev server (tests/integration/worker/client/ended): the reset run keeps the
+first run id; a run that timed out (run or execution timeout) resets too, and the new run
+gets a fresh timeout of the same length from the reset, so a compensation longer than that
+times out again: the saga is listed again, and `compensate` again goes on where it stopped
+(a journaled compensation is returned, never run twice). Two resets of one ended run make
 two runs, the second terminating the first: run one `compensate` at a time (a second one
 finds the saga running and refuses).
 """

@@ -1,0 +1,109 @@
+"""A saga started as a child workflow with start_child_saga compensates when its parent
+ends: the parent-close policy is REQUEST_CANCEL, so the server asks the child to cancel
+and the saga's cancellation path undoes its executed steps and closes its journal. With
+Temporal's default (TERMINATE) the child would be terminated with its stock reserved and
+its card charged, and its journal open."""
+
+from __future__ import annotations
+
+import pytest
+from temporalio.client import WorkflowFailureError
+from temporalio.exceptions import ApplicationError
+
+from sagacity.examples.orders import INITIAL_STOCK
+from tests.integration.worker.client.ended.conftest import Ended, order
+from tests.integration.worker.client.ended.parents import OrdersParent, ParentInput
+from tests.support.workers import assert_chain_closed, eventually
+
+pytestmark = [pytest.mark.temporal, pytest.mark.timeout(90)]
+
+
+def assert_undone(ended: Ended, child_id: str) -> None:
+    """The shop's ledger read back: the stock is released and the card refunded; the
+    journal ends with both compensations and SAGA_CLOSED COMPENSATED."""
+    assert ended.shop.stock("widget") == INITIAL_STOCK["widget"]
+    assert [(c["key"], c["refunded"]) for c in ended.shop.charges()] == [(f"{child_id}:2", True)]
+    assert ended.shop.wires() == []
+    entries = assert_chain_closed(ended.store, child_id)
+    tail = [(e.phase.value, e.step) for e in entries][-3:]
+    assert tail == [("COMPENSATED", 2), ("COMPENSATED", 1), ("SAGA_CLOSED", 0)]
+    assert entries[-1].result["status"] == "COMPENSATED"
+    assert "saga cancelled" in entries[-1].result["first_failure"]
+
+
+@pytest.mark.parametrize("parent_ends", ["fails", "is terminated"])
+async def test_a_child_saga_whose_parent_ends_is_compensated(
+    ended: Ended, parent_ends: str
+) -> None:
+    parent_id = ended.new_id("parent")
+    child_id = f"{parent_id}/order"
+    parent = await ended.temporal.start_workflow(
+        OrdersParent.run,
+        ParentInput(child_id=child_id, order=order()),
+        id=parent_id,
+        task_queue=ended.task_queue,
+    )
+    await ended.awaiting_approval(child_id)
+    assert ended.shop.stock("widget") == INITIAL_STOCK["widget"] - 2  # it really reserved
+
+    if parent_ends == "fails":
+        await parent.signal(OrdersParent.give_up)
+        with pytest.raises(WorkflowFailureError) as failed:
+            await parent.result()
+        assert isinstance(failed.value.cause, ApplicationError)
+        assert failed.value.cause.type == "ParentGaveUp"
+    else:
+        await parent.terminate(reason="operator stops the parent")
+
+    child = ended.temporal.get_workflow_handle(child_id)
+    with pytest.raises(WorkflowFailureError):  # cancelled: the saga compensated first
+        await child.result()
+    assert_undone(ended, child_id)
+    listed = await ended.client.needing_human()
+    assert child_id not in {i.summary.saga_id for i in listed}  # closed: nothing flagged
+
+
+async def test_the_helper_refuses_terminate(ended: Ended) -> None:
+    parent_id = ended.new_id("parent")
+    child_id = f"{parent_id}/order"
+    parent = await ended.temporal.start_workflow(
+        OrdersParent.run,
+        ParentInput(child_id=child_id, order=order(), policy="TERMINATE"),
+        id=parent_id,
+        task_queue=ended.task_queue,
+    )
+    with pytest.raises(WorkflowFailureError) as failed:
+        await parent.result()
+    cause = failed.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "SagaUsageError"
+    assert "TERMINATE" in cause.message and "REQUEST_CANCEL" in cause.message
+    assert list(ended.store.entries(child_id)) == []  # no child was started
+    assert ended.shop.calls() == []
+
+
+async def test_an_abandoned_child_saga_runs_on_alone(ended: Ended) -> None:
+    """ABANDON, the other policy the helper takes: the parent's failure does not touch
+    the child, which goes on waiting for its approval with its journal open (and closes
+    it itself once decided)."""
+    parent_id = ended.new_id("parent")
+    child_id = f"{parent_id}/order"
+    parent = await ended.temporal.start_workflow(
+        OrdersParent.run,
+        ParentInput(child_id=child_id, order=order(), policy="ABANDON"),
+        id=parent_id,
+        task_queue=ended.task_queue,
+    )
+    await ended.awaiting_approval(child_id)
+    await parent.signal(OrdersParent.give_up)
+    with pytest.raises(WorkflowFailureError):
+        await parent.result()
+    await ended.client.reject(child_id, approver="alice@example.com", reason="no wire")
+
+    async def closed() -> bool:
+        head = ended.store.head(child_id)
+        return head is not None and head.phase.value == "SAGA_CLOSED"
+
+    await eventually(closed, 30, "the abandoned child closing its journal")
+    entries = assert_chain_closed(ended.store, child_id)
+    assert "rejected: no wire" in entries[-1].result["first_failure"]
+    assert ended.shop.stock("widget") == INITIAL_STOCK["widget"]

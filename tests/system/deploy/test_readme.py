@@ -1,0 +1,185 @@
+"""The README cannot rot: its Python snippets are written to a folder as the files they
+name (`# worker.py` on their first line) and run there against the session's dev server
+— the worker in the background, then every script — and its shell snippets are parsed
+by the real CLI (a misspelt command or option fails here) or checked against the
+Makefile. (Shell lines start servers, so they are parsed, not run; the same commands run
+for real in tests/integration/worker/cli.)"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+from typer.testing import CliRunner
+
+from sagacity.worker.cli._main import app
+from tests.support.exit_crash import finished
+from tests.system.deploy.compose_file import ROOT
+
+README = ROOT / "README.md"
+FENCE = re.compile(r"```(\w+)\n(.*?)```", re.S)
+
+
+def blocks(language: str) -> list[str]:
+    return [body for lang, body in FENCE.findall(README.read_text()) if lang == language]
+
+
+def python_files() -> dict[str, str]:
+    files: dict[str, str] = {}
+    for body in blocks("python"):
+        first = body.splitlines()[0]
+        assert re.fullmatch(r"# [\w/]+\.py", first), f"a Python snippet names no file: {first!r}"
+        files[first[2:]] = body
+    return files
+
+
+def test_every_python_snippet_is_a_named_file() -> None:
+    assert set(python_files()) >= {"tools.py", "workflows.py", "worker.py", "starter.py"}
+
+
+def _commands(body: str) -> list[list[str]]:
+    """Each line's command words; of a pipeline into jq, the command before the pipe
+    (the jq part runs for real in test_the_python_snippets_run)."""
+    lines = []
+    for raw in body.splitlines():
+        words = shlex.split(raw, comments=True)
+        while words and re.fullmatch(r"[A-Z_]+=.*", words[0]):
+            words = words[1:]  # VAR=value prefixes
+        if "|" in words:
+            assert words[words.index("|") + 1] == "jq", f"an unchecked pipeline: {raw}"
+            words = words[: words.index("|")]
+        if words:
+            lines.append(words)
+    return lines
+
+
+def jq_pipelines() -> list[str]:
+    return [line for body in blocks("sh") for line in body.splitlines() if "| jq " in line]
+
+
+def _parse(args: list[str]) -> None:
+    """Parse a `sagacity ...` command line as the CLI would, without running it: with
+    `--help` appended, the CLI checks the command and every option before it, then
+    prints the help instead of running (a misspelt one exits 2)."""
+    ran = CliRunner().invoke(app, [*args, "--help"])
+    assert ran.exit_code == 0, f"sagacity {shlex.join(args)}: {ran.output[-2000:]}"
+
+
+@pytest.mark.parametrize(
+    "words", [w for body in blocks("sh") for w in _commands(body)], ids=lambda w: " ".join(w)
+)
+def test_shell_lines_parse(words: list[str]) -> None:
+    if words[0] == "make":
+        assert re.search(rf"^{words[1]}:", (ROOT / "Makefile").read_text(), re.M), words
+        return
+    if words[:3] == ["python", "-m", "sagacity.worker"]:
+        words = ["sagacity", *words[3:]]
+    assert words[0] == "sagacity", f"an unchecked shell line: {words}"
+    _parse(words[1:])
+
+
+def test_the_parser_refuses_a_misspelt_option() -> None:
+    with pytest.raises(AssertionError, match="No such option"):
+        _parse(["worker", "--tool", "x:y"])
+    with pytest.raises(AssertionError, match="No such command"):
+        _parse(["wrker"])
+
+
+@pytest.mark.temporal
+@pytest.mark.timeout(180)
+async def test_the_python_snippets_run(
+    temporal_env: WorkflowEnvironment, tmp_path: Path, private_data_home: Path
+) -> None:
+    """Every script, then each again as a person would re-run it: a re-run finds its saga
+    (never a second run under its id), a refused approver leaves the payout waiting, and
+    `sagacity status` and `journal` show the sagas from another folder."""
+    for name, body in python_files().items():
+        (tmp_path / name).write_text(body)
+    address = temporal_env.client.service_client.config.target_host
+    env = {**os.environ, "TEMPORAL_ADDRESS": address, "PYTHONUNBUFFERED": "1"}
+    log_path = tmp_path / "worker.log"
+    with log_path.open("w") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "worker.py"], cwd=tmp_path, env=env, stdout=log, stderr=log
+        )
+
+    def script(*args: str) -> str:
+        ran = subprocess.run(
+            [sys.executable, *args],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert finished(ran), f"{args}:\n{ran.stderr[-3000:]}"
+        return ran.stdout
+
+    try:
+        deadline = time.monotonic() + 60
+        while "worker ready" not in log_path.read_text():
+            assert worker.poll() is None, log_path.read_text()
+            assert time.monotonic() < deadline, "the README's worker never got ready"
+            time.sleep(0.1)
+        first = script("starter.py")
+        again = script("starter.py")
+        refused = script("starter.py", "payout-7", "bob@example.com")
+        then = script("starter.py", "payout-7")
+        agent = script("agent_starter.py")
+        agent_again = script("agent_starter.py")
+    finally:
+        worker.terminate()
+        worker.wait(timeout=20)
+
+    assert "step 2: send_wire_transfer {'iban': 'DE89370400440532013000', 'amount': 5000}" in first
+    assert re.search(r"approved at seq \d+\nresult: paid", first)
+    assert again.splitlines() == [
+        "payout-1042 was started before",
+        "saga 'payout-1042' has finished (COMPLETED); nothing is pending",
+        "result: paid",
+    ]
+    assert re.search(r"^refused \(\w+\): .*bob@example\.com", refused.splitlines()[-1])
+    assert "approved at seq" in then and then.endswith("result: paid\n")
+    assert agent.strip() == "COMPLETED ['EXECUTED']"
+    assert agent_again.splitlines() == ["agent-1 was started before", "COMPLETED ['EXECUTED']"]
+    worked = log_path.read_text()
+    assert worked.count("charging 5000") == 2 and worked.count("wiring 5000") == 2
+    assert worked.count("charging 120") == 1 and "refunding" not in worked
+
+    # The worker journaled into the data home, where the CLI looks from any folder.
+    cli = {"SAGACITY_TEMPORAL_ADDRESS": address}
+    status = await asyncio.to_thread(
+        CliRunner().invoke, app, ["status", "payout-1042", "--json"], env=cli
+    )
+    assert status.exit_code == 0, status.output
+    shown = json.loads(status.stdout)
+    assert shown["execution_status"] == "COMPLETED" and shown["status"] == "COMPLETED"
+    assert "completed with a result of its own" in shown["remark"]  # not an AgentSaga's
+    journal = await asyncio.to_thread(CliRunner().invoke, app, ["journal", "payout-1042"], env=cli)
+    assert journal.exit_code == 0 and "SAGA_CLOSED" in journal.stdout, journal.output
+    assert f"journal: {private_data_home}/journal.db" in journal.stderr
+    assert not (tmp_path / "journal.db").exists()
+
+    # The README's jq lines, run as written on the export of these sagas.
+    bin_dir = str(Path(sys.executable).parent)
+    shell = {**env, "PATH": f"{bin_dir}:{os.environ['PATH']}", **cli}
+    outputs = []
+    for line in jq_pipelines():
+        ran = await asyncio.to_thread(
+            subprocess.run,
+            ["bash", "-o", "pipefail", "-c", line],
+            cwd=tmp_path, env=shell, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert ran.returncode == 0, f"{line}:\n{ran.stderr[-2000:]}"
+        outputs.append(ran.stdout)
+    values, closes = outputs
+    rows = [json.loads(row) for row in values.splitlines()]
+    assert [r[2] for r in rows if r[1] == "EXECUTED"] == [5000, 5000]  # charge, wire
+    assert {r[3] for r in rows if r[1] == "APPROVED"} == {"alice@example.com"}
+    assert "payout-1042 COMPLETED" in closes.splitlines()
+    assert "agent-1 COMPLETED" in closes.splitlines()
