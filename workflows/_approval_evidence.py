@@ -46,13 +46,18 @@ async def journal_refused(
     saga_id: str,
     phase: Phase,
     ticket: tuple[int, int, int],
+    bucket: str,
     tool: str = "",
 ) -> None:
     """Journal a refused `what` (a decision, a resolution) as `phase`, with the body as
     sent, bounded. `ticket` is (step, count, cap): the refusal is entry `count` of its
-    bucket, and the one at the cap says that later ones are only counted. A journal that
-    cannot take it is logged, not raised: the refusal stands whether or not it is kept."""
+    `bucket` (its name in the log), the one at the cap says that later ones are only
+    counted, and those are not journaled. A journal that cannot take it is logged, not
+    raised: the refusal stands whether or not it is kept."""
     step, count, cap = ticket
+    if count > cap:
+        workflow.logger.warning("refused %s %d (%s %d) not journaled", what, count, bucket, step)
+        return
     try:
         await journal(
             JournalEventInput(

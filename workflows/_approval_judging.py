@@ -172,9 +172,6 @@ class Judging(Voting):
             return
         step, count, cap = ticket or self._ticket(raw)
         pending = self._pending
-        if count > cap:
-            workflow.logger.warning("refused decision %d (bucket %d) not journaled", count, step)
-            return
         await journal_refused(
             self._journal,
             "decision",
@@ -183,5 +180,6 @@ class Judging(Voting):
             saga_id=self._saga_id,
             phase=Phase.APPROVAL_REFUSED,
             ticket=(step, count, cap),
+            bucket="bucket",
             tool=pending.tool if pending is not None and step == pending.step else "",
         )

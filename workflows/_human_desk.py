@@ -265,10 +265,6 @@ class HumanDesk:
         if self.closed:
             workflow.logger.warning("resolution after close refused, not journaled: %s", refusal)
             return
-        step, count, cap = ticket or self._ticket(raw)
-        if count > cap:
-            workflow.logger.warning("refused resolution %d (step %d) not journaled", count, step)
-            return
         await journal_refused(
             self._journal,
             "resolution",
@@ -276,7 +272,8 @@ class HumanDesk:
             refusal,
             saga_id=self._saga_id,
             phase=Phase.RESOLUTION_REFUSED,
-            ticket=(step, count, cap),
+            ticket=ticket or self._ticket(raw),
+            bucket="step",
         )
 
 

@@ -387,9 +387,9 @@ class PostgresJournalStore(JournalStore):
         return bool(rows and rows[0][0])
 
     def checkpoint_log(self, signer: NoteSigner | None = None) -> CheckpointLog:
-        from sagacity.stores._checkpoint_tables import postgres_log
+        from sagacity.stores._checkpoint_tables import PostgresLog
 
-        return postgres_log(
+        return PostgresLog(
             self._pool.connection, self.connection, self.schema, self.url, signer, self.clock
         )
 
