@@ -6,7 +6,9 @@ histories never depend on Python names."""
 
 from __future__ import annotations
 
-from sagacity.activities._model_clients import ModelClient
+from sagacity.activities._authority import NOT_THE_SAGAS_RUN
+from sagacity.activities._identity import activity_queue
+from sagacity.activities._model_clients import ModelClient, ScriptedModel
 from sagacity.activities._saga_activities import (
     APPROVER_KEY,
     CHECK_PLAN,
@@ -15,15 +17,12 @@ from sagacity.activities._saga_activities import (
     FENCE_STEP,
     JOURNAL_EVENT,
     NEXT_TURN,
-    NOT_THE_SAGAS_RUN,
     RESOLVE_STEP,
     RUN_TOOL,
     SAGA_ACTIVITY_TYPES,
     WORKER_IDENTITY,
     WRONG_WORKER,
     SagaActivities,
-    ScriptedModel,
-    activity_queue,
 )
 
 __all__ = [

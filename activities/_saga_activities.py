@@ -13,7 +13,6 @@ from temporalio.exceptions import ApplicationError
 
 from sagacity._errors import InvalidEntryError, JournalConflictError, SagacityError, SagaClosedError
 from sagacity.activities._authority import (
-    NOT_THE_SAGAS_RUN,
     Authority,
     compensating,
     lists_unknown,
@@ -21,7 +20,7 @@ from sagacity.activities._authority import (
 )
 from sagacity.activities._checkpointing import DEFAULT_CHECKPOINT_EVERY, CheckpointedStore
 from sagacity.activities._compensation_runner import CompensationRunner
-from sagacity.activities._identity import activity_queue, worker_identity
+from sagacity.activities._identity import worker_identity
 from sagacity.activities._journal_io import entry_ref, store_call
 from sagacity.activities._model_clients import ModelClient, ScriptedModel
 from sagacity.activities._models import (
@@ -80,25 +79,6 @@ _AFTER_CLOSE_IS_MOOT = {
     Phase.SAGA_CLOSED.value,
 }
 """Entries that a closed saga answers with its close entry instead of an error."""
-
-__all__ = [
-    "APPROVER_KEY",
-    "CHECK_PLAN",
-    "CHECK_RESUME",
-    "COMPENSATE",
-    "FENCE_STEP",
-    "JOURNAL_EVENT",
-    "NEXT_TURN",
-    "NOT_THE_SAGAS_RUN",
-    "RESOLVE_STEP",
-    "RUN_TOOL",
-    "SAGA_ACTIVITY_TYPES",
-    "WORKER_IDENTITY",
-    "WRONG_WORKER",
-    "SagaActivities",
-    "ScriptedModel",
-    "activity_queue",
-]
 
 
 def _entry_at(store: JournalStore, saga_id: str, seq: int) -> JournalEntry | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -111,9 +112,23 @@ def build_server(shop: Shop) -> MCPServer:
             shop.clear_fault("server_exit")
             os._exit(3)  # mid-call: the effect is applied, no answer goes out
 
-    def undo_context(tool: str, key: str) -> CompensationContext:
-        return CompensationContext(saga_id="", step=0, tool=tool, input={}, result=None,
-                                   idempotency_key=key)  # fmt: skip
+    def undo(
+        tool: str,
+        ctx: Context,
+        of: str,
+        key: str,
+        shop_undo: Callable[[CompensationContext], object],
+    ) -> Undone:
+        """Log the undo call `tool`, then have the shop undo `of`'s effect named `key`
+        (the shop finds it by that key, as the worker's compensation would)."""
+        received(tool, ctx)
+        undo_ctx = CompensationContext(saga_id="", step=0, tool=of, input={}, result=None,
+                                       idempotency_key=key)  # fmt: skip
+        try:
+            shop_undo(undo_ctx)
+        except ShopError as exc:
+            raise ToolError(str(exc)) from exc
+        return Undone(undone=key)
 
     @server.tool()
     def reserve_inventory(sku: str, qty: int, ctx: Context) -> Reservation:
@@ -127,12 +142,9 @@ def build_server(shop: Shop) -> MCPServer:
     @server.tool()
     def release_inventory(reservation: str, sku: str, qty: int, ctx: Context) -> Undone:
         """Release a reservation (the undo of reserve_inventory)."""
-        received("release_inventory", ctx)
-        try:
-            shop.release_inventory(undo_context("reserve_inventory", reservation))
-        except ShopError as exc:
-            raise ToolError(str(exc)) from exc
-        return Undone(undone=reservation)
+        return undo(
+            "release_inventory", ctx, "reserve_inventory", reservation, shop.release_inventory
+        )
 
     @server.tool()
     def charge_card(
@@ -149,12 +161,7 @@ def build_server(shop: Shop) -> MCPServer:
     @server.tool()
     def refund_card(charge: str, amount: int, currency: str, ctx: Context) -> Undone:
         """Refund a charge (the undo of charge_card)."""
-        received("refund_card", ctx)
-        try:
-            shop.refund_card(undo_context("charge_card", charge))
-        except ShopError as exc:
-            raise ToolError(str(exc)) from exc
-        return Undone(undone=charge)
+        return undo("refund_card", ctx, "charge_card", charge, shop.refund_card)
 
     @server.tool()
     async def ship_order(address: str, ctx: Context, fail: bool = False) -> Shipment:

@@ -24,7 +24,6 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from sagacity.activities._models import JournalEventInput
     from sagacity.approval._judge import (
         ApprovalDecision,
         ApprovalRequest,
@@ -39,7 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.approval._registry_marks import RegistryMark, newer, older_than
     from sagacity.journal._phases import Phase
 
-from sagacity.workflows._approval_evidence import bounded, cap_note, field, message
+from sagacity.workflows._approval_evidence import field, journal_refused
 from sagacity.workflows._approval_votes import Accepted, Voting
 
 Lookup = Callable[[str | None], Awaitable[KeyLookup]]
@@ -173,20 +172,14 @@ class Judging(Voting):
             return
         step, count, cap = ticket or self._ticket(raw)
         pending = self._pending
-        if count > cap:
-            workflow.logger.warning("refused decision %d (bucket %d) not journaled", count, step)
-            return
-        try:
-            await self._journal(
-                JournalEventInput(
-                    saga_id=self._saga_id,
-                    phase=Phase.APPROVAL_REFUSED,
-                    step=step,
-                    attempt=count,
-                    tool=pending.tool if pending is not None and step == pending.step else "",
-                    input=bounded(raw),
-                    error=message(refusal) + cap_note(count, cap),
-                )
-            )
-        except (ActivityError, ApplicationError) as exc:  # a local activity raises either
-            workflow.logger.warning("could not journal a refused decision: %s", exc)
+        await journal_refused(
+            self._journal,
+            "decision",
+            raw,
+            refusal,
+            saga_id=self._saga_id,
+            phase=Phase.APPROVAL_REFUSED,
+            ticket=(step, count, cap),
+            bucket="bucket",
+            tool=pending.tool if pending is not None and step == pending.step else "",
+        )

@@ -57,6 +57,21 @@ LOCAL_OPTIONS: dict[str, Any] = {
 }
 
 
+def tool_options(opts: SagaOptions, attempts: int, longest_wait_seconds: int) -> dict[str, Any]:
+    """Timeouts and retries of an activity that runs a tool (a step or its undo), from
+    the saga's options: the tool's timeout and heartbeat, retried `attempts` times with
+    waits growing from 1 s to `longest_wait_seconds`."""
+    return {
+        "start_to_close_timeout": timedelta(seconds=opts.tool_timeout_seconds),
+        "heartbeat_timeout": timedelta(seconds=opts.tool_heartbeat_timeout_seconds),
+        "retry_policy": RetryPolicy(
+            initial_interval=timedelta(seconds=1),
+            maximum_interval=timedelta(seconds=longest_wait_seconds),
+            maximum_attempts=attempts,
+        ),
+    }
+
+
 LOCAL_FAILURES = (ActivityError, ApplicationError)
 """What a failed local activity raises in the workflow: an ActivityError, or (for a
 non-retryable failure) the activity's ApplicationError itself. Code that survives a
@@ -196,13 +211,7 @@ async def compensate_step(
             CompensateInput(saga_id=saga_id, step=step.step, tool=step.tool, worker=worker),
             result_type=CompensationOutcome,
             task_queue=task_queue,
-            start_to_close_timeout=timedelta(seconds=inp.tool_timeout_seconds),
-            heartbeat_timeout=timedelta(seconds=inp.tool_heartbeat_timeout_seconds),
-            retry_policy=RetryPolicy(
-                initial_interval=timedelta(seconds=1),
-                maximum_interval=timedelta(seconds=10),
-                maximum_attempts=inp.compensation_attempts,
-            ),
+            **tool_options(inp, inp.compensation_attempts, longest_wait_seconds=10),
             # Display only (empty after continue-as-new, which drops the args).
             summary="undo " + call_summary(step.tool, report.args),
         )

@@ -46,7 +46,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.journal._phases import Phase
     from sagacity.workflows._models import ResolutionResult
 
-from sagacity.workflows._approval_evidence import bounded, cap_note, field, message
+from sagacity.workflows._approval_evidence import field, journal_refused, message
 
 RESOLVE = "resolve"
 """Name of the update and of the signal that carry a resolution."""
@@ -265,24 +265,16 @@ class HumanDesk:
         if self.closed:
             workflow.logger.warning("resolution after close refused, not journaled: %s", refusal)
             return
-        step, count, cap = ticket or self._ticket(raw)
-        if count > cap:
-            workflow.logger.warning("refused resolution %d (step %d) not journaled", count, step)
-            return
-        note = cap_note(count, cap)
-        try:
-            await self._journal(
-                JournalEventInput(
-                    saga_id=self._saga_id,
-                    phase=Phase.RESOLUTION_REFUSED,
-                    step=step,
-                    attempt=count,
-                    input=bounded(raw),
-                    error=message(refusal) + note,
-                )
-            )
-        except (ActivityError, ApplicationError) as exc:  # a local activity raises either
-            workflow.logger.warning("could not journal a refused resolution: %s", exc)
+        await journal_refused(
+            self._journal,
+            "resolution",
+            raw,
+            refusal,
+            saga_id=self._saga_id,
+            phase=Phase.RESOLUTION_REFUSED,
+            ticket=ticket or self._ticket(raw),
+            bucket="step",
+        )
 
 
 def _refused(refusal: Refusal, *, journaled: bool) -> ApplicationError:

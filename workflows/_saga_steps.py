@@ -13,7 +13,6 @@ from collections.abc import Iterable
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import is_cancelled_exception as is_cancelled
 
@@ -32,7 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.workflows._models import CompensationReport, SagaOptions, StepReport
 
 from sagacity.workflows._approval_gate import ApprovalGate
-from sagacity.workflows._compensator import failure_cause
+from sagacity.workflows._compensator import failure_cause, tool_options
 from sagacity.workflows._inspection import call_summary
 from sagacity.workflows._pinned import PinnedActivities
 from sagacity.workflows._reporting import step_report
@@ -127,13 +126,7 @@ class SagaSteps(SagaDisplay):
                     worker=self.pinned.worker,
                 ),
                 result_type=ToolOutcome,
-                start_to_close_timeout=timedelta(seconds=opts.tool_timeout_seconds),
-                heartbeat_timeout=timedelta(seconds=opts.tool_heartbeat_timeout_seconds),
-                retry_policy=RetryPolicy(
-                    initial_interval=timedelta(seconds=1),
-                    maximum_interval=timedelta(seconds=30),
-                    maximum_attempts=opts.tool_attempts,
-                ),
+                **tool_options(opts, opts.tool_attempts, longest_wait_seconds=30),
                 summary=self._activity_summary(call, approved),
             )
             if outcome.tool_kind is ToolKind.IRREVERSIBLE:

@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.activities import CHECK_PLAN
     from sagacity.activities._models import CheckPlanInput, PlanCheck, ToolCall
 
+from sagacity.contrib._replies import answer
 from sagacity.workflows._saga import Saga, StepError
 
 T = TypeVar("T")
@@ -116,18 +117,8 @@ class StepRouter:
                 await asyncio.wait({run})
 
     async def _serve(self, call: _Call) -> None:
-        try:
-            result = await self._step(call)
-        except StepError as exc:  # the step did not complete: the agent's tool fails
-            if not call.answer.done():
-                call.answer.set_exception(exc)
-        except BaseException:
-            if not call.answer.done():
-                call.answer.cancel()
-            raise
-        else:
-            if not call.answer.done():
-                call.answer.set_result(result)
+        # A step that did not complete fails the agent's tool with its StepError as is.
+        await answer(call.answer, self._step(call), lambda exc: exc)
 
     async def _step(self, call: _Call) -> Any:
         saga = self._saga

@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.activities import CHECK_PLAN
     from sagacity.activities._models import CheckPlanInput, PlanCheck, ToolCall
 
+from sagacity.contrib._replies import answer
 from sagacity.workflows._saga import Saga, SagaUsageError, StepError
 
 T = TypeVar("T")
@@ -86,19 +87,7 @@ class ToolDesk:
         """From the saga's task: run the call as a step and answer the tool call."""
         if request.reply.done():  # the tool call was cancelled while it waited
             return
-        try:
-            result = await self._step(request)
-        except StepError as exc:
-            if not request.reply.done():
-                request.reply.set_exception(failed_call(exc))
-        except BaseException:
-            request.reply.cancel()
-            raise
-        else:
-            # A call cancelled meanwhile (its run was cancelled) is answered by no one; its
-            # step stays the saga's, journaled and compensated with the others.
-            if not request.reply.done():
-                request.reply.set_result(result)
+        await answer(request.reply, self._step(request), failed_call)
 
     async def _step(self, request: ToolRequest) -> Any:
         ask = request.approval and self.saga.failure is None and request.tool not in self.gated

@@ -38,6 +38,7 @@ from sagacity.approval._passkey_models import (
 )
 from sagacity.approval._registry import EnrolledKey
 from sagacity.approval._statements import statement_bytes
+from sagacity.journal._canonical import one_value_per_key
 
 GET_CEREMONY = "webauthn.get"
 
@@ -148,17 +149,11 @@ def check_assertion(
     return assertion.flags()
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object whose keys are all distinct: a browser writes each member of
-    clientDataJSON once (WebAuthn's serialization), and with a key written twice two
-    readers may see two different objects (Python's json keeps the last "type", another
-    parser the first), so such bytes are refused, at any depth."""
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise ValueError(f"clientDataJSON names {key[:40]!r} twice")
-        seen[key] = value
-    return seen
+_unique_keys = one_value_per_key(lambda key: f"clientDataJSON names {key[:40]!r} twice")
+"""A JSON object whose keys are all distinct: a browser writes each member of
+clientDataJSON once (WebAuthn's serialization), and with a key written twice two readers
+may see two different objects (Python's json keeps the last "type", another parser the
+first), so such bytes are refused, at any depth."""
 
 
 def _extensions_readable(auth_data: bytes) -> bool:

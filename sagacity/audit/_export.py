@@ -20,6 +20,7 @@ from sagacity.audit._export_evidence import CheckpointLine, HeadLine, is_evidenc
 from sagacity.audit._export_lines import check_line, hashed_record, record_entry, value_line
 from sagacity.audit._export_read import LINE_START, quick_entry
 from sagacity.audit._export_writer import entry_line, export_jsonl
+from sagacity.journal._canonical import one_value_per_key
 from sagacity.journal._chain import BreakReason, ChainVerifier, VerifyReport
 from sagacity.journal._entry import JournalEntry, parse_timestamp, render_timestamp
 from sagacity.journal._phases import Phase
@@ -84,16 +85,9 @@ def verify_all(store: JournalStore) -> Iterator[VerifyReport]:
             yield verify_store(store, saga_id)
 
 
-def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    record: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in record:
-            raise ValueError(f"duplicate field {key!r}")
-        record[key] = value
-    return record
-
-
-_decode = json.JSONDecoder(object_pairs_hook=_refuse_duplicate_keys).decode
+_decode = json.JSONDecoder(
+    object_pairs_hook=one_value_per_key(lambda key: f"duplicate field {key!r}")
+).decode
 """json.loads refusing a repeated key, built once rather than per line."""
 
 

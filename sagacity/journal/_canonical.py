@@ -198,6 +198,27 @@ def parse_canonical(text: str) -> JsonValue:
     return json.loads(text, parse_int=lambda s: int(s) if abs(int(s)) < 2**53 else float(s))
 
 
+def one_value_per_key(
+    repeated: Callable[[str], str],
+) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    """A json `object_pairs_hook` that refuses an object naming a key twice, with
+    ValueError(repeated(key)) for the first key repeated, at any depth: Python's json
+    keeps the last value and another parser may keep the first, so such bytes read as two
+    different values (sagacity never writes them)."""
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        found = dict(pairs)
+        if len(found) != len(pairs):
+            seen: set[str] = set()
+            for key, _ in pairs:
+                if key in seen:
+                    raise ValueError(repeated(key))
+                seen.add(key)
+        return found
+
+    return hook
+
+
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

@@ -127,8 +127,10 @@ def memory_log(
     return _SqliteLog(using, "memory://", signer, clock)
 
 
-class _PostgresLog(CheckpointLog):
-    """The log in the journal's schema; one advisory transaction lock for the whole log."""
+class PostgresLog(CheckpointLog):
+    """The log in the PostgreSQL journal's `schema`, with one advisory transaction lock for
+    the whole log: written on a pooled connection (`writing`), read on the store's
+    `reading()` one when in a block (`reading`)."""
 
     LOCK_KEY = 0x5A6A_C17E_C0DE_0001
     """Advisory lock key of the log (journal sagas use keys hashed from their ids)."""
@@ -187,16 +189,3 @@ class _PostgresLog(CheckpointLog):
             ) from exc
         except psycopg.Error as exc:
             raise JournalError(f"reading the checkpoint log at {self.url} failed ({exc})") from exc
-
-
-def postgres_log(
-    writing: Using,
-    reading: Using,
-    schema: str,
-    url: str,
-    signer: NoteSigner | None,
-    clock: Clock | None,
-) -> CheckpointLog:
-    """The log in the PostgreSQL journal's `schema`: written on a pooled connection
-    (`writing`), read on the store's `reading()` one when in a block (`reading`)."""
-    return _PostgresLog(writing, reading, schema, url, signer, clock)

@@ -272,10 +272,17 @@ class PostgresJournalStore(JournalStore):
             with self._stripes[key % len(self._stripes)], self._pool.connection() as conn:
                 return work(conn, draft, key)
         except psycopg.Error as exc:
-            raise JournalWriteError(
-                f"saga {draft.saga_id!r}: {what} could not be journaled at {self.url} "
-                f"({_one_line(exc)}); {retry_note(exc)}"
+            raise self._not_written(
+                draft.saga_id, f"{what} could not be journaled", exc, retry_note(exc)
             ) from exc
+
+    def _not_written(
+        self, saga_id: str, what: str, exc: psycopg.Error, advice: str
+    ) -> JournalWriteError:
+        """A failed write, said one way: saga, what and where, the error, what to do."""
+        return JournalWriteError(
+            f"saga {saga_id!r}: {what} at {self.url} ({_one_line(exc)}); {advice}"
+        )
 
     def _remember(self, head: JournalEntry, optimistic: bool) -> None:
         if len(self._heads) >= self.head_cache_size:
@@ -368,9 +375,11 @@ class PostgresJournalStore(JournalStore):
             with self._pool.connection() as conn:
                 conn.execute(self._q.fence, (saga_id, step), prepare=True)
         except psycopg.Error as exc:
-            raise JournalWriteError(
-                f"saga {saga_id!r}: fence for step {step} could not be written at "
-                f"{self.url} ({_one_line(exc)}); retry it (fencing is idempotent)"
+            raise self._not_written(
+                saga_id,
+                f"fence for step {step} could not be written",
+                exc,
+                "retry it (fencing is idempotent)",
             ) from exc
 
     def is_fenced(self, saga_id: str, step: int) -> bool:
@@ -378,9 +387,9 @@ class PostgresJournalStore(JournalStore):
         return bool(rows and rows[0][0])
 
     def checkpoint_log(self, signer: NoteSigner | None = None) -> CheckpointLog:
-        from sagacity.stores._checkpoint_tables import postgres_log
+        from sagacity.stores._checkpoint_tables import PostgresLog
 
-        return postgres_log(
+        return PostgresLog(
             self._pool.connection, self.connection, self.schema, self.url, signer, self.clock
         )
 

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from sagacity._errors import TamperedEntryError, UnreadableEntryError
-from sagacity.journal._canonical import DEFAULT_MAX_PAYLOAD_BYTES
+from sagacity.journal._canonical import DEFAULT_MAX_PAYLOAD_BYTES, one_value_per_key
 from sagacity.journal._entry import JournalEntry, render_timestamp
 from sagacity.journal._phases import Phase
 from sagacity.journal._recipe import (
@@ -124,23 +124,13 @@ def row_payloads(row: Sequence[Any]) -> tuple[str, str, str]:
 _PAYLOAD_BYTES = DEFAULT_MAX_PAYLOAD_BYTES
 
 
-def _one_value_per_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found = dict(pairs)
-    if len(found) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise ValueError(f"it repeats the key {key!r}")
-            seen.add(key)
-    return found
-
-
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
 _parse_payload = json.JSONDecoder(
-    object_pairs_hook=_one_value_per_key, parse_constant=_no_constant
+    object_pairs_hook=one_value_per_key(lambda key: f"it repeats the key {key!r}"),
+    parse_constant=_no_constant,
 ).decode
 """json.loads refusing a repeated key and NaN/Infinity: what sagacity never writes."""
 

@@ -223,52 +223,51 @@ class CheckpointLog(ABC):
             self._read(self._sql("SELECT 1 FROM {heads} LIMIT 1"), ())
         )
 
-    def heads(self) -> Iterator[TreeHead]:
-        """Every stored tree head, oldest first, streamed."""
-        last = 0
+    def _pages(
+        self,
+        template: str,
+        first: tuple[object, ...],
+        after: Callable[[tuple[object, ...]], tuple[object, ...]],
+    ) -> Iterator[tuple[object, ...]]:
+        """The rows of `template` a page at a time (keyset paging, so a page costs one
+        index range however deep the log is): its parameters are a page's key, `first`
+        for the first page and `after(last row)` for the next, then the page size."""
+        query, key = self._sql(template), first
         while True:
-            rows = self._read(
-                self._sql(
-                    "SELECT size, root, note FROM {heads} WHERE size>? ORDER BY size LIMIT ?"
-                ),
-                (last, _PAGE),
-            )
-            yield from (head_row(row) for row in rows)
+            rows = self._read(query, (*key, _PAGE))
+            yield from rows
             if len(rows) < _PAGE:
                 return
-            last = int_column(rows[-1][0])
+            key = after(rows[-1])
+
+    def heads(self) -> Iterator[TreeHead]:
+        """Every stored tree head, oldest first, streamed."""
+        rows = self._pages(
+            "SELECT size, root, note FROM {heads} WHERE size>? ORDER BY size LIMIT ?",
+            (0,),
+            lambda last: (int_column(last[0]),),
+        )
+        return map(head_row, rows)
 
     def leaves(self) -> Iterator[LoggedCheckpoint]:
         """Every leaf in log order, streamed."""
-        last = -1
-        while True:
-            rows = self._read(
-                self._sql(
-                    f"SELECT {_CP_COLUMNS} FROM {{cp}} WHERE log_index>? ORDER BY log_index LIMIT ?"
-                ),
-                (last, _PAGE),
-            )
-            yield from (checkpoint_row(row) for row in rows)
-            if len(rows) < _PAGE:
-                return
-            last = int_column(rows[-1][0])
+        rows = self._pages(
+            f"SELECT {_CP_COLUMNS} FROM {{cp}} WHERE log_index>? ORDER BY log_index LIMIT ?",
+            (-1,),
+            lambda last: (int_column(last[0]),),
+        )
+        return map(checkpoint_row, rows)
 
     def by_saga(self) -> Iterator[LoggedCheckpoint]:
         """Every leaf ordered by saga id (code-point order, as `JournalStore.sagas()`) and
         entry count, streamed: verify merges it with the journal's sagas."""
-        saga, entries = "", 0
-        while True:
-            rows = self._read(
-                self._sql(
-                    f"SELECT {_CP_COLUMNS} FROM {{cp}} WHERE saga_id>? OR (saga_id=? AND "
-                    "entries>?) ORDER BY saga_id, entries LIMIT ?"
-                ),
-                (saga, saga, entries, _PAGE),
-            )
-            yield from (checkpoint_row(row) for row in rows)
-            if len(rows) < _PAGE:
-                return
-            saga, entries = str(rows[-1][1]), int_column(rows[-1][2])
+        rows = self._pages(
+            f"SELECT {_CP_COLUMNS} FROM {{cp}} WHERE saga_id>? OR (saga_id=? AND "
+            "entries>?) ORDER BY saga_id, entries LIMIT ?",
+            ("", "", 0),
+            lambda last: (str(last[1]), str(last[1]), int_column(last[2])),
+        )
+        return map(checkpoint_row, rows)
 
     def of_saga(self, saga_id: str) -> list[LoggedCheckpoint]:
         """The saga's leaves by entry count (a handful: one per N entries and the close)."""

@@ -135,25 +135,22 @@ class ToolSpec:
         runs.
         """
         payload, canonical = self._dumped(self._validated(args))
-        again, canonical_again = self._dumped(self._validated(args))
-        if canonical_again != canonical:
-            raise ToolInputError(
-                f"arguments for tool {self.name!r} validate differently each time "
-                f"(parameters {_differing(payload, again)}): a validator reading a clock or "
-                "random source. Pass the value explicitly, or derive it inside the tool "
-                "from ctx.idempotency_key"
-            )
-        parsed, canonical_parsed = self._dumped(self._from_json(canonical))
-        if canonical_parsed != canonical:
-            raise ToolInputError(
-                f"arguments for tool {self.name!r} do not survive their own JSON form "
-                f"(parameters {_differing(payload, parsed)} change when the payload is "
-                "validated again): a validator that converts its own output again (euros "
-                "to cents, then cents to 'cents of cents'). The tool receives what the "
-                "approved payload validates to, so make the validator accept its own "
-                "output unchanged, or convert inside the tool"
-            )
+        self._same((payload, canonical), self._dumped(self._validated(args)), _UNSTABLE)
+        self._same((payload, canonical), self._dumped(self._from_json(canonical)), _NOT_FIXED)
         return Payload.of(self.name, payload, canonical)
+
+    def _same(
+        self,
+        first: tuple[dict[str, Any], bytes],
+        other: tuple[dict[str, Any], bytes],
+        problem: str,
+    ) -> None:
+        """Refuse arguments whose payload `other` (validated again, or from its JSON) is
+        not the payload `first`: ToolInputError with `problem`, naming the parameters."""
+        (payload, canonical), (payload_again, canonical_again) = first, other
+        if canonical_again != canonical:
+            params = _differing(payload, payload_again)
+            raise ToolInputError(f"arguments for tool {self.name!r} " + problem.format(params))
 
     async def invoke(self, payload: Payload, ctx: ToolContext) -> JsonValue:
         """Run the tool on `payload` (the one approved and journaled, as `validate` gave
@@ -237,6 +234,20 @@ class ToolSpec:
         if len(errors) > _MAX_LISTED_PROBLEMS:
             problems.append(f"and {len(errors) - _MAX_LISTED_PROBLEMS} more")
         return ToolInputError(f"invalid arguments for tool {self.name!r}: {'; '.join(problems)}")
+
+
+_UNSTABLE = (
+    "validate differently each time (parameters {}): a validator reading a clock or random "
+    "source. Pass the value explicitly, or derive it inside the tool from ctx.idempotency_key"
+)
+"""Validating the same arguments twice gave two payloads."""
+_NOT_FIXED = (
+    "do not survive their own JSON form (parameters {} change when the payload is validated "
+    "again): a validator that converts its own output again (euros to cents, then cents to "
+    "'cents of cents'). The tool receives what the approved payload validates to, so make "
+    "the validator accept its own output unchanged, or convert inside the tool"
+)
+"""The payload does not validate back to itself."""
 
 
 def _differing(first: Mapping[str, Any], second: Mapping[str, Any]) -> list[str]:

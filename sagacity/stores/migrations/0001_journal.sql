@@ -44,18 +44,27 @@ BEGIN
 END
 $$;
 
-CREATE TRIGGER sagacity_journal_no_update BEFORE UPDATE ON sagacity_journal
-    FOR EACH STATEMENT EXECUTE FUNCTION sagacity_journal_refuse();
-CREATE TRIGGER sagacity_journal_no_delete BEFORE DELETE ON sagacity_journal
-    FOR EACH STATEMENT EXECUTE FUNCTION sagacity_journal_refuse();
-CREATE TRIGGER sagacity_journal_no_truncate BEFORE TRUNCATE ON sagacity_journal
-    FOR EACH STATEMENT EXECUTE FUNCTION sagacity_journal_refuse();
+-- sagacity_guard(table) puts that guard on a table: a trigger <table>_no_<op> for each of
+-- UPDATE, DELETE and TRUNCATE, enabled ALWAYS (a plain enabled trigger does not fire
+-- under session_replication_role = replica, which any superuser can set per session).
+-- One definition for every append-only table, so none can miss an operation; only this
+-- migration uses it, and it drops it at the end, so the schema holds only the triggers.
+CREATE FUNCTION sagacity_guard(p_table text) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_op text;
+BEGIN
+    FOREACH v_op IN ARRAY ARRAY['update', 'delete', 'truncate'] LOOP
+        EXECUTE format('CREATE TRIGGER %I BEFORE %s ON @schema@.%I FOR EACH STATEMENT'
+                       ' EXECUTE FUNCTION @schema@.sagacity_journal_refuse()',
+                       p_table || '_no_' || v_op, upper(v_op), p_table);
+        EXECUTE format('ALTER TABLE @schema@.%I ENABLE ALWAYS TRIGGER %I',
+                       p_table, p_table || '_no_' || v_op);
+    END LOOP;
+END
+$$;
 
--- ENABLE ALWAYS: a plain enabled trigger does not fire under
--- session_replication_role = replica, which any superuser can set per session.
-ALTER TABLE sagacity_journal ENABLE ALWAYS TRIGGER sagacity_journal_no_update;
-ALTER TABLE sagacity_journal ENABLE ALWAYS TRIGGER sagacity_journal_no_delete;
-ALTER TABLE sagacity_journal ENABLE ALWAYS TRIGGER sagacity_journal_no_truncate;
+SELECT sagacity_guard('sagacity_journal');
 
 -- Fences are working state (tombstones for late attempts), not evidence: inserted with
 -- ON CONFLICT DO NOTHING and free of the append-only guard.
@@ -97,34 +106,9 @@ CREATE TABLE sagacity_log_heads (
     CONSTRAINT sagacity_log_heads_pkey PRIMARY KEY (size)
 );
 
-CREATE TRIGGER sagacity_checkpoints_no_update BEFORE UPDATE ON sagacity_checkpoints
-    FOR EACH STATEMENT EXECUTE FUNCTION sagacity_journal_refuse();
-CREATE TRIGGER sagacity_checkpoints_no_delete BEFORE DELETE ON sagacity_checkpoints
-    FOR EACH STATEMENT EXECUTE FUNCTION sagacity_journal_refuse();
-CREATE TRIGGER sagacity_checkpoints_no_truncate BEFORE TRUNCATE ON sagacity_checkpoints
-    FOR EACH STATEMENT EXECUTE FUNCTION sagacity_journal_refuse();
-CREATE TRIGGER sagacity_log_nodes_no_update BEFORE UPDATE ON sagacity_log_nodes
-    FOR EACH STATEMENT EXECUTE FUNCTION sagacity_journal_refuse();
-CREATE TRIGGER sagacity_log_nodes_no_delete BEFORE DELETE ON sagacity_log_nodes
-    FOR EACH STATEMENT EXECUTE FUNCTION sagacity_journal_refuse();
-CREATE TRIGGER sagacity_log_nodes_no_truncate BEFORE TRUNCATE ON sagacity_log_nodes
-    FOR EACH STATEMENT EXECUTE FUNCTION sagacity_journal_refuse();
-CREATE TRIGGER sagacity_log_heads_no_update BEFORE UPDATE ON sagacity_log_heads
-    FOR EACH STATEMENT EXECUTE FUNCTION sagacity_journal_refuse();
-CREATE TRIGGER sagacity_log_heads_no_delete BEFORE DELETE ON sagacity_log_heads
-    FOR EACH STATEMENT EXECUTE FUNCTION sagacity_journal_refuse();
-CREATE TRIGGER sagacity_log_heads_no_truncate BEFORE TRUNCATE ON sagacity_log_heads
-    FOR EACH STATEMENT EXECUTE FUNCTION sagacity_journal_refuse();
-
-ALTER TABLE sagacity_checkpoints ENABLE ALWAYS TRIGGER sagacity_checkpoints_no_update;
-ALTER TABLE sagacity_checkpoints ENABLE ALWAYS TRIGGER sagacity_checkpoints_no_delete;
-ALTER TABLE sagacity_checkpoints ENABLE ALWAYS TRIGGER sagacity_checkpoints_no_truncate;
-ALTER TABLE sagacity_log_nodes ENABLE ALWAYS TRIGGER sagacity_log_nodes_no_update;
-ALTER TABLE sagacity_log_nodes ENABLE ALWAYS TRIGGER sagacity_log_nodes_no_delete;
-ALTER TABLE sagacity_log_nodes ENABLE ALWAYS TRIGGER sagacity_log_nodes_no_truncate;
-ALTER TABLE sagacity_log_heads ENABLE ALWAYS TRIGGER sagacity_log_heads_no_update;
-ALTER TABLE sagacity_log_heads ENABLE ALWAYS TRIGGER sagacity_log_heads_no_delete;
-ALTER TABLE sagacity_log_heads ENABLE ALWAYS TRIGGER sagacity_log_heads_no_truncate;
+SELECT sagacity_guard('sagacity_checkpoints');
+SELECT sagacity_guard('sagacity_log_nodes');
+SELECT sagacity_guard('sagacity_log_heads');
 
 -- The approver registry's high-water mark (sagacity.approval._registry_marks): one row per
 -- approver registry (version, SHA-256) that any journal entry records it was judged
@@ -142,15 +126,7 @@ CREATE TABLE sagacity_registry_marks (
     CONSTRAINT sagacity_registry_marks_pkey PRIMARY KEY (version, sha256)
 );
 
-CREATE TRIGGER sagacity_registry_marks_no_update BEFORE UPDATE ON sagacity_registry_marks
-    FOR EACH STATEMENT EXECUTE FUNCTION sagacity_journal_refuse();
-CREATE TRIGGER sagacity_registry_marks_no_delete BEFORE DELETE ON sagacity_registry_marks
-    FOR EACH STATEMENT EXECUTE FUNCTION sagacity_journal_refuse();
-CREATE TRIGGER sagacity_registry_marks_no_truncate BEFORE TRUNCATE ON sagacity_registry_marks
-    FOR EACH STATEMENT EXECUTE FUNCTION sagacity_journal_refuse();
-ALTER TABLE sagacity_registry_marks ENABLE ALWAYS TRIGGER sagacity_registry_marks_no_update;
-ALTER TABLE sagacity_registry_marks ENABLE ALWAYS TRIGGER sagacity_registry_marks_no_delete;
-ALTER TABLE sagacity_registry_marks ENABLE ALWAYS TRIGGER sagacity_registry_marks_no_truncate;
+SELECT sagacity_guard('sagacity_registry_marks');
 
 -- sagacity_append: compare-and-append (or claim a tool step) in one round trip.
 --
@@ -239,3 +215,5 @@ BEGIN
     RETURN 0;
 END
 $$;
+
+DROP FUNCTION sagacity_guard(text);
