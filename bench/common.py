@@ -38,10 +38,31 @@ DEFAULT_POSTGRES_URL = os.environ.get(
 console = Console(width=None if sys.stdout.isatty() else 140)
 
 
+_MODES = ("quick", "full", "smoke")
+_SIZES: dict[str, tuple[Any, Any, Any]] = {
+    # size: (quick, full, smoke)
+    "append_rounds": (2, 8, 2),
+    "append_seconds": (0.6, 2.5, 0.15),
+    "append_writers": (8, 8, 3),
+    "verify_entries": (20_000, 100_000, 400),
+    "verify_rounds": (4, 8, 2),
+    "export_entries": ((10_000,), (10_000, 100_000), (300,)),
+    "export_rounds": (1, 2, 1),
+    "saga_tools": ((3,), (1, 3, 10), (2,)),
+    "saga_runs": (6, 16, 2),
+    "concurrent_sagas": (50, 50, 4),
+    "concurrent_tools": (3, 3, 2),
+    "concurrent_rounds": (1, 4, 1),
+    "parked_sagas": (100, 1_000, 4),
+    "parked_rounds": (1, 2, 1),
+}
+"""Every size in every mode, side by side, so that the modes differ only where they say so."""
+
+
 @dataclass(frozen=True)
 class Sizes:
     """How big each benchmark runs. `quick` is CI-sized (about 3 minutes for all four);
-    `full` about 20 minutes; tests shrink them further with `dataclasses.replace`."""
+    `full` about 20 minutes; `smoke` is the smoke test's, tiny: integrity only."""
 
     mode: str
     append_rounds: int
@@ -60,44 +81,22 @@ class Sizes:
     parked_rounds: int
 
     @classmethod
+    def of(cls, mode: str) -> Sizes:
+        """The sizes of `mode`, one of quick, full and smoke (a column of the table above)."""
+        column = _MODES.index(mode)
+        return cls(mode, **{name: sizes[column] for name, sizes in _SIZES.items()})
+
+    @classmethod
     def quick(cls) -> Sizes:
-        return cls(
-            mode="quick",
-            append_rounds=2,
-            append_seconds=0.6,
-            append_writers=8,
-            verify_entries=20_000,
-            verify_rounds=4,
-            export_entries=(10_000,),
-            export_rounds=1,
-            saga_tools=(3,),
-            saga_runs=6,
-            concurrent_sagas=50,
-            concurrent_tools=3,
-            concurrent_rounds=1,
-            parked_sagas=100,
-            parked_rounds=1,
-        )
+        return cls.of("quick")
 
     @classmethod
     def full(cls) -> Sizes:
-        return cls(
-            mode="full",
-            append_rounds=8,
-            append_seconds=2.5,
-            append_writers=8,
-            verify_entries=100_000,
-            verify_rounds=8,
-            export_entries=(10_000, 100_000),
-            export_rounds=2,
-            saga_tools=(1, 3, 10),
-            saga_runs=16,
-            concurrent_sagas=50,
-            concurrent_tools=3,
-            concurrent_rounds=4,
-            parked_sagas=1_000,
-            parked_rounds=2,
-        )
+        return cls.of("full")
+
+    @classmethod
+    def smoke(cls) -> Sizes:
+        return cls.of("smoke")
 
 
 def run_id() -> str:
