@@ -10,6 +10,7 @@ run.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -29,7 +30,9 @@ from rich.table import Table
 
 T = TypeVar("T")
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parents[1]
+"""The repository: where benchmark subprocesses run, with it as their PYTHONPATH."""
+RESULTS_DIR = ROOT / "bench" / "results"
 DEFAULT_POSTGRES_URL = os.environ.get(
     "SAGACITY_BENCH_POSTGRES_URL",
     os.environ.get("SAGACITY_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"),
@@ -351,6 +354,16 @@ def _temporal_cli_version() -> str:
         return out.stdout.strip().splitlines()[0] if out.stdout.strip() else "-"
     except Exception:  # reporting only
         return "-"
+
+
+def drop_schemas(admin_url: str, *schemas: str) -> None:
+    """Drop a run's scratch schemas, best effort: a failed cleanup must not hide the run's
+    own outcome (a failure that brought it here, or its results)."""
+    import psycopg
+
+    with contextlib.suppress(psycopg.Error), psycopg.connect(admin_url, autocommit=True) as conn:
+        for schema in schemas:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def rss_bytes(pid: int | str = "self") -> int:

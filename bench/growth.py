@@ -26,7 +26,6 @@ seconds of the workers, the dev server and PostgreSQL show where the time went.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import sys
 import tempfile
@@ -40,9 +39,11 @@ from typing import Any
 from bench.common import (
     DEFAULT_POSTGRES_URL,
     RESULTS_DIR,
+    ROOT,
     Report,
     Sizes,
     cpu_seconds,
+    drop_schemas,
     find_pids,
     fmt_rate,
     median,
@@ -51,7 +52,6 @@ from bench.common import (
     spread,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
 PER_SAGA = 50
 APPEND_SAGA = 20
 TOOLS = 3
@@ -208,8 +208,6 @@ def _appended_problems(journal: _Journal) -> list[str]:
 
 
 def _postgres(report: Report, scale: Scale, postgres_url: str, tag: str) -> None:
-    import psycopg
-
     from bench.journal_fill import copy_postgres, saga_rows
     from sagacity.stores import open_store
 
@@ -230,12 +228,7 @@ def _postgres(report: Report, scale: Scale, postgres_url: str, tag: str) -> None
     finally:
         for journal in journals.values():
             journal.store.close()
-        with (
-            contextlib.suppress(psycopg.Error),
-            psycopg.connect(postgres_url, autocommit=True) as conn,
-        ):
-            for schema in schemas.values():
-                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        drop_schemas(postgres_url, *schemas.values())
 
 
 def _sqlite(report: Report, scale: Scale) -> None:
@@ -307,8 +300,6 @@ async def _saga_batch(client: Any, task_queue: str, prefix: str, count: int) -> 
 
 
 async def _workers(report: Report, scale: Scale, postgres_url: str, tag: str) -> None:
-    import psycopg
-
     from sagacity.audit._export import verify_store
     from sagacity.journal._phases import SagaStatus
     from sagacity.stores import open_store
@@ -359,11 +350,7 @@ async def _workers(report: Report, scale: Scale, postgres_url: str, tag: str) ->
                 wrong.append(got.describe())
     finally:
         store.close()
-        with (
-            contextlib.suppress(psycopg.Error),
-            psycopg.connect(postgres_url, autocommit=True) as conn,
-        ):
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        drop_schemas(postgres_url, schema)
     report.check(
         not failures and not wrong,
         f"{len(ids)} sagas completed; every journal verifies, closed, {2 + 2 * TOOLS} entries",
