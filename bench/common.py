@@ -137,6 +137,15 @@ def median(values: Iterable[float]) -> float:
     return statistics.median(data) if data else float("nan")
 
 
+def print_medians_ms(times: dict[str, list[float]], what: str, width: int) -> dict[str, float]:
+    """Each side's median time in ms, printed a line a side (for the scripts that time
+    sagas end to end and print rather than report)."""
+    med = {side: statistics.median(t) * 1000 for side, t in times.items()}
+    for side, ms in med.items():
+        print(f"{side:<{width}} {what}: median {ms:6.1f} ms over {len(times[side])} sagas")
+    return med
+
+
 def pair_ratios(base: Sequence[float], meas: Sequence[float]) -> list[float]:
     """measured/baseline for each round pair. For rates (appends/s) a ratio above 1 means
     the measured case is faster; for times (wall ms) it means slower."""
@@ -148,6 +157,11 @@ def spread(values: Sequence[float]) -> str:
     if not values:
         return "-"
     return f"{min(values):.2f}-{max(values):.2f}"
+
+
+def fmt_ratios(ratios: Sequence[float], unit: str = "") -> str:
+    """A table cell for per-round ratios: their median and, in brackets, their spread."""
+    return f"{median(ratios):.2f}{unit} ({spread(ratios)})"
 
 
 def fmt_rate(value: float) -> str:

@@ -46,10 +46,10 @@ from bench.common import (
     drop_schemas,
     find_pids,
     fmt_rate,
+    fmt_ratios,
     median,
     pair_ratios,
     run_id,
-    spread,
 )
 
 PER_SAGA = 50
@@ -167,7 +167,7 @@ def _levels(
         row = [f"{n:,}"]
         for what in ("append", "verify"):
             ratios = pair_ratios(rates[what][base], rates[what][n])
-            row += [fmt_rate(median(rates[what][n])), f"{median(ratios):.2f}x ({spread(ratios)})"]
+            row += [fmt_rate(median(rates[what][n])), fmt_ratios(ratios, "x")]
             if n == levels[-1] and n != base:
                 report.target(
                     f"{what} at {n:,} entries vs {base:,} ({backend})", median(ratios), 0.8, ">="
@@ -362,7 +362,7 @@ async def _workers(report: Report, scale: Scale, postgres_url: str, tag: str) ->
         used = {name: median([c[name] for c in cpu[k]]) for name in cpu[k][0]}
         total = sum(used.values())
         rows.append(
-            [str(k), fmt_rate(median(rates[k])), f"{median(ratios):.2f}x ({spread(ratios)})"]
+            [str(k), fmt_rate(median(rates[k])), fmt_ratios(ratios, "x")]
             + [f"{used[name]:.1f} s ({used[name] / total:.0%})" for name in used]
         )
     report.table(

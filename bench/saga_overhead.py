@@ -32,6 +32,7 @@ from bench.common import (
     drop_schemas,
     fmt_ms,
     fmt_rate,
+    fmt_ratios,
     median,
     pair_ratios,
     run_id,
@@ -151,9 +152,7 @@ async def _measure(
                 labels[kind],
                 fmt_rate(median(rates[kind])),
                 _rounds(rates[kind]),
-                "1.00"
-                if kind == "plain"
-                else f"{median(tratios[kind]):.2f} ({spread(tratios[kind])})",
+                "1.00" if kind == "plain" else fmt_ratios(tratios[kind]),
             ]
             for kind in sides
         ],

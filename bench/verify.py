@@ -38,12 +38,12 @@ from bench.common import (
     Sizes,
     fmt_bytes,
     fmt_rate,
+    fmt_ratios,
     median,
     pair_ratios,
     peak_rss_bytes,
     rss_bytes,
     run_id,
-    spread,
 )
 
 ENTRIES_PER_SAGA = 100
@@ -106,10 +106,6 @@ def _rotate(rounds: int, sides: dict[str, Callable[[], float]]) -> dict[str, lis
         for name in order:
             out[name].append(sides[name]())
     return out
-
-
-def _ratio(ratios: list[float]) -> str:
-    return f"{median(ratios):.2f} ({spread(ratios)})"
 
 
 def _timed(
@@ -188,7 +184,7 @@ def _in_memory(report: Report, sizes: Sizes) -> None:
             ratios[side] = pair_ratios(rates["raw"], rates[side])
             rows.append(
                 [label, side, f"{sum(map(len, hashed)) / n:,.0f} B",
-                 fmt_rate(median(rates[side])), _ratio(ratios[side])]
+                 fmt_rate(median(rates[side])), fmt_ratios(ratios[side])]
             )  # fmt: skip
         report.extra.setdefault("memory", {})[label] = {
             "entries": n,
@@ -312,7 +308,7 @@ def _streamed(
     plain_rate, verify_rate = fmt_rate(median(rates["plain"])), fmt_rate(median(rates["verify"]))
     rows = [
         ["plain psycopg reads + sha256 per row", plain_rate, "1.00", "1.00"],
-        ["verify_all(store)", verify_rate, _ratio(ratios), _ratio(cpu_ratios)],
+        ["verify_all(store)", verify_rate, fmt_ratios(ratios), fmt_ratios(cpu_ratios)],
     ]
     report.target("streamed verify vs plain reads + hashing (Postgres)", median(ratios), 0.8, ">=")
     report.table(
@@ -414,7 +410,7 @@ def _export_rows(report: Report, n: int, runs: dict[str, list[dict[str, Any]]]) 
                 fmt_bytes(median([x['start_rss'] for x in xs])),
                 fmt_bytes(median([x['peak_rss'] for x in xs])),
                 fmt_bytes(median([x['peak_rss'] - x['start_rss'] for x in xs])),
-                "1.00" if kind == "plain" else _ratio(ratios),
+                "1.00" if kind == "plain" else fmt_ratios(ratios),
             ]
         )  # fmt: skip
     return rows
