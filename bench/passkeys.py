@@ -95,13 +95,13 @@ def main() -> None:
     journaled = {"key_id": key.key_id, "public_key": key.public_key, "approver": "alice"}
     result = {"payload_sha256": pending.payload_sha256, "registry": None, "key": journaled}
     entry = approved_entry(evidence, result, NOW)
-    registry = ApproverRegistry().add(key)
+    audit = auditing(ApproverRegistry().add(key), entry, N)
 
     sides = {
         "judge Ed25519-signed": judging(pending, ed_body, ed_lookup, NOW, N),
         "judge passkey (ES256)": judging(pending, body, lookup, NOW, N),
         "raw P-256 verify": raw_verify,
-        "audit passkey entry": auditing(registry, entry, N),
+        "audit passkey entry": audit,
     }
     med = median_rates(sides, ROUNDS, N, alternate=True)
     print_rates(med, "judge Ed25519-signed", "vs Ed25519 judge", 24)
