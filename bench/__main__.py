@@ -9,6 +9,7 @@ targets are reported, never turned into a failure.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import time
@@ -20,35 +21,14 @@ from rich.table import Table
 from bench import BENCHMARKS
 from bench.common import DEFAULT_POSTGRES_URL, RESULTS_DIR, Report, Sizes, console, machine
 
+_MODULES = {"saga": "saga_overhead"}
+"""Benchmarks whose module is not named like the benchmark."""
+
 
 def _runner(name: str) -> Callable[..., Report]:
-    if name == "append":
-        from bench.append import run as append_run
-
-        return append_run
-    if name == "verify":
-        from bench.verify import run as verify_run
-
-        return verify_run
-    if name == "saga":
-        from bench.saga_overhead import run as saga_run
-
-        return saga_run
-    if name == "verify_jobs":
-        from bench.verify_jobs import run as verify_jobs_run
-
-        return verify_jobs_run
-    if name == "agent_saga":
-        from bench.agent_saga import run as agent_saga_run
-
-        return agent_saga_run
-    if name == "growth":
-        from bench.growth import run as growth_run
-
-        return growth_run
-    from bench.parked import run as parked_run
-
-    return parked_run
+    """The benchmark's `run`, its module imported only when that benchmark runs."""
+    run: Callable[..., Report] = importlib.import_module(f"bench.{_MODULES.get(name, name)}").run
+    return run
 
 
 def _postgres_problem(url: str) -> str | None:

@@ -31,7 +31,6 @@ backends differ by design, which is the point of the comparison.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import tempfile
 import time
@@ -45,6 +44,7 @@ from bench.common import (
     DEFAULT_POSTGRES_URL,
     Report,
     Sizes,
+    drop_schemas,
     fmt_rate,
     median,
     pair_ratios,
@@ -335,8 +335,6 @@ async def _backend(
 
 
 async def _run(sizes: Sizes, postgres_url: str) -> Report:
-    import psycopg
-
     report = Report("agent_saga", "Against agent-saga: append, tool call, verify", sizes)
     reason = missing()
     if reason is not None:
@@ -388,11 +386,7 @@ async def _run(sizes: Sizes, postgres_url: str) -> Report:
     finally:
         if pool is not None:
             await pool.close()
-        with (
-            contextlib.suppress(psycopg.Error),
-            psycopg.connect(postgres_url, autocommit=True) as conn,
-        ):
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        drop_schemas(postgres_url, schema)
     from importlib.metadata import version
 
     report.extra["agent_saga_version"] = version("agent-saga")

@@ -41,12 +41,12 @@ from bench.common import (
     cpu_seconds,
     fmt_ms,
     fmt_rate,
+    fmt_ratios,
     interleave,
     median,
     pair_ratios,
     percentile,
     run_id,
-    spread,
 )
 
 CASES: list[tuple[str, int, int]] = [("1w1s", 1, 1), ("8w1s", 8, 1), ("8w8s", 8, 8)]
@@ -496,7 +496,7 @@ def _rows(
         locked = f"{c.locked / c.total:.0%}" if c.instrumented and c.total else "n/a"
         for side, name, extra in (
             (p, "plain INSERT", ["-", "1.00"]),
-            (c, "chained", [f"{misses} / {locked}", f"{median(ratios):.2f} ({spread(ratios)})"]),
+            (c, "chained", [f"{misses} / {locked}", fmt_ratios(ratios)]),
         ):
             rows.append(
                 [

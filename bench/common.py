@@ -10,6 +10,7 @@ run.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -29,7 +30,9 @@ from rich.table import Table
 
 T = TypeVar("T")
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parents[1]
+"""The repository: where benchmark subprocesses run, with it as their PYTHONPATH."""
+RESULTS_DIR = ROOT / "bench" / "results"
 DEFAULT_POSTGRES_URL = os.environ.get(
     "SAGACITY_BENCH_POSTGRES_URL",
     os.environ.get("SAGACITY_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"),
@@ -38,10 +41,31 @@ DEFAULT_POSTGRES_URL = os.environ.get(
 console = Console(width=None if sys.stdout.isatty() else 140)
 
 
+_MODES = ("quick", "full", "smoke")
+_SIZES: dict[str, tuple[Any, Any, Any]] = {
+    # size: (quick, full, smoke)
+    "append_rounds": (2, 8, 2),
+    "append_seconds": (0.6, 2.5, 0.15),
+    "append_writers": (8, 8, 3),
+    "verify_entries": (20_000, 100_000, 400),
+    "verify_rounds": (4, 8, 2),
+    "export_entries": ((10_000,), (10_000, 100_000), (300,)),
+    "export_rounds": (1, 2, 1),
+    "saga_tools": ((3,), (1, 3, 10), (2,)),
+    "saga_runs": (6, 16, 2),
+    "concurrent_sagas": (50, 50, 4),
+    "concurrent_tools": (3, 3, 2),
+    "concurrent_rounds": (1, 4, 1),
+    "parked_sagas": (100, 1_000, 4),
+    "parked_rounds": (1, 2, 1),
+}
+"""Every size in every mode, side by side, so that the modes differ only where they say so."""
+
+
 @dataclass(frozen=True)
 class Sizes:
     """How big each benchmark runs. `quick` is CI-sized (about 3 minutes for all four);
-    `full` about 20 minutes; tests shrink them further with `dataclasses.replace`."""
+    `full` about 20 minutes; `smoke` is the smoke test's, tiny: integrity only."""
 
     mode: str
     append_rounds: int
@@ -60,44 +84,22 @@ class Sizes:
     parked_rounds: int
 
     @classmethod
+    def of(cls, mode: str) -> Sizes:
+        """The sizes of `mode`, one of quick, full and smoke (a column of the table above)."""
+        column = _MODES.index(mode)
+        return cls(mode, **{name: sizes[column] for name, sizes in _SIZES.items()})
+
+    @classmethod
     def quick(cls) -> Sizes:
-        return cls(
-            mode="quick",
-            append_rounds=2,
-            append_seconds=0.6,
-            append_writers=8,
-            verify_entries=20_000,
-            verify_rounds=4,
-            export_entries=(10_000,),
-            export_rounds=1,
-            saga_tools=(3,),
-            saga_runs=6,
-            concurrent_sagas=50,
-            concurrent_tools=3,
-            concurrent_rounds=1,
-            parked_sagas=100,
-            parked_rounds=1,
-        )
+        return cls.of("quick")
 
     @classmethod
     def full(cls) -> Sizes:
-        return cls(
-            mode="full",
-            append_rounds=8,
-            append_seconds=2.5,
-            append_writers=8,
-            verify_entries=100_000,
-            verify_rounds=8,
-            export_entries=(10_000, 100_000),
-            export_rounds=2,
-            saga_tools=(1, 3, 10),
-            saga_runs=16,
-            concurrent_sagas=50,
-            concurrent_tools=3,
-            concurrent_rounds=4,
-            parked_sagas=1_000,
-            parked_rounds=2,
-        )
+        return cls.of("full")
+
+    @classmethod
+    def smoke(cls) -> Sizes:
+        return cls.of("smoke")
 
 
 def run_id() -> str:
@@ -135,6 +137,15 @@ def median(values: Iterable[float]) -> float:
     return statistics.median(data) if data else float("nan")
 
 
+def print_medians_ms(times: dict[str, list[float]], what: str, width: int) -> dict[str, float]:
+    """Each side's median time in ms, printed a line a side (for the scripts that time
+    sagas end to end and print rather than report)."""
+    med = {side: statistics.median(t) * 1000 for side, t in times.items()}
+    for side, ms in med.items():
+        print(f"{side:<{width}} {what}: median {ms:6.1f} ms over {len(times[side])} sagas")
+    return med
+
+
 def pair_ratios(base: Sequence[float], meas: Sequence[float]) -> list[float]:
     """measured/baseline for each round pair. For rates (appends/s) a ratio above 1 means
     the measured case is faster; for times (wall ms) it means slower."""
@@ -146,6 +157,11 @@ def spread(values: Sequence[float]) -> str:
     if not values:
         return "-"
     return f"{min(values):.2f}-{max(values):.2f}"
+
+
+def fmt_ratios(ratios: Sequence[float], unit: str = "") -> str:
+    """A table cell for per-round ratios: their median and, in brackets, their spread."""
+    return f"{median(ratios):.2f}{unit} ({spread(ratios)})"
 
 
 def fmt_rate(value: float) -> str:
@@ -352,6 +368,16 @@ def _temporal_cli_version() -> str:
         return out.stdout.strip().splitlines()[0] if out.stdout.strip() else "-"
     except Exception:  # reporting only
         return "-"
+
+
+def drop_schemas(admin_url: str, *schemas: str) -> None:
+    """Drop a run's scratch schemas, best effort: a failed cleanup must not hide the run's
+    own outcome (a failure that brought it here, or its results)."""
+    import psycopg
+
+    with contextlib.suppress(psycopg.Error), psycopg.connect(admin_url, autocommit=True) as conn:
+        for schema in schemas:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def rss_bytes(pid: int | str = "self") -> int:

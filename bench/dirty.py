@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import statistics
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
+from bench.common import print_medians_ms
 from sagacity.examples.orders import Shop
 from sagacity.journal._phases import SagaStatus
 from sagacity.stores import open_store
@@ -90,9 +90,7 @@ async def run(rounds: int = 6, per_round: int = 8) -> dict[str, float]:
         finally:
             store.close()
             await env.shutdown()
-    med = {side: statistics.median(t) * 1000 for side, t in times.items()}
-    for side, ms in med.items():
-        print(f"{side:<11} action to result: median {ms:6.1f} ms over {len(times[side])} sagas")
+    med = print_medians_ms(times, "action to result", 11)
     print(f"resolution / approval: {med['resolution'] / med['approval']:.2f}x")
     return med
 

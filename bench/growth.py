@@ -26,7 +26,6 @@ seconds of the workers, the dev server and PostgreSQL show where the time went.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import sys
 import tempfile
@@ -40,18 +39,19 @@ from typing import Any
 from bench.common import (
     DEFAULT_POSTGRES_URL,
     RESULTS_DIR,
+    ROOT,
     Report,
     Sizes,
     cpu_seconds,
+    drop_schemas,
     find_pids,
     fmt_rate,
+    fmt_ratios,
     median,
     pair_ratios,
     run_id,
-    spread,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
 PER_SAGA = 50
 APPEND_SAGA = 20
 TOOLS = 3
@@ -167,7 +167,7 @@ def _levels(
         row = [f"{n:,}"]
         for what in ("append", "verify"):
             ratios = pair_ratios(rates[what][base], rates[what][n])
-            row += [fmt_rate(median(rates[what][n])), f"{median(ratios):.2f}x ({spread(ratios)})"]
+            row += [fmt_rate(median(rates[what][n])), fmt_ratios(ratios, "x")]
             if n == levels[-1] and n != base:
                 report.target(
                     f"{what} at {n:,} entries vs {base:,} ({backend})", median(ratios), 0.8, ">="
@@ -208,8 +208,6 @@ def _appended_problems(journal: _Journal) -> list[str]:
 
 
 def _postgres(report: Report, scale: Scale, postgres_url: str, tag: str) -> None:
-    import psycopg
-
     from bench.journal_fill import copy_postgres, saga_rows
     from sagacity.stores import open_store
 
@@ -230,12 +228,7 @@ def _postgres(report: Report, scale: Scale, postgres_url: str, tag: str) -> None
     finally:
         for journal in journals.values():
             journal.store.close()
-        with (
-            contextlib.suppress(psycopg.Error),
-            psycopg.connect(postgres_url, autocommit=True) as conn,
-        ):
-            for schema in schemas.values():
-                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        drop_schemas(postgres_url, *schemas.values())
 
 
 def _sqlite(report: Report, scale: Scale) -> None:
@@ -307,8 +300,6 @@ async def _saga_batch(client: Any, task_queue: str, prefix: str, count: int) -> 
 
 
 async def _workers(report: Report, scale: Scale, postgres_url: str, tag: str) -> None:
-    import psycopg
-
     from sagacity.audit._export import verify_store
     from sagacity.journal._phases import SagaStatus
     from sagacity.stores import open_store
@@ -359,11 +350,7 @@ async def _workers(report: Report, scale: Scale, postgres_url: str, tag: str) ->
                 wrong.append(got.describe())
     finally:
         store.close()
-        with (
-            contextlib.suppress(psycopg.Error),
-            psycopg.connect(postgres_url, autocommit=True) as conn,
-        ):
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        drop_schemas(postgres_url, schema)
     report.check(
         not failures and not wrong,
         f"{len(ids)} sagas completed; every journal verifies, closed, {2 + 2 * TOOLS} entries",
@@ -375,7 +362,7 @@ async def _workers(report: Report, scale: Scale, postgres_url: str, tag: str) ->
         used = {name: median([c[name] for c in cpu[k]]) for name in cpu[k][0]}
         total = sum(used.values())
         rows.append(
-            [str(k), fmt_rate(median(rates[k])), f"{median(ratios):.2f}x ({spread(ratios)})"]
+            [str(k), fmt_rate(median(rates[k])), fmt_ratios(ratios, "x")]
             + [f"{used[name]:.1f} s ({used[name] / total:.0%})" for name in used]
         )
     report.table(

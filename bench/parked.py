@@ -21,7 +21,6 @@ arrives, so worker memory is bounded by the cache, not by the number of parked s
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import subprocess
@@ -33,8 +32,10 @@ from typing import Any
 from bench.common import (
     DEFAULT_POSTGRES_URL,
     RESULTS_DIR,
+    ROOT,
     Report,
     Sizes,
+    drop_schemas,
     fmt_bytes,
     fmt_rate,
     median,
@@ -42,7 +43,6 @@ from bench.common import (
     run_id,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
 WARM_UP = 5
 CONCURRENCY = 50
 EXPECTED_ENTRIES = 6
@@ -243,8 +243,6 @@ def _start_worker(
 
 
 async def _run(sizes: Sizes, postgres_url: str) -> Report:
-    import psycopg
-
     from sagacity.audit._export import verify_store
     from sagacity.stores import open_store
     from sagacity.worker._devserver import start_dev_server
@@ -291,11 +289,7 @@ async def _run(sizes: Sizes, postgres_url: str) -> Report:
         )
     finally:
         store.close()
-        with (
-            contextlib.suppress(psycopg.Error),
-            psycopg.connect(postgres_url, autocommit=True) as conn,
-        ):
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        drop_schemas(postgres_url, schema)
 
     for kind in ("plain", "saga"):
         errors = [e for run in runs[kind] for e in run["errors"]]

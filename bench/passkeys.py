@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import statistics
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,29 +19,19 @@ import cbor2
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from sagacity.approval._judge import ApprovalRequest, JudgeContext, judge, parse_decision
-from sagacity.approval._models import ApprovalDecision
+from bench.signed import approved_entry, approving, auditing, judging, median_rates, print_rates
+from sagacity.approval._judge import ApprovalRequest
 from sagacity.approval._passkey_models import b64url
 from sagacity.approval._passkeys import passkey_draft, passkey_signed
 from sagacity.approval._registry import ApproverRegistry, EnrolledKey
 from sagacity.approval._registry_file import KeyLookup
 from sagacity.approval._signed_action import sign_action
 from sagacity.approval._signing import SigningKey
-from sagacity.audit._decisions import DecisionAudit
-from sagacity.journal._chain import seal
-from sagacity.journal._entry import EntryDraft
-from sagacity.journal._phases import Phase
 
 NOW = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
 ORIGIN, RP = "http://localhost:8765", "localhost"
 ROUNDS = 7
 N = 500
-
-
-def _rate(fn: Callable[[], None], n: int) -> float:
-    start = time.perf_counter()
-    fn()
-    return n / (time.perf_counter() - start)
 
 
 def _passkey() -> tuple[ec.EllipticCurvePrivateKey, EnrolledKey]:
@@ -85,22 +72,10 @@ def main() -> None:
     ed = SigningKey.generate("bob")
     ed_reg = ApproverRegistry().enroll("bob", ed.public_key, valid_from=NOW - timedelta(days=1))
     ed_lookup = KeyLookup(configured=True, version=1, sha256="0" * 64, key=ed_reg.keys[0])
-    ed_body = sign_action(
-        ed,
-        ApprovalDecision(
-            saga_id="s", step=2, tool="pay", approve=True, payload_sha256=pending.payload_sha256
-        ),
-        NOW,
-    ).body()
+    ed_body = sign_action(ed, approving(pending), NOW).body()
     private, key = _passkey()
     lookup = KeyLookup(configured=True, version=1, sha256="0" * 64, key=key)
-    draft = passkey_draft(
-        ApprovalDecision(
-            saga_id="s", step=2, tool="pay", payload_sha256=pending.payload_sha256, approve=True
-        ),
-        key,
-        NOW,
-    )
+    draft = passkey_draft(approving(pending), key, NOW)
     decision = passkey_signed(draft, _assertion(private, draft.challenge), key=key)
     body = decision.model_dump(mode="json")
     auth_bytes = hashlib.sha256(RP.encode()).digest() + b"\x05" + bytes(4)
@@ -112,16 +87,6 @@ def main() -> None:
     raw_sig = private.sign(signed_bytes, ec.ECDSA(hashes.SHA256()))
     public = private.public_key()
 
-    def judge_ed25519() -> None:
-        ctx = JudgeContext(now=NOW, lookup=ed_lookup)
-        for _ in range(N):
-            assert judge(pending, parse_decision(ed_body, approve=None), context=ctx).accepted  # type: ignore[arg-type]
-
-    def judge_passkey() -> None:
-        ctx = JudgeContext(now=NOW, lookup=lookup)
-        for _ in range(N):
-            assert judge(pending, parse_decision(body, approve=None), context=ctx).accepted  # type: ignore[arg-type]
-
     def raw_verify() -> None:
         for _ in range(N):
             public.verify(raw_sig, signed_bytes, ec.ECDSA(hashes.SHA256()))
@@ -129,30 +94,17 @@ def main() -> None:
     evidence = {"statement": decision.statement(), "signature": None, "passkey": body["passkey"]}
     journaled = {"key_id": key.key_id, "public_key": key.public_key, "approver": "alice"}
     result = {"payload_sha256": pending.payload_sha256, "registry": None, "key": journaled}
-    entry = seal(
-        EntryDraft.new("s", Phase.APPROVED, step=2, tool="pay", input=evidence, result=result,
-                       actor="alice"),
-        seq=5, prev_hash="0" * 64, recorded_at=NOW,
-    )  # fmt: skip
-    registry = ApproverRegistry().add(key)
+    entry = approved_entry(evidence, result, NOW)
+    audit = auditing(ApproverRegistry().add(key), entry, N)
 
-    def audit() -> None:
-        a = DecisionAudit(registry)
-        for _ in range(N):
-            a.observe(entry)
-        assert a.ok and a.signed == N, a.problems[:1]
-
-    sides = {"judge Ed25519-signed": judge_ed25519, "judge passkey (ES256)": judge_passkey,
-             "raw P-256 verify": raw_verify, "audit passkey entry": audit}  # fmt: skip
-    rates: dict[str, list[float]] = {name: [] for name in sides}
-    for r in range(ROUNDS):
-        for name in list(sides) if r % 2 == 0 else list(reversed(sides)):
-            rates[name].append(_rate(sides[name], N))
-    med = {name: statistics.median(v) for name, v in rates.items()}
-    base = med["judge Ed25519-signed"]
-    print(f"{'side':<24}{'decisions/s':>14}{'vs Ed25519 judge':>19}")
-    for name, rate in med.items():
-        print(f"{name:<24}{rate:>14,.0f}{rate / base:>18.2f}x")
+    sides = {
+        "judge Ed25519-signed": judging(pending, ed_body, ed_lookup, NOW, N),
+        "judge passkey (ES256)": judging(pending, body, lookup, NOW, N),
+        "raw P-256 verify": raw_verify,
+        "audit passkey entry": audit,
+    }
+    med = median_rates(sides, ROUNDS, N, alternate=True)
+    print_rates(med, "judge Ed25519-signed", "vs Ed25519 judge", 24)
     print(f"per passkey decision {1e6 / med['judge passkey (ES256)']:.0f} µs in the workflow")
 
 

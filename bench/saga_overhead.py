@@ -20,7 +20,6 @@ with 2 + 2N entries (opened, INTENT and EXECUTED per tool, closed): nothing lost
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections import Counter
 from typing import Any
@@ -30,8 +29,10 @@ from bench.common import (
     CpuMeter,
     Report,
     Sizes,
+    drop_schemas,
     fmt_ms,
     fmt_rate,
+    fmt_ratios,
     median,
     pair_ratios,
     run_id,
@@ -151,9 +152,7 @@ async def _measure(
                 labels[kind],
                 fmt_rate(median(rates[kind])),
                 _rounds(rates[kind]),
-                "1.00"
-                if kind == "plain"
-                else f"{median(tratios[kind]):.2f} ({spread(tratios[kind])})",
+                "1.00" if kind == "plain" else fmt_ratios(tratios[kind]),
             ]
             for kind in sides
         ],
@@ -221,8 +220,6 @@ def _check_journal(report: Report, store: Any, sagas: list[tuple[str, int]], kin
 
 
 async def _run(sizes: Sizes, postgres_url: str) -> Report:
-    import psycopg
-
     from bench import noop
     from bench.plain_worker import plain_worker
     from sagacity.stores import MemoryJournalStore, open_store
@@ -250,11 +247,7 @@ async def _run(sizes: Sizes, postgres_url: str) -> Report:
     finally:
         store.close()
         await env.shutdown()
-        with (
-            contextlib.suppress(psycopg.Error),
-            psycopg.connect(postgres_url, autocommit=True) as conn,
-        ):
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        drop_schemas(postgres_url, schema)
     return report
 
 

@@ -18,9 +18,11 @@ import statistics
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from bench.common import print_medians_ms
 from sagacity.approval._judge import ApprovalRequest, JudgeContext, judge, parse_decision
 from sagacity.approval._models import ApprovalDecision
 from sagacity.approval._registry import ApproverRegistry
@@ -31,7 +33,7 @@ from sagacity.approval._statements import statement_bytes
 from sagacity.audit._decisions import DecisionAudit
 from sagacity.journal._canonical import canonical_text
 from sagacity.journal._chain import seal
-from sagacity.journal._entry import EntryDraft
+from sagacity.journal._entry import EntryDraft, JournalEntry
 from sagacity.journal._phases import Phase
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
@@ -39,10 +41,69 @@ ROUNDS = 7
 N = 2_000
 
 
-def _rate(fn: Callable[[], None], n: int) -> float:
-    start = time.perf_counter()
-    fn()
-    return n / (time.perf_counter() - start)
+def median_rates(
+    sides: dict[str, Callable[[], None]], rounds: int, n: int, *, alternate: bool
+) -> dict[str, float]:
+    """Each side's median decisions a second over `rounds`, every side making `n` a round;
+    with `alternate`, odd rounds run the sides in reverse order."""
+    rates: dict[str, list[float]] = {name: [] for name in sides}
+    for r in range(rounds):
+        for name in list(reversed(sides)) if alternate and r % 2 else list(sides):
+            start = time.perf_counter()
+            sides[name]()
+            rates[name].append(n / (time.perf_counter() - start))
+    return {name: statistics.median(v) for name, v in rates.items()}
+
+
+def print_rates(med: dict[str, float], base: str, versus: str, width: int) -> None:
+    """A line a side: its median decisions a second and its ratio to side `base`'s,
+    under the heading `versus`; `width` fits the longest side's name."""
+    column = len(versus) + 3
+    print(f"{'side':<{width}}{'decisions/s':>14}{versus:>{column}}")
+    for name, rate in med.items():
+        print(f"{name:<{width}}{rate:>14,.0f}{rate / med[base]:>{column - 1}.2f}x")
+
+
+def approving(pending: ApprovalRequest) -> ApprovalDecision:
+    """The decision every side judges, signed or not: `pending` approved."""
+    return ApprovalDecision(
+        saga_id="s", step=2, tool="pay", approve=True, payload_sha256=pending.payload_sha256
+    )
+
+
+def judging(
+    pending: ApprovalRequest, body: dict[str, Any], lookup: KeyLookup, now: datetime, n: int
+) -> Callable[[], None]:
+    """`n` judgements of the decision `body` on `pending`, each parsed afresh as the
+    workflow parses what it is sent (bench.passkeys judges its sides the same way)."""
+
+    def run() -> None:
+        ctx = JudgeContext(now=now, lookup=lookup)
+        for _ in range(n):
+            assert judge(pending, parse_decision(body, approve=None), context=ctx).accepted  # type: ignore[arg-type]
+
+    return run
+
+
+def approved_entry(evidence: dict[str, Any], result: dict[str, Any], now: datetime) -> JournalEntry:
+    """A sealed APPROVED entry carrying a decision's evidence, as the journal holds it."""
+    return seal(
+        EntryDraft.new("s", Phase.APPROVED, step=2, tool="pay", input=evidence, result=result,
+                       actor="alice"),
+        seq=5, prev_hash="0" * 64, recorded_at=now,
+    )  # fmt: skip
+
+
+def auditing(registry: ApproverRegistry, entry: JournalEntry, n: int) -> Callable[[], None]:
+    """`DecisionAudit` over `entry` `n` times: re-checking decisions offline."""
+
+    def run() -> None:
+        a = DecisionAudit(registry)
+        for _ in range(n):
+            a.observe(entry)
+        assert a.ok and a.signed == n, a.problems[:1]
+
+    return run
 
 
 def main() -> None:
@@ -51,13 +112,7 @@ def main() -> None:
     lookup = KeyLookup(configured=True, version=1, sha256=reg.sha256, key=reg.key(key.key_id))
     unsigned_lookup = KeyLookup(configured=False)
     pending = ApprovalRequest.for_call("s", 2, "pay", {"amount": 5, "iban": "DE89"}, NOW)
-    body = sign_action(
-        key,
-        ApprovalDecision(
-            saga_id="s", step=2, tool="pay", approve=True, payload_sha256=pending.payload_sha256
-        ),
-        NOW,
-    ).body()
+    body = sign_action(key, approving(pending), NOW).body()
     plain = {
         k: body[k] for k in ("saga_id", "step", "tool", "payload_sha256", "approver", "approve")
     }
@@ -65,16 +120,6 @@ def main() -> None:
     raw_public = Ed25519PublicKey.from_public_bytes(base64.b64decode(key.public_key))
     raw_sig = base64.b64decode(body["signature"])
     message = statement_bytes(parsed_signed.statement())  # type: ignore[union-attr]
-
-    def judge_unsigned() -> None:
-        ctx = JudgeContext(now=NOW, lookup=unsigned_lookup)
-        for _ in range(N):
-            assert judge(pending, parse_decision(plain, approve=None), context=ctx).accepted  # type: ignore[arg-type]
-
-    def judge_signed() -> None:
-        ctx = JudgeContext(now=NOW, lookup=lookup)
-        for _ in range(N):
-            assert judge(pending, parse_decision(body, approve=None), context=ctx).accepted  # type: ignore[arg-type]
 
     def raw_verify() -> None:
         for _ in range(N):
@@ -87,29 +132,17 @@ def main() -> None:
         "registry": lookup.registry_ref,
         "key": journaled_key,
     }
-    entry = seal(
-        EntryDraft.new("s", Phase.APPROVED, step=2, tool="pay", input=evidence, result=result,
-                       actor="alice"),
-        seq=5, prev_hash="0" * 64, recorded_at=NOW,
-    )  # fmt: skip
+    entry = approved_entry(evidence, result, NOW)
     assert canonical_text(evidence)
 
-    def audit() -> None:
-        a = DecisionAudit(reg)
-        for _ in range(N):
-            a.observe(entry)
-        assert a.ok and a.signed == N
-
-    sides = {"judge unsigned": judge_unsigned, "judge signed": judge_signed,
-             "raw Ed25519 verify": raw_verify, "audit (registry)": audit}  # fmt: skip
-    rates: dict[str, list[float]] = {name: [] for name in sides}
-    for _ in range(ROUNDS):
-        for name, fn in sides.items():
-            rates[name].append(_rate(fn, N))
-    med = {name: statistics.median(r) for name, r in rates.items()}
-    print(f"{'side':<22}{'decisions/s':>14}{'vs raw verify':>16}")
-    for name, rate in med.items():
-        print(f"{name:<22}{rate:>14,.0f}{rate / med['raw Ed25519 verify']:>15.2f}x")
+    sides = {
+        "judge unsigned": judging(pending, plain, unsigned_lookup, NOW, N),
+        "judge signed": judging(pending, body, lookup, NOW, N),
+        "raw Ed25519 verify": raw_verify,
+        "audit (registry)": auditing(reg, entry, N),
+    }
+    med = median_rates(sides, ROUNDS, N, alternate=False)
+    print_rates(med, "raw Ed25519 verify", "vs raw verify", 22)
     print(f"signed / unsigned judge: {med['judge signed'] / med['judge unsigned']:.2f}x; "
           f"per signed decision {1e6 / med['judge signed']:.0f} µs")  # fmt: skip
 
@@ -166,9 +199,7 @@ async def e2e(rounds: int = 5, per_round: int = 10) -> None:
         finally:
             store.close()
             await env.shutdown()
-    med = {name: statistics.median(t) * 1000 for name, t in times.items()}
-    for name, ms in med.items():
-        print(f"{name:<10} decision to result: median {ms:6.1f} ms over {len(times[name])} sagas")
+    med = print_medians_ms(times, "decision to result", 10)
     print(f"signed / unsigned: {med['signed'] / med['unsigned']:.2f}x")
 
 

@@ -38,12 +38,12 @@ from bench.common import (
     Sizes,
     fmt_bytes,
     fmt_rate,
+    fmt_ratios,
     median,
     pair_ratios,
     peak_rss_bytes,
     rss_bytes,
     run_id,
-    spread,
 )
 
 ENTRIES_PER_SAGA = 100
@@ -108,15 +108,15 @@ def _rotate(rounds: int, sides: dict[str, Callable[[], float]]) -> dict[str, lis
     return out
 
 
-def _ratio(ratios: list[float]) -> str:
-    return f"{median(ratios):.2f} ({spread(ratios)})"
+def _timed(
+    fn: Callable[[], object], clock: Callable[[], float] = time.perf_counter
+) -> Callable[[], float]:
+    """`fn` made to return how long it took on `clock` (wall time unless told)."""
 
-
-def _timed(fn: Callable[[], object]) -> Callable[[], float]:
     def run() -> float:
-        start = time.perf_counter()
+        start = clock()
         fn()
-        return time.perf_counter() - start
+        return clock() - start
 
     return run
 
@@ -167,7 +167,9 @@ def _in_memory(report: Report, sizes: Sizes) -> None:
             ),
             "verify_chain, every field compared": verifying(chain, "full"),
         }
-        times = _rotate(sizes.verify_rounds, {k: _cpu_timed(f) for k, f in sides.items()})
+        times = _rotate(
+            sizes.verify_rounds, {k: _timed(f, time.process_time) for k, f in sides.items()}
+        )
         n = len(chain)
         rates = {k: [n / t for t in v] for k, v in times.items()}
         for key in ("checked", "full"):
@@ -182,7 +184,7 @@ def _in_memory(report: Report, sizes: Sizes) -> None:
             ratios[side] = pair_ratios(rates["raw"], rates[side])
             rows.append(
                 [label, side, f"{sum(map(len, hashed)) / n:,.0f} B",
-                 fmt_rate(median(rates[side])), _ratio(ratios[side])]
+                 fmt_rate(median(rates[side])), fmt_ratios(ratios[side])]
             )  # fmt: skip
         report.extra.setdefault("memory", {})[label] = {
             "entries": n,
@@ -203,15 +205,6 @@ def _in_memory(report: Report, sizes: Sizes) -> None:
         ["entries", "side", "hashed bytes", "entries/s", "ratio (spread)"],
         rows,
     )
-
-
-def _cpu_timed(fn: Callable[[], object]) -> Callable[[], float]:
-    def run() -> float:
-        start = time.process_time()
-        fn()
-        return time.process_time() - start
-
-    return run
 
 
 # ---- Postgres fixture -------------------------------------------------------------------------
@@ -295,7 +288,9 @@ def _streamed(
         for run in sides.values():
             run()  # warm-up: prepared statements, caches
         times = _rotate(sizes.export_rounds + 1, {k: _timed(f) for k, f in sides.items()})
-        cpu = _rotate(sizes.export_rounds + 1, {k: _cpu_timed(f) for k, f in sides.items()})
+        cpu = _rotate(
+            sizes.export_rounds + 1, {k: _timed(f, time.process_time) for k, f in sides.items()}
+        )
     finally:
         conn.close()
         store.close()
@@ -313,7 +308,7 @@ def _streamed(
     plain_rate, verify_rate = fmt_rate(median(rates["plain"])), fmt_rate(median(rates["verify"]))
     rows = [
         ["plain psycopg reads + sha256 per row", plain_rate, "1.00", "1.00"],
-        ["verify_all(store)", verify_rate, _ratio(ratios), _ratio(cpu_ratios)],
+        ["verify_all(store)", verify_rate, fmt_ratios(ratios), fmt_ratios(cpu_ratios)],
     ]
     report.target("streamed verify vs plain reads + hashing (Postgres)", median(ratios), 0.8, ">=")
     report.table(
@@ -415,10 +410,23 @@ def _export_rows(report: Report, n: int, runs: dict[str, list[dict[str, Any]]]) 
                 fmt_bytes(median([x['start_rss'] for x in xs])),
                 fmt_bytes(median([x['peak_rss'] for x in xs])),
                 fmt_bytes(median([x['peak_rss'] - x['start_rss'] for x in xs])),
-                "1.00" if kind == "plain" else _ratio(ratios),
+                "1.00" if kind == "plain" else fmt_ratios(ratios),
             ]
         )  # fmt: skip
     return rows
+
+
+def _child_measures(out: Path, start_rss: int, t0: float, t1: float, t2: float) -> dict[str, Any]:
+    """What both children report beside their counts: export from t0 to t1, verify from
+    t1 to t2, memory, and the size of the file between them."""
+    return {
+        "export_s": t1 - t0,
+        "verify_s": t2 - t1,
+        "seconds": t2 - t0,
+        "start_rss": start_rss,
+        "peak_rss": peak_rss_bytes(),
+        "file_bytes": out.stat().st_size,
+    }
 
 
 def _sagacity_child(args: argparse.Namespace) -> dict[str, Any]:
@@ -442,12 +450,7 @@ def _sagacity_child(args: argparse.Namespace) -> dict[str, Any]:
         "verified": sum(r.entries for r in reports if r.ok),
         "broken": sum(not r.ok for r in reports),
         "sagas": len(reports),
-        "export_s": t1 - t0,
-        "verify_s": t2 - t1,
-        "seconds": t2 - t0,
-        "start_rss": start_rss,
-        "peak_rss": peak_rss_bytes(),
-        "file_bytes": out.stat().st_size,
+        **_child_measures(out, start_rss, t0, t1, t2),
     }
 
 
@@ -490,12 +493,7 @@ def _plain_child(args: argparse.Namespace) -> dict[str, Any]:
         "verified": verified,
         "broken": 0,
         "sagas": 0,
-        "export_s": t1 - t0,
-        "verify_s": t2 - t1,
-        "seconds": t2 - t0,
-        "start_rss": start_rss,
-        "peak_rss": peak_rss_bytes(),
-        "file_bytes": out.stat().st_size,
+        **_child_measures(out, start_rss, t0, t1, t2),
     }
 
 

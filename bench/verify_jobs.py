@@ -23,7 +23,6 @@ reports, not the journal.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -34,8 +33,10 @@ from pathlib import Path
 
 from bench.common import (
     DEFAULT_POSTGRES_URL,
+    ROOT,
     Report,
     Sizes,
+    drop_schemas,
     fmt_bytes,
     fmt_rate,
     median,
@@ -44,7 +45,6 @@ from bench.common import (
     spread,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
 PER_SAGA = 50
 
 
@@ -214,8 +214,6 @@ def _backend(report: Report, scale: Scale, name: str, url: str, home: Path, saga
 
 
 def run(sizes: Sizes, *, postgres_url: str = DEFAULT_POSTGRES_URL) -> Report:
-    import psycopg
-
     from bench.journal_fill import copy_postgres, fill_sqlite, saga_rows
     from sagacity.stores import open_store
 
@@ -233,11 +231,7 @@ def run(sizes: Sizes, *, postgres_url: str = DEFAULT_POSTGRES_URL) -> Report:
             copy_postgres(postgres_url, schema, saga_rows(ids, PER_SAGA))
             _backend(report, scale, "PostgreSQL", store_url, home, len(ids))
         finally:
-            with (
-                contextlib.suppress(psycopg.Error),
-                psycopg.connect(postgres_url, autocommit=True) as conn,
-            ):
-                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+            drop_schemas(postgres_url, schema)
         if scale.sqlite:
             url = f"sqlite:///{db}"
             open_store(url).close()

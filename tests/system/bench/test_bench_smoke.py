@@ -6,7 +6,6 @@ output, and this machine is noisy); only integrity is.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -17,24 +16,7 @@ from bench.common import Report, Sizes
 
 pytestmark = pytest.mark.postgres
 
-TINY = dataclasses.replace(
-    Sizes.quick(),
-    mode="smoke",
-    append_rounds=2,
-    append_seconds=0.15,
-    append_writers=3,
-    verify_entries=400,
-    verify_rounds=2,
-    export_entries=(300,),
-    export_rounds=1,
-    saga_tools=(2,),
-    saga_runs=2,
-    concurrent_sagas=4,
-    concurrent_tools=2,
-    concurrent_rounds=1,
-    parked_sagas=4,
-    parked_rounds=1,
-)
+TINY = Sizes.smoke()
 
 
 def _sound(report: Report, results: Path) -> dict[str, object]:
