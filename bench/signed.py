@@ -95,13 +95,15 @@ def approved_entry(evidence: dict[str, Any], result: dict[str, Any], now: dateti
 
 
 def auditing(registry: ApproverRegistry, entry: JournalEntry, n: int) -> Callable[[], None]:
-    """`DecisionAudit` over `entry` `n` times: re-checking decisions offline."""
+    """`entry` re-checked offline `n` times, each in a fresh `DecisionAudit`: one audit
+    sees a statement once (a journal that holds it twice is a finding), so observing the
+    same entry `n` times in one audit would measure the refusal, not the check."""
 
     def run() -> None:
-        a = DecisionAudit(registry)
         for _ in range(n):
+            a = DecisionAudit(registry)
             a.observe(entry)
-        assert a.ok and a.signed == n, a.problems[:1]
+            assert a.ok and a.signed == 1, a.problems[:1]
 
     return run
 
