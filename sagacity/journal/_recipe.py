@@ -12,7 +12,7 @@ encodes anything.
 Layout (docs/hash-chain.md, section 1, is the normative text):
 
     offset  size  field
-         0    27  F("sagacity.journal.v2"): uint64 BE 19, then the tag
+         0    27  F("sagacity.journal.v1"): uint64 BE 19, then the tag
         27    32  prev_hash, the previous entry's SHA-256 as 32 raw bytes (or GENESIS)
         59     8  seq      uint64 BE
         67     8  step     uint64 BE
@@ -57,10 +57,10 @@ __all__ = [
     "fields_seq",
 ]
 
-TAG = "sagacity.journal.v2"
+TAG = "sagacity.journal.v1"
 TAG_FIELD = struct.pack(">Q", len(TAG)) + TAG.encode("ascii")
 """The first 27 bytes of every entry: the tag's length, then the tag."""
-GENESIS = hashlib.sha256(b"sagacity.journal.v2.genesis").hexdigest()
+GENESIS = hashlib.sha256(b"sagacity.journal.v1.genesis").hexdigest()
 """prev_hash of the first entry of every saga (its raw 32 bytes are in the material)."""
 
 _HEADER = struct.Struct(">27s32sQQQ27s7Q")

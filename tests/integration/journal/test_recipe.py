@@ -52,7 +52,7 @@ def independent_material(record: dict[str, Any]) -> bytes:
         record[name].encode("utf-8")
         for name in ("saga_id", "tool", "phase", "actor", "input", "result", "error")
     ]
-    tag = b"sagacity.journal.v2"
+    tag = b"sagacity.journal.v1"
     return (
         u64(len(tag))
         + tag
@@ -70,7 +70,7 @@ def independent_material(record: dict[str, Any]) -> bytes:
 
 
 def test_genesis_is_the_documented_constant() -> None:
-    assert hashlib.sha256(b"sagacity.journal.v2.genesis").hexdigest() == GENESIS
+    assert hashlib.sha256(b"sagacity.journal.v1.genesis").hexdigest() == GENESIS
     assert VECTORS[0]["prev_hash"] == GENESIS
     for previous, vector in itertools.pairwise(VECTORS):
         assert vector["prev_hash"] == previous["hash"]
@@ -129,7 +129,7 @@ def test_header_offsets_and_domain_separation() -> None:
     material = entry.material
     assert HEADER_SIZE == 166 and PREV_OFFSET == 27
     assert material[PREV_OFFSET : PREV_OFFSET + 32] == bytes.fromhex(VECTORS[0]["hash"])
-    assert material[:27] == TAG_FIELD == b"\x00" * 7 + b"\x13sagacity.journal.v2"
+    assert material[:27] == TAG_FIELD == b"\x00" * 7 + b"\x13sagacity.journal.v1"
     assert decode_material(material) | {"hash": entry.hash, "material": material} == {
         name: getattr(entry, name) for name in decode_material(material)
     } | {"hash": entry.hash, "material": material}
