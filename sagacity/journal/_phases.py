@@ -48,7 +48,6 @@ class SagaStatus(StrEnum):
     COMPENSATING = "COMPENSATING"
     COMPLETED = "COMPLETED"
     COMPENSATED = "COMPENSATED"
-    COMPENSATION_FAILED = "COMPENSATION_FAILED"
     REFUSED = "REFUSED"
     """Nothing ran: the saga's plan was refused before its first side effect."""
     NEEDS_HUMAN = "NEEDS_HUMAN"

@@ -38,7 +38,6 @@ HEADLINES: dict[str, str] = {
     "NEEDS_HUMAN": "failed, and waits for a person: some state is dirty",
     "COMPLETED": "completed: every step ran",
     "COMPENSATED": "FAILED; its executed steps were undone",
-    "COMPENSATION_FAILED": "FAILED, and undoing a step failed too: needs a person",
     "REFUSED": "FAILED: refused before any step ran, nothing was done",
     "ACCEPTED": "FAILED; a person accepted the state it left",
     "UNRESOLVED": "FAILED; nobody resolved its dirty state before the deadline",
