@@ -63,6 +63,12 @@ class StoreUnavailableError(JournalError):
     """The journal's database cannot be reached or opened."""
 
 
+class IncompatibleJournalError(JournalError):
+    """The journal's database was made by another version of sagacity (a pre-release one,
+    a newer one) or by another program: this version does not read or write it, rather
+    than misreading its entries as tampered or failing on its first write."""
+
+
 class UnknownStoreURLError(JournalError, ValueError):
     """The journal URL names no supported backend."""
 

@@ -18,6 +18,12 @@ Why this shape:
   not at all: there is no half-migrated schema to repair.
 - A store that is already up to date takes no lock and runs no DDL, so an application
   role with only SELECT/INSERT can open it once an owner has migrated.
+- Each version row keeps the SHA-256 of the file it applied. A schema whose rows are not
+  a prefix of this package's files (a version this package does not have, a file of the
+  same number with other text, rows without a digest, as pre-release journals have) is
+  refused with IncompatibleJournalError before anything is read or written: otherwise
+  its entries would read as tampered and its first write would fail on a function the
+  schema does not have.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import TupleRow
 
+from sagacity._errors import IncompatibleJournalError
+
 VERSION_TABLE = "sagacity_schema_version"
 _FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
@@ -40,6 +48,11 @@ class Migration:
     version: int
     name: str
     sql_text: str
+
+    @property
+    def sha256(self) -> str:
+        """The digest recorded with the version: what was applied, not only its number."""
+        return hashlib.sha256(self.sql_text.encode("utf-8")).hexdigest()
 
     def render(self, schema: str) -> str:
         """The SQL with `@schema@` replaced by the quoted schema name. Function bodies use
@@ -70,14 +83,53 @@ def migration_lock_key(schema: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
-def applied_versions(conn: psycopg.Connection[TupleRow], schema: str) -> set[int]:
-    """Versions recorded in `schema`, empty when the version table does not exist yet."""
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """A version row: the file's name and digest (None where the table keeps none)."""
+
+    name: str
+    sha256: str | None
+
+
+def applied_versions(conn: psycopg.Connection[TupleRow], schema: str) -> dict[int, Applied]:
+    """Versions recorded in `schema` with their file's name and digest (None in a version
+    table that has no digest column); empty when the version table does not exist yet."""
     table = sql.Identifier(schema, VERSION_TABLE)
     exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table.as_string(conn),)).fetchone()
     if not exists or not exists[0]:
-        return set()
-    rows = conn.execute(sql.SQL("SELECT version FROM {}").format(table)).fetchall()
-    return {int(row[0]) for row in rows}
+        return {}
+    digest = conn.execute(
+        "SELECT 1 FROM information_schema.columns"
+        " WHERE table_schema = %s AND table_name = %s AND column_name = 'sha256'",
+        (schema, VERSION_TABLE),
+    ).fetchone()
+    column = sql.SQL("sha256" if digest else "NULL")
+    query = sql.SQL("SELECT version, name, {} FROM {}").format(column, table)
+    rows = conn.execute(query).fetchall()
+    return {int(row[0]): Applied(str(row[1]), row[2]) for row in rows}
+
+
+def check_applied(applied: dict[int, Applied], migrations: list[Migration], schema: str) -> None:
+    """Refuses a schema this package did not make: every recorded version must be one of
+    its files, with the same name and digest."""
+    known = {m.version: m for m in migrations}
+    for version in sorted(applied):
+        row, ours = applied[version], known.get(version)
+        if ours is not None and (row.name, row.sha256) == (ours.name, ours.sha256):
+            continue
+        what = (
+            f"version {version} ({row.name[:80]!r}), which this sagacity does not have"
+            if ours is None
+            else f"version {version} ({row.name[:80]!r}) applied from another text than this "
+            f"sagacity's {version:04d}_{ours.name}.sql"
+            + (" (no digest recorded: a pre-release journal)" if row.sha256 is None else "")
+        )
+        raise IncompatibleJournalError(
+            f"the journal schema {schema!r} records {what}: it was made by another version "
+            "of sagacity, which this one does not read or write. Keep it as evidence with "
+            "the version that wrote it (sagacity export), and give this worker a new schema "
+            "(?schema=NAME in the journal URL) or a new database"
+        )
 
 
 def migrate(
@@ -90,7 +142,9 @@ def migrate(
     """
     migrations = load_migrations()
     wanted = {m.version for m in migrations}
-    if wanted <= applied_versions(conn, schema):
+    applied = applied_versions(conn, schema)
+    check_applied(applied, migrations, schema)
+    if wanted <= applied.keys():
         return []
     applied_now: list[int] = []
     with conn.transaction():
@@ -107,20 +161,22 @@ def migrate(
                 "CREATE TABLE IF NOT EXISTS {} ("
                 " version integer PRIMARY KEY,"
                 " name text NOT NULL,"
+                " sha256 text NOT NULL,"
                 " applied_at timestamptz NOT NULL DEFAULT now())"
             ).format(sql.Identifier(schema, VERSION_TABLE))
         )
         done = applied_versions(conn, schema)
+        check_applied(done, migrations, schema)  # another opener may have written meanwhile
         for migration in migrations:
             if migration.version in done:
                 continue
             # Packaged SQL text, not user input; bytes because it holds several statements.
             conn.execute(migration.render(schema).encode("utf-8"))
             conn.execute(
-                sql.SQL("INSERT INTO {} (version, name) VALUES (%s, %s)").format(
+                sql.SQL("INSERT INTO {} (version, name, sha256) VALUES (%s, %s, %s)").format(
                     sql.Identifier(schema, VERSION_TABLE)
                 ),
-                (migration.version, migration.name),
+                (migration.version, migration.name, migration.sha256),
             )
             applied_now.append(migration.version)
     return applied_now

@@ -31,7 +31,7 @@ from sagacity.stores._mark_tables import (
     marks_of,
     sqlite_record_mark,
 )
-from sagacity.stores._sqlite_schema import JOURNAL_SCHEMA
+from sagacity.stores._sqlite_schema import JOURNAL_SCHEMA, check_file, open_schema
 from sagacity.stores._sqlite_values import (
     NotUtf8Text,
     check_row_types,
@@ -106,13 +106,17 @@ class SqliteJournalStore(JournalStore):
         self._closed = False
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            check_file(path)
             with self._using() as conn:
-                conn.executescript(JOURNAL_SCHEMA + SQLITE_LOG_SCHEMA + SQLITE_MARKS_SCHEMA)
+                open_schema(conn, path, JOURNAL_SCHEMA + SQLITE_LOG_SCHEMA + SQLITE_MARKS_SCHEMA)
         except (OSError, sqlite3.Error) as exc:
             self.close()
             raise StoreUnavailableError(
                 f"cannot open the SQLite journal at {path}: {exc}; check the path is writable"
             ) from exc
+        except JournalError:
+            self.close()
+            raise
 
     @classmethod
     def from_url(cls, url: str, *, clock: Clock | None = None) -> SqliteJournalStore:

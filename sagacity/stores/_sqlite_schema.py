@@ -5,11 +5,26 @@ sagacity.stores._checkpoint_tables, the registry marks' in sagacity.stores._mark
 only there, and their columns hold the empty string (sagacity.stores._stored_row). The
 other columns repeat what the bytes say, for lookups; verify checks them against the
 bytes.
+
+A journal file says it is one: its header's application_id is sagacity's and its
+user_version the schema's version, both set in the transaction that creates the tables.
+A file that says otherwise (a pre-release journal, which set neither; a newer one; another
+program's database) is refused when the store opens, rather than read as tampered.
 """
 
 from __future__ import annotations
 
-__all__ = ["JOURNAL_SCHEMA"]
+import sqlite3
+from pathlib import Path
+
+from sagacity._errors import IncompatibleJournalError
+
+__all__ = ["APPLICATION_ID", "JOURNAL_SCHEMA", "SCHEMA_VERSION", "check_file", "open_schema"]
+
+APPLICATION_ID = int.from_bytes(b"sgcy", "big")
+"""In the file's header (PRAGMA application_id): `file(1)` and this store tell a sagacity
+journal from any other SQLite database."""
+SCHEMA_VERSION = 1
 
 JOURNAL_SCHEMA = """
 CREATE TABLE IF NOT EXISTS journal (
@@ -40,3 +55,53 @@ BEGIN SELECT RAISE(ABORT, 'sagacity journal is append-only: UPDATE refused'); EN
 CREATE TRIGGER IF NOT EXISTS journal_no_delete BEFORE DELETE ON journal
 BEGIN SELECT RAISE(ABORT, 'sagacity journal is append-only: DELETE refused'); END;
 """
+
+
+def _refuse_foreign(conn: sqlite3.Connection, path: Path) -> bool:
+    """True for a file marked as this schema's journal, False for an empty file (no
+    marks, no tables); raises IncompatibleJournalError for anything else."""
+    marks = (
+        conn.execute("PRAGMA application_id").fetchone()[0],
+        conn.execute("PRAGMA user_version").fetchone()[0],
+    )
+    if marks == (APPLICATION_ID, SCHEMA_VERSION):
+        return True
+    if marks == (0, 0) and not conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+        return False
+    said = (
+        "no mark (a pre-release sagacity journal, or another program's database)"
+        if marks == (0, 0)
+        else f"application_id {marks[0]:#x} and schema version {marks[1]}"
+    )
+    raise IncompatibleJournalError(
+        f"the SQLite file {path} is not a journal of this sagacity: its header holds "
+        f"{said}, where this version writes application_id {APPLICATION_ID:#x} and "
+        f"schema version {SCHEMA_VERSION}. Keep it as evidence with the version that "
+        "wrote it (sagacity export), and give this worker a new journal file"
+    )
+
+
+def check_file(path: Path) -> None:
+    """Refuses a file that is not this schema's journal before the store opens it for
+    writing (which would switch it to WAL mode, a change to someone else's file)."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        _refuse_foreign(conn, path)
+    finally:
+        conn.close()
+
+
+def open_schema(conn: sqlite3.Connection, path: Path, script: str) -> None:
+    """Creates the tables of `script` in a new file, marked as a journal of this schema
+    version; in a file already marked so, creates what is missing; refuses any other
+    file (IncompatibleJournalError)."""
+    if _refuse_foreign(conn, path):
+        conn.executescript(script)
+        return
+    # One transaction: another opener sees no tables, or the tables with their marks.
+    conn.executescript(
+        f"BEGIN IMMEDIATE; {script} PRAGMA application_id = {APPLICATION_ID}; "
+        f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+    )
