@@ -10,8 +10,11 @@ from temporalio.testing import WorkflowEnvironment
 
 from sagacity.examples.order_workflow import OrderWorkflow
 from sagacity.examples.orders import Shop
+from sagacity.journal._phases import StepStatus
 from sagacity.stores import JournalStore
+from sagacity.tools._decorators import ToolKind
 from sagacity.tools._toolbox import Toolbox
+from sagacity.workflows._models import SagaState, StepReport
 from tests.support.pg_fixtures import pg_journal_url, pg_schema, pg_store, shop, workers
 from tests.support.rigs import SagaRig, serving
 from tests.support.user_workflows import (
@@ -36,6 +39,18 @@ USER_WORKFLOWS = [
     ParallelWires, ForgetsToAwait, SwallowsCancel, WaitsForTheEnd, ForwardsInput,
     CallsAfterTheBlock, OpensLater,
 ]  # fmt: skip
+
+
+def planted_charge() -> SagaState:
+    """A saga state claiming step 1 charged a card: what a starter who could hand the saga
+    a state would plant, to have a refund run on someone else's charge."""
+    return SagaState(
+        next_step=1,
+        steps=[
+            StepReport(step=1, tool="charge_card", status=StepStatus.EXECUTED,
+                       tool_kind=ToolKind.COMPENSABLE)
+        ],
+    )  # fmt: skip
 
 
 class Orders(SagaRig[Shop]):

@@ -22,7 +22,7 @@ from sagacity.stores import JournalStore, open_store
 from sagacity.tools._toolbox import Toolbox
 from sagacity.worker._app import new_worker
 from sagacity.worker.client._saga_client import SagaClient
-from tests.integration.worker.client.ended.parents import OrdersParent, Stranger
+from tests.integration.worker.client.ended.parents import OrdersParent, ParentInput, Stranger
 from tests.support.cli import Ran, invoke_sync
 from tests.support.pg_fixtures import pg_journal_url, pg_schema
 from tests.support.workers import eventually
@@ -75,6 +75,26 @@ class Ended:
         return await self.temporal.start_workflow(
             OrderWorkflow.run, order(), id=saga_id, task_queue=self.task_queue, **kwargs
         )
+
+    async def awaiting_order(self) -> str:
+        """A new order saga, once it waits on its wire's approval: its id."""
+        saga_id = self.new_id()
+        await self.start(saga_id)
+        await self.awaiting_approval(saga_id)
+        return saga_id
+
+    async def start_parent(self, **options: Any) -> tuple[WorkflowHandle[Any, Any], str]:
+        """An OrdersParent whose child saga places order() (ParentInput `options`): the
+        parent's handle and the child's id, `<parent id>/order`."""
+        parent_id = self.new_id("parent")
+        child_id = f"{parent_id}/order"
+        parent = await self.temporal.start_workflow(
+            OrdersParent.run,
+            ParentInput(child_id=child_id, order=order(), **options),
+            id=parent_id,
+            task_queue=self.task_queue,
+        )
+        return parent, child_id
 
 
 @pytest.fixture(params=JOURNALS)
