@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
@@ -26,7 +25,7 @@ from sagacity.worker.inbox import InboxConfig, create_app
 from sagacity.worker.inbox._source import SagaSource
 from tests.integration.worker.client.ended.conftest import Ended, order
 from tests.integration.worker.client.ended.parents import OrdersParent, Stranger
-from tests.support.workers import assert_chain_closed, eventually, phases
+from tests.support.workers import eventually, phases
 
 pytestmark = [pytest.mark.temporal, pytest.mark.timeout(120)]
 
@@ -53,15 +52,7 @@ def assert_found(item: DirtyItem | None, how: str) -> EndedSaga:
 
 def assert_compensated(ended: Ended, saga_id: str, *, asked_by: str) -> None:
     """The ledger read back and the journal: everything undone, the chain closed."""
-    assert ended.shop.stock("widget") == INITIAL_STOCK["widget"]
-    assert [(c["key"], c["refunded"]) for c in ended.shop.charges()] == [(f"{saga_id}:2", True)]
-    assert ended.shop.wires() == []
-    entries = assert_chain_closed(ended.store, saga_id)
-    tail = [(e.phase.value, e.step) for e in entries][-3:]
-    assert tail == [("COMPENSATED", 2), ("COMPENSATED", 1), ("SAGA_CLOSED", 0)]
-    closing: Any = entries[-1].result
-    assert closing["status"] == "COMPENSATED"
-    said = closing["first_failure"]
+    said = ended.undone(saga_id)["first_failure"]
     assert f"saga cancelled (by {asked_by}: compensate the saga that ended" in said
 
 
