@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -45,6 +44,7 @@ from sagacity.workflows._models import (
     ToolCall,
 )
 from tests.histories import AGENT_SAGA
+from tests.histories._recording import record_each
 
 HISTORIES = AGENT_SAGA
 APPROVER = "alice@example.com"
@@ -299,41 +299,20 @@ FLOWS: dict[str, Flow] = {
 
 async def record(names: list[str], out: Path = HISTORIES) -> list[Path]:
     """Run `names` on a fresh dev server and write their histories into `out`."""
-    from sagacity.stores import open_store
-    from sagacity.tools._toolbox import Toolbox
-    from sagacity.worker._app import new_worker
-    from sagacity.worker._devserver import start_dev_server
-
     unknown = sorted(set(names) - set(FLOWS))
     if unknown:
         raise SystemExit(f"unknown flows {unknown}; known: {sorted(FLOWS)}")
-    out.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-    env = await start_dev_server()
-    try:
-        with tempfile.TemporaryDirectory(prefix="sagacity-histories-") as scratch:
-            store = open_store(f"sqlite:///{scratch}/journal.db")
-            try:
-                for name in names:
-                    # A fresh shop per flow: faults and stock never leak between flows.
-                    shop = Shop(Path(scratch) / f"{name}-shop.db")
-                    task_queue = f"record-{uuid.uuid4().hex[:8]}"
-                    harness = _Recording(env.client, store, shop, task_queue)
-                    worker = new_worker(
-                        env.client, store=store, toolbox=Toolbox.build(shop), task_queue=task_queue
-                    )
-                    async with worker:
-                        handle = await FLOWS[name](harness, name)
-                    history = await handle.fetch_history()
-                    path = out / f"{name}.json"
-                    path.write_text(history.to_json() + "\n")
-                    written.append(path)
-                    print(f"recorded {name}: {len(history.events)} events -> {path}", flush=True)
-            finally:
-                store.close()
-    finally:
-        await env.shutdown()
-    return written
+    return await record_each(names, out, _record_one)
+
+
+async def _record_one(client: Client, store: JournalStore, shop: Shop, name: str) -> Handle:
+    from sagacity.tools._toolbox import Toolbox
+    from sagacity.worker._app import new_worker
+
+    task_queue = f"record-{uuid.uuid4().hex[:8]}"
+    worker = new_worker(client, store=store, toolbox=Toolbox.build(shop), task_queue=task_queue)
+    async with worker:
+        return await FLOWS[name](_Recording(client, store, shop, task_queue), name)
 
 
 class _Recording:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import tempfile
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -30,6 +29,7 @@ from sagacity.tools._toolbox import Toolbox
 from sagacity.worker._plugin import SagacityPlugin
 from sagacity.worker.client._saga_client import SagaClient
 from tests.histories import PYDANTIC_AI
+from tests.histories._recording import record_each
 from tests.integration.contrib.pydantic_ai.agents import ApprovalByAmount, ClerkOnABudget
 
 HISTORIES = PYDANTIC_AI
@@ -114,31 +114,15 @@ FLOWS: dict[str, Callable[[SagaClient, str], Awaitable[Handle]]] = {
 }
 
 
-async def record(names: list[str], out: Path = HISTORIES) -> None:
-    from sagacity.stores import open_store
-    from sagacity.worker._devserver import start_dev_server
+async def record(names: list[str], out: Path = HISTORIES) -> list[Path]:
+    return await record_each(names, out, _record_one)
 
-    out.mkdir(parents=True, exist_ok=True)
-    env = await start_dev_server()
-    target = env.client.service_client.config.target_host
-    try:
-        with tempfile.TemporaryDirectory(prefix="sagacity-clerk-histories-") as scratch:
-            store = open_store(f"sqlite:///{scratch}/journal.db")
-            try:
-                for name in names:
-                    shop = Shop(Path(scratch) / f"{name}-shop.db")
-                    worker, client = await clerk_worker(
-                        target, store, shop, f"record-{uuid.uuid4().hex[:8]}"
-                    )
-                    async with worker:
-                        handle = await FLOWS[name](client, name)
-                    history = await handle.fetch_history()
-                    (out / f"{name}.json").write_text(history.to_json() + "\n")
-                    print(f"recorded {name}: {len(history.events)} events", flush=True)
-            finally:
-                store.close()
-    finally:
-        await env.shutdown()
+
+async def _record_one(client: Client, store: JournalStore, shop: Shop, name: str) -> Handle:
+    target = client.service_client.config.target_host
+    worker, saga_client = await clerk_worker(target, store, shop, f"record-{uuid.uuid4().hex[:8]}")
+    async with worker:
+        return await FLOWS[name](saga_client, name)
 
 
 if __name__ == "__main__":

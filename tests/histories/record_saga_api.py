@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import tempfile
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -22,8 +21,11 @@ from typing import Any
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
 from sagacity.examples.order_workflow import Order, OrderWorkflow
+from sagacity.examples.orders import Shop
+from sagacity.stores import JournalStore
 from sagacity.worker.client._saga_client import SagaClient
 from tests.histories import SAGA_API
+from tests.histories._recording import record_each
 
 HISTORIES = SAGA_API
 IBAN = "DE89370400440532013000"
@@ -88,27 +90,11 @@ FLOWS: dict[str, Callable[[SagaClient, str], Awaitable[Handle]]] = {
 }
 
 
-async def record(names: list[str], out: Path = HISTORIES) -> None:
-    from sagacity.examples.orders import Shop
-    from sagacity.stores import open_store
-    from sagacity.worker._devserver import start_dev_server
-
-    out.mkdir(parents=True, exist_ok=True)
-    env = await start_dev_server()
-    try:
-        with tempfile.TemporaryDirectory(prefix="sagacity-order-histories-") as scratch:
-            store = open_store(f"sqlite:///{scratch}/journal.db")
-            try:
-                for name in names:
-                    shop = Shop(Path(scratch) / f"{name}-shop.db")
-                    await _record_one(env.client, store, shop, name, out)
-            finally:
-                store.close()
-    finally:
-        await env.shutdown()
+async def record(names: list[str], out: Path = HISTORIES) -> list[Path]:
+    return await record_each(names, out, _record_one)
 
 
-async def _record_one(client: Client, store: Any, shop: Any, name: str, out: Path) -> None:
+async def _record_one(client: Client, store: JournalStore, shop: Shop, name: str) -> Handle:
     from sagacity.tools._toolbox import Toolbox
     from sagacity.worker._app import new_worker
 
@@ -121,10 +107,7 @@ async def _record_one(client: Client, store: Any, shop: Any, name: str, out: Pat
         workflows=[OrderWorkflow],
     )
     async with worker:
-        handle = await FLOWS[name](SagaClient(client, task_queue=task_queue), name)
-    history = await handle.fetch_history()
-    (out / f"{name}.json").write_text(history.to_json() + "\n")
-    print(f"recorded {name}: {len(history.events)} events", flush=True)
+        return await FLOWS[name](SagaClient(client, task_queue=task_queue), name)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import os
 import sys
 import uuid
 from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -122,35 +123,40 @@ class CliHarness:
             await asyncio.sleep(0.05)
 
 
-@pytest.fixture
-async def cli(
-    temporal_env: WorkflowEnvironment,
-    tmp_path: Path,
-) -> AsyncIterator[CliHarness]:
+@asynccontextmanager
+async def cli_harness(client: Client, tmp_path: Path, *tools: object) -> AsyncIterator[CliHarness]:
+    """The CLI pointed at a worker (new_worker) of the shop's tools and `tools`, on a task
+    queue of its own, journaling to a SQLite file in `tmp_path`. Every saga the harness
+    started that is still running at the end is terminated (none waits for days)."""
     journal_url = f"sqlite:///{tmp_path}/journal.db"
     store = open_store(journal_url)
     shop = Shop(tmp_path / "shop.db")
     task_queue = f"cli-{uuid.uuid4().hex[:8]}"
     env = {
-        "SAGACITY_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
-        "SAGACITY_NAMESPACE": temporal_env.client.namespace,
+        "SAGACITY_TEMPORAL_ADDRESS": client.service_client.config.target_host,
+        "SAGACITY_NAMESPACE": client.namespace,
         "SAGACITY_TASK_QUEUE": task_queue,
         "SAGACITY_JOURNAL_URL": journal_url,
         "SAGACITY_APPROVER": "",
     }
-    worker = new_worker(
-        temporal_env.client, store=store, toolbox=Toolbox.build(shop), task_queue=task_queue
-    )
-    harness = CliHarness(temporal_env.client, store, shop, task_queue, env, tmp_path)
+    toolbox = Toolbox.build(shop, *tools)
+    worker = new_worker(client, store=store, toolbox=toolbox, task_queue=task_queue)
+    harness = CliHarness(client, store, shop, task_queue, env, tmp_path)
     try:
         async with worker:
             try:
                 yield harness
             finally:
-                for saga_id in harness.started:  # leave no saga waiting for days
-                    handle = temporal_env.client.get_workflow_handle(saga_id)
+                for saga_id in harness.started:
+                    handle = client.get_workflow_handle(saga_id)
                     desc = await handle.describe()
                     if desc.close_time is None:
                         await handle.terminate("test over")
     finally:
         store.close()
+
+
+@pytest.fixture
+async def cli(temporal_env: WorkflowEnvironment, tmp_path: Path) -> AsyncIterator[CliHarness]:
+    async with cli_harness(temporal_env.client, tmp_path) as harness:
+        yield harness

@@ -194,14 +194,15 @@ async def screenshot_on_failure(page: Any, name: str) -> AsyncIterator[None]:
         raise
 
 
-async def screenshot(page: Any, name: str, *, docs: bool = False) -> Path:
+async def screenshot(page: Any, name: str, *, docs: bool = False, docs_dir: Path = DOCS) -> Path:
     """A full-page screenshot under tests/system/browser/screenshots (gitignored); with
-    SAGACITY_DOCS_SCREENSHOTS=1, `docs` ones are copied to docs/inbox/ for docs/inbox.md."""
+    SAGACITY_DOCS_SCREENSHOTS=1, `docs` ones are copied to `docs_dir` (docs/inbox/, for
+    docs/inbox.md, unless told)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
     await page.screenshot(path=str(path), full_page=True)
     assert path.stat().st_size > 10_000, f"screenshot {path} is suspiciously small"
     if docs and os.environ.get("SAGACITY_DOCS_SCREENSHOTS"):
-        DOCS.mkdir(parents=True, exist_ok=True)
-        (DOCS / path.name).write_bytes(path.read_bytes())
+        docs_dir.mkdir(parents=True, exist_ok=True)
+        (docs_dir / path.name).write_bytes(path.read_bytes())
     return path

@@ -29,7 +29,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from sagacity.examples.orders import INITIAL_STOCK, Shop
 from sagacity.journal._chain import verify_chain
-from sagacity.journal._phases import Phase, SagaStatus
+from sagacity.journal._phases import SagaStatus
 from sagacity.stores import JournalStore, open_store
 from sagacity.tools._toolbox import Toolbox
 from sagacity.worker._app import new_worker
@@ -37,6 +37,7 @@ from sagacity.worker._devserver import start_time_skipping_server
 from sagacity.worker.client._client import saga_result
 from sagacity.workflows._approval_gate import TIMEOUT_ACTOR
 from sagacity.workflows._models import SagaInput, SagaResult, SagaView, ToolCall
+from tests.support.workflows import time_skipping_server
 
 pytestmark = [pytest.mark.temporal, pytest.mark.timeout(60)]
 
@@ -50,11 +51,8 @@ PLAN = [
 
 @pytest.fixture(scope="module")
 async def time_skipping() -> AsyncIterator[WorkflowEnvironment]:
-    env = await start_time_skipping_server()
-    try:
+    async with time_skipping_server() as env:
         yield env
-    finally:
-        await env.shutdown()
 
 
 async def _wait_for_status(
@@ -82,19 +80,11 @@ def _assert_timed_out_and_compensated(
     assert [(c.step, c.ok) for c in result.compensations] == [(2, True), (1, True)]
 
     entries = list(store.entries(saga_id))
-    assert [(e.phase, e.step) for e in entries] == [
-        (Phase.SAGA_OPENED, 0),
-        (Phase.INTENT, 1),
-        (Phase.EXECUTED, 1),
-        (Phase.INTENT, 2),
-        (Phase.EXECUTED, 2),
-        (Phase.AWAITING_APPROVAL, 3),
-        (Phase.REJECTED, 3),
-        (Phase.COMPENSATING, 0),
-        (Phase.COMPENSATED, 2),
-        (Phase.COMPENSATED, 1),
-        (Phase.SAGA_CLOSED, 0),
-    ]
+    assert [(e.phase.value, e.step) for e in entries] == [
+        ("SAGA_OPENED", 0), ("INTENT", 1), ("EXECUTED", 1), ("INTENT", 2), ("EXECUTED", 2),
+        ("AWAITING_APPROVAL", 3), ("REJECTED", 3),
+        ("COMPENSATING", 0), ("COMPENSATED", 2), ("COMPENSATED", 1), ("SAGA_CLOSED", 0),
+    ]  # fmt: skip
     rejected = entries[6]
     assert rejected.actor == TIMEOUT_ACTOR
     assert rejected.error == f"approval timed out after {timeout_s:g}s"

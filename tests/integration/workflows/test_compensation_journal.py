@@ -32,7 +32,16 @@ from sagacity.workflows._models import (
     SagaResult,
     ToolCall,
 )
-from tests.support.workflows import CHARGE, RESERVE, SHIP, SHIP_FAILS, WIRE, entries_of, eventually
+from tests.support.workflows import (
+    CHARGE,
+    RESERVE,
+    SHIP,
+    SHIP_FAILS,
+    WIRE,
+    entries_of,
+    eventually,
+    refund_refused,
+)
 
 UNATTENDED = ResolutionPolicy(deadline_seconds=1)
 """Nobody resolves these sagas' failed compensations: they close UNRESOLVED at once."""
@@ -43,6 +52,19 @@ async def _pending(handle: WorkflowHandle[object, SagaResult]) -> PendingApprova
         return await handle.query("pending_approval", result_type=PendingApproval | None)  # type: ignore[arg-type]
 
     return await eventually(probe)
+
+
+async def _rejected(
+    handle: WorkflowHandle[object, SagaResult], pending: PendingApproval
+) -> SagaResult:
+    """Reject the pending request (by signal, as carol) and wait for the saga's result."""
+    decision = {
+        "saga_id": handle.id,
+        "step": pending.step,
+        "payload_sha256": pending.payload_sha256,
+    }
+    await handle.signal("reject", {**decision, "approver": "carol", "reason": "no"})
+    return await saga_result(handle)
 
 
 def _delete_entry(db: Path, saga_id: str, step: int, phase: str) -> int:
@@ -65,13 +87,7 @@ async def test_an_executed_row_missing_from_the_journal_fails_closed(saga, tmp_p
     assert _delete_entry(tmp_path / "journal.db", handle.id, 2, "EXECUTED") == 1
     assert [e.step for e in entries_of(saga.store, handle.id, "EXECUTED")] == [1]
 
-    decision = {
-        "saga_id": handle.id,
-        "step": pending.step,
-        "payload_sha256": pending.payload_sha256,
-    }
-    await handle.signal("reject", {**decision, "approver": "carol", "reason": "no"})
-    result = await saga_result(handle)
+    result = await _rejected(handle, pending)
 
     assert result.status is SagaStatus.UNRESOLVED
     assert result.needs_human is True
@@ -97,13 +113,7 @@ async def test_the_failure_type_names_the_missing_entry(saga, tmp_path) -> None:
     pending = await _pending(handle)
     assert _delete_entry(tmp_path / "journal.db", handle.id, 1, "EXECUTED") == 1
 
-    decision = {
-        "saga_id": handle.id,
-        "step": pending.step,
-        "payload_sha256": pending.payload_sha256,
-    }
-    await handle.signal("reject", {**decision, "approver": "carol", "reason": "no"})
-    result = await saga_result(handle)
+    result = await _rejected(handle, pending)
 
     assert [(c.step, c.ok) for c in result.compensations] == [(2, True), (1, False)]
     assert saga.shop.calls("release_inventory") == []
@@ -123,13 +133,7 @@ async def test_the_failure_type_names_the_missing_entry(saga, tmp_path) -> None:
 async def test_compensation_failed_journals_the_executed_input_after_continue_as_new(
     saga,
 ) -> None:
-    saga.shop.set_fault("refund")
-    inp = SagaInput(
-        plan=[RESERVE, CHARGE, SHIP_FAILS],
-        compensation_attempts=2,
-        continue_as_new_after_steps=1,
-        resolution=UNATTENDED,
-    )
+    inp = refund_refused(saga.shop, continue_as_new_after_steps=1, resolution=UNATTENDED)
     result = await saga.run(inp)
 
     assert result.status is SagaStatus.UNRESOLVED

@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
     from sagacity.workflows._agent_saga import AgentSagaWorkflow
     from sagacity.workflows._models import SagaResult
     from sagacity.workflows._saga_engine import SagaCore as Saga
+    from tests.histories._recording import assert_replayed, recorded_flows
     from tests.histories.record_agent_saga import FLOWS, HISTORIES
 
 CLOSING_EVENTS = {
@@ -74,7 +75,7 @@ async def _replay_failure(history: WorkflowHistory, workflow_cls: type) -> Excep
 
 
 def test_every_flow_has_a_committed_history_and_nothing_else() -> None:
-    on_disk = {p.stem for p in HISTORIES.glob("*.json")}
+    on_disk = recorded_flows(HISTORIES)
     assert on_disk == set(FLOWS), (
         f"missing {sorted(set(FLOWS) - on_disk)}, unexpected {sorted(on_disk - set(FLOWS))}"
     )
@@ -84,8 +85,7 @@ def test_every_flow_has_a_committed_history_and_nothing_else() -> None:
 
 @pytest.mark.parametrize("name", sorted(FLOWS))
 async def test_recorded_history_replays_deterministically(name: str) -> None:
-    failure = await _replay_failure(_load(name), AgentSagaWorkflow)
-    assert failure is None, f"{name}: {type(failure).__name__}: {failure}"
+    assert_replayed(name, await _replay_failure(_load(name), AgentSagaWorkflow))
 
 
 def test_unsuccessful_sagas_fail_their_workflow_with_the_result() -> None:
@@ -172,14 +172,22 @@ class _SkipsDecisions(Saga):
         return await super().journal(event)
 
 
-@workflow.defn(name="AgentSaga")
-class OpensAfterFirstStep(AgentSagaWorkflow):
-    """AgentSaga on the saga that journals SAGA_OPENED late."""
+class _OnMutantSaga(AgentSagaWorkflow):
+    """AgentSaga on a mutant saga class (`mutant`)."""
+
+    mutant: type[Saga]
 
     @workflow.init
     def __init__(self, raw: RawValue) -> None:
         super().__init__(raw)
-        self._saga = _OpensLate(self._inp, self._inp.carry, install=False)
+        self._saga = self.mutant(self._inp, self._inp.carry, install=False)
+
+
+@workflow.defn(name="AgentSaga")
+class OpensAfterFirstStep(_OnMutantSaga):
+    """AgentSaga on the saga that journals SAGA_OPENED late."""
+
+    mutant = _OpensLate
 
     @workflow.run
     async def run(self, raw: RawValue) -> SagaResult:
@@ -187,13 +195,10 @@ class OpensAfterFirstStep(AgentSagaWorkflow):
 
 
 @workflow.defn(name="AgentSaga")
-class SkipsTheApprovalJournal(AgentSagaWorkflow):
+class SkipsTheApprovalJournal(_OnMutantSaga):
     """AgentSaga on the saga that does not journal decisions."""
 
-    @workflow.init
-    def __init__(self, raw: RawValue) -> None:
-        super().__init__(raw)
-        self._saga = _SkipsDecisions(self._inp, self._inp.carry, install=False)
+    mutant = _SkipsDecisions
 
     @workflow.run
     async def run(self, raw: RawValue) -> SagaResult:
@@ -255,8 +260,7 @@ async def test_fresh_history_replays(saga: Any, name: str) -> None:
     recorded by the code of their day, would not exercise."""
     handle = await FLOWS[name](saga, f"fresh-{name}-{saga.task_queue}")
     history = await handle.fetch_history()
-    failure = await _replay_failure(history, AgentSagaWorkflow)
-    assert failure is None, f"{name}: {type(failure).__name__}: {failure}"
+    assert_replayed(name, await _replay_failure(history, AgentSagaWorkflow))
 
 
 @pytest.mark.temporal

@@ -18,7 +18,15 @@ from sagacity.workflows._models import (
     SagaResult,
     ToolCall,
 )
-from tests.support.workflows import CHARGE, RESERVE, SHIP, SHIP_FAILS, entries_of, phases
+from tests.support.workflows import (
+    CHARGE,
+    RESERVE,
+    SHIP,
+    SHIP_FAILS,
+    entries_of,
+    phases,
+    refund_refused,
+)
 
 
 async def test_happy_path_journals_every_step_and_hashes_match(saga) -> None:
@@ -92,14 +100,8 @@ async def test_swallowed_failure_still_compensates(saga) -> None:
 
 
 async def test_compensation_that_keeps_failing_is_journaled_and_the_rest_still_run(saga) -> None:
-    saga.shop.set_fault("refund")
-    result = await saga.run(
-        SagaInput(
-            plan=[RESERVE, CHARGE, SHIP_FAILS],
-            compensation_attempts=2,
-            resolution=ResolutionPolicy(deadline_seconds=1),  # nobody comes
-        )
-    )
+    nobody_comes = ResolutionPolicy(deadline_seconds=1)
+    result = await saga.run(refund_refused(saga.shop, resolution=nobody_comes))
 
     assert result.status is SagaStatus.UNRESOLVED
     assert result.needs_human is True and [d.step for d in result.dirty] == [2]

@@ -16,7 +16,7 @@ from sagacity.journal._phases import SagaStatus
 from sagacity.worker.client._client import saga_result
 from sagacity.workflows._inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
 from sagacity.workflows._models import SagaInput, SagaView, ToolCall
-from tests.support.workflows import accept_when_dirty, eventually
+from tests.support.workflows import accept_when_dirty, eventually, refund_refused
 
 pytestmark = [pytest.mark.temporal, pytest.mark.timeout(60)]
 
@@ -86,17 +86,8 @@ async def test_sagas_are_found_by_status(saga) -> None:  # type: ignore[no-untyp
 async def test_a_saga_whose_compensation_failed_is_found_as_needing_a_human(saga) -> None:  # type: ignore[no-untyped-def]
     """The result says a human is needed when a compensation failed; the search attribute
     an operator filters on, and the status query, must say the same."""
-    saga.shop.set_fault("refund")  # the refund of step 2 fails on every attempt
-    handle = await saga.start(
-        SagaInput(
-            plan=[
-                ToolCall(tool="reserve_inventory", args={"sku": "widget", "qty": 1}),
-                ToolCall(tool="charge_card", args={"amount": 5}),
-                ToolCall(tool="ship_order", args={"address": "nowhere"}),
-            ],
-            compensation_attempts=1,
-        )
-    )
+    # The last step fails, and the refund of step 2 fails on every attempt.
+    handle = await saga.start(refund_refused(saga.shop, compensation_attempts=1))
 
     # While it waits for a person: the status, the search attributes an operator filters
     # on and the listing say so, before any result exists.

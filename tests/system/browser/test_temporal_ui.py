@@ -17,16 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import re
-import socket
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import pytest
@@ -42,9 +40,12 @@ from sagacity.worker._devserver import start_dev_server
 from sagacity.worker.client._client import saga_result, start_saga
 from sagacity.workflows._models import PendingApproval, SagaInput, ToolCall
 from tests.support.browser import CHROMIUM_FLAGS
+from tests.support.inbox import free_port, screenshot
+from tests.support.workers import eventually
 
 pytestmark = [pytest.mark.temporal, pytest.mark.timeout(180)]
 
+T = TypeVar("T")
 SCREENSHOTS = Path(__file__).parent / "screenshots"
 NAMESPACE = "default"
 AWAITING_QUERY = 'SagaStatus="AWAITING_APPROVAL"'
@@ -63,21 +64,9 @@ SUMMARIES = [
 workflows.inspection.call_summary, so a change of format is a visible test change."""
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-async def _eventually(probe: Callable[[], Awaitable[Any]], what: str, timeout: float = 30) -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        value = await probe()
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"{what}: not within {timeout:g}s")
-        await asyncio.sleep(0.2)
+async def _eventually(probe: Callable[[], Awaitable[T | None]], what: str) -> T:
+    """Poll `probe` every 0.2 s for up to 30 s (the UI's server is slow to list)."""
+    return await eventually(probe, timeout=30, what=what, interval=0.2)
 
 
 def _http_ok(url: str) -> bool:
@@ -129,8 +118,8 @@ async def ui_sagas(
     visibility queries: one awaiting approval, a completed decoy, one compensated after a
     failed step (with hostile arguments), and one whose refund failed (needs a human)."""
     workdir = tmp_path_factory.mktemp("temporal-ui")
-    ui_port = _free_port()
-    env = await start_dev_server(ui=True, port=_free_port(), ui_port=ui_port)
+    ui_port = free_port()
+    env = await start_dev_server(ui=True, port=free_port(), ui_port=ui_port)
     store = open_store(f"sqlite:///{workdir}/journal.db")
     shop = Shop(workdir / "shop.db")
     try:
@@ -244,14 +233,7 @@ DOCS = Path(__file__).resolve().parents[3] / "docs" / "ui"
 
 
 async def _screenshot(page: Any, name: str, *, docs: bool = False) -> Path:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / f"{name}.png"
-    await page.screenshot(path=str(path), full_page=True)
-    assert path.stat().st_size > 10_000, f"screenshot {path} is suspiciously small"
-    if docs and os.environ.get("SAGACITY_DOCS_SCREENSHOTS"):
-        DOCS.mkdir(parents=True, exist_ok=True)
-        (DOCS / path.name).write_bytes(path.read_bytes())
-    return path
+    return await screenshot(page, name, docs=docs, docs_dir=DOCS)
 
 
 async def test_list_filtered_by_saga_status_shows_the_awaiting_saga_only(
@@ -307,15 +289,20 @@ async def test_saga_page_shows_the_saga_and_its_activity_summaries(
         ).to_be_visible()
 
 
-async def _details(page: Any, ui_sagas: UiSagas, saga_id: str) -> Any:
+@contextlib.asynccontextmanager
+async def _details(page: Any, ui_sagas: UiSagas, saga_id: str, status: str) -> AsyncIterator[Any]:
     """The saga's User Metadata tab: its summary, and its current details rendered from
-    markdown in a frame."""
+    markdown in a frame, headed by the saga's `status` (a screenshot if the block fails;
+    it is named by the status)."""
     from playwright.async_api import expect
 
-    await page.goto(ui_sagas.page(saga_id, "user-metadata"))
-    await expect(page.get_by_role("heading", name=saga_id)).to_be_visible()
-    await expect(page.get_by_role("heading", name="Current Details")).to_be_visible()
-    return page.frame_locator("iframe").last  # after the summary's and details' frames
+    async with screenshot_on_failure(page, status.lower()):
+        await page.goto(ui_sagas.page(saga_id, "user-metadata"))
+        await expect(page.get_by_role("heading", name=saga_id)).to_be_visible()
+        await expect(page.get_by_role("heading", name="Current Details")).to_be_visible()
+        details = page.frame_locator("iframe").last  # after the summary's and details' frames
+        await expect(details.get_by_role("heading", name=status)).to_be_visible()
+        yield details
 
 
 async def test_a_waiting_saga_shows_the_payload_its_hash_and_how_to_approve(
@@ -323,9 +310,7 @@ async def test_a_waiting_saga_shows_the_payload_its_hash_and_how_to_approve(
 ) -> None:
     from playwright.async_api import expect
 
-    async with screenshot_on_failure(page, "awaiting"):
-        details = await _details(page, ui_sagas, ui_sagas.saga_id)
-        await expect(details.get_by_role("heading", name="AWAITING_APPROVAL")).to_be_visible()
+    async with _details(page, ui_sagas, ui_sagas.saga_id, "AWAITING_APPROVAL") as details:
         fields = details.get_by_role("listitem")
         await expect(fields.filter(has_text=re.compile(r"^iban:"))).to_have_text(
             "iban: DE89370400440532013000"
@@ -350,11 +335,9 @@ async def test_a_compensated_saga_is_shown_failed_not_as_a_green_success(
     from playwright.async_api import expect
 
     saga_id = ui_sagas.compensated_id
-    async with screenshot_on_failure(page, "compensated"):
-        details = await _details(page, ui_sagas, saga_id)
+    async with _details(page, ui_sagas, saga_id, "COMPENSATED") as details:
         await expect(page.get_by_text(re.compile(r"^\s*failed\s*$", re.I)).first).to_be_visible()
         await expect(page.get_by_text(re.compile(r"^\s*completed\s*$", re.I))).to_have_count(0)
-        await expect(details.get_by_role("heading", name="COMPENSATED")).to_be_visible()
         await expect(details.get_by_text("FAILED; its executed steps were undone")).to_be_visible()
         await expect(details.locator("p").filter(has_text="First failure:")).to_contain_text(
             "step 3 (ship_order) failed: ShopError: carrier refused"
@@ -382,9 +365,7 @@ async def test_a_saga_whose_compensation_failed_says_what_is_dirty_and_how_to_re
     from playwright.async_api import expect
 
     saga_id = ui_sagas.dirty_id
-    async with screenshot_on_failure(page, "needs-human"):
-        details = await _details(page, ui_sagas, saga_id)
-        await expect(details.get_by_role("heading", name="NEEDS_HUMAN")).to_be_visible()
+    async with _details(page, ui_sagas, saga_id, "NEEDS_HUMAN") as details:
         dirty = details.get_by_role("listitem").filter(has_text="COMPENSATION_FAILED")
         await expect(dirty.first).to_contain_text("charge_card")
         await expect(dirty.first).to_contain_text("refused the refund")

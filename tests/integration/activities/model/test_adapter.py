@@ -189,30 +189,32 @@ async def test_non_json_error_body_is_reported(
     assert "upstream model crashed" in str(raised.value)
 
 
+async def _unavailable(model: OpenAIChatModel) -> ApplicationError:
+    """The model's next turn fails as ModelUnavailable, retryable (the client is closed
+    after); the error, for what it says."""
+    try:
+        with pytest.raises(ApplicationError) as raised:
+            await model.next_turn(turn_input(), SCHEMAS)
+    finally:
+        await model.aclose()
+    assert raised.value.type == "ModelUnavailable" and not raised.value.non_retryable
+    return raised.value
+
+
 async def test_connection_refused_is_retryable() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again when the block ends: nothing listens
     model = OpenAIChatModel(base_url=f"http://127.0.0.1:{port}/v1", model="m")
-    try:
-        with pytest.raises(ApplicationError) as raised:
-            await model.next_turn(turn_input(), SCHEMAS)
-    finally:
-        await model.aclose()
-    assert raised.value.type == "ModelUnavailable" and not raised.value.non_retryable
-    assert f"127.0.0.1:{port}" in str(raised.value)
+    raised = await _unavailable(model)
+    assert f"127.0.0.1:{port}" in str(raised)
 
 
 async def test_timeout_is_retryable(chat_server: ChatServer) -> None:
     chat_server.script(Reply(completion(content="late").body, delay=2.0))
     model = OpenAIChatModel(base_url=chat_server.url, model="m", timeout=0.3)
-    try:
-        with pytest.raises(ApplicationError) as raised:
-            await model.next_turn(turn_input(), SCHEMAS)
-    finally:
-        await model.aclose()
-    assert raised.value.type == "ModelUnavailable" and not raised.value.non_retryable
-    assert "timed out" in str(raised.value)
+    raised = await _unavailable(model)
+    assert "timed out" in str(raised)
 
 
 async def test_a_saga_cannot_send_the_key_elsewhere(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import sys
-import uuid
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,9 +21,8 @@ from sagacity.examples.mcp_shop_server import received_calls, server_pids
 from sagacity.examples.order_workflow import OrderWorkflow
 from sagacity.examples.orders import Shop
 from sagacity.stores import JournalStore
-from sagacity.worker._app import new_worker
-from sagacity.worker.client._saga_client import SagaClient
 from tests.support.pg_fixtures import pg_journal_url, pg_schema, pg_store
+from tests.support.rigs import SagaRig, serving
 
 __all__ = ["pg_journal_url", "pg_schema", "pg_store"]
 
@@ -71,15 +69,11 @@ def mcp_shop(tmp_path: Path) -> McpShop:
 
 
 @dataclass
-class McpOrders:
-    client: SagaClient
-    store: JournalStore
-    shop: McpShop
-    toolset: McpToolset
-    task_queue: str
+class McpOrders(SagaRig[McpShop]):
+    """The MCP shop's tools on a worker, and the toolset that serves them."""
 
-    def new_id(self) -> str:
-        return f"mcp-order-{uuid.uuid4().hex[:12]}"
+    toolset: McpToolset
+    id_prefix = "mcp-order"
 
 
 @pytest.fixture
@@ -87,16 +81,12 @@ async def mcp_orders(
     temporal_env: WorkflowEnvironment, pg_store: JournalStore, mcp_shop: McpShop
 ) -> AsyncIterator[McpOrders]:
     """A worker serving the MCP shop's tools (AgentSaga and the user's OrderWorkflow)."""
-    task_queue = f"mcp-{uuid.uuid4().hex[:8]}"
-    async with McpToolset(mcp_shop.server, tools=SHOP_MAPPING) as toolset:
-        worker = new_worker(
-            temporal_env.client,
-            store=pg_store,
-            toolbox=toolset.toolbox,
-            task_queue=task_queue,
-            workflows=[OrderWorkflow],
-        )
-        client = SagaClient(temporal_env.client, task_queue=task_queue, store=pg_store)
-        async with worker:
-            yield McpOrders(client, pg_store, mcp_shop, toolset, task_queue)
+    async with (
+        McpToolset(mcp_shop.server, tools=SHOP_MAPPING) as toolset,
+        serving(temporal_env.client, pg_store, toolset.toolbox, [OrderWorkflow], "mcp") as (
+            client,
+            task_queue,
+        ),
+    ):
+        yield McpOrders(client, pg_store, mcp_shop, task_queue, toolset)
     assert_stopped(mcp_shop.pids())

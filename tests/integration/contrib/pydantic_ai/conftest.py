@@ -6,28 +6,23 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from sagacity.examples.orders import Shop
 from sagacity.stores import JournalStore
-from sagacity.worker.client._saga_client import SagaClient
 from tests.histories.record_pydantic_ai import clerk_worker
 from tests.support.pg_fixtures import pg_journal_url, pg_schema, pg_store, shop
+from tests.support.rigs import SagaRig
 
 __all__ = ["pg_journal_url", "pg_schema", "pg_store", "shop"]
 
 
-@dataclass
-class Clerks:
-    client: SagaClient
-    store: JournalStore
-    shop: Shop
+class Clerks(SagaRig[Shop]):
+    """The clerks on a worker wired as the example wires its own (clerk_worker)."""
 
-    def new_id(self) -> str:
-        return f"clerk-{uuid.uuid4().hex[:12]}"
+    id_prefix = "clerk"
 
 
 @pytest.fixture
@@ -35,6 +30,7 @@ async def clerks(
     temporal_env: WorkflowEnvironment, pg_store: JournalStore, shop: Shop
 ) -> AsyncIterator[Clerks]:
     target = temporal_env.client.service_client.config.target_host
-    worker, client = await clerk_worker(target, pg_store, shop, f"clerk-{uuid.uuid4().hex[:8]}")
+    task_queue = f"clerk-{uuid.uuid4().hex[:8]}"
+    worker, client = await clerk_worker(target, pg_store, shop, task_queue)
     async with worker:
-        yield Clerks(client, pg_store, shop)
+        yield Clerks(client, pg_store, shop, task_queue)

@@ -6,17 +6,15 @@ these replaying (or go behind `workflow.patched()`)."""
 from __future__ import annotations
 
 import pytest
-from temporalio.client import WorkflowHistory
 
+from tests.histories._recording import assert_replayed, committed, recorded_flows
 from tests.histories.record_pydantic_ai import FLOWS, HISTORIES, replay_failure
 
 
 def test_every_clerk_flow_has_a_history() -> None:
-    assert {p.stem for p in HISTORIES.glob("*.json")} == set(FLOWS)
+    assert recorded_flows(HISTORIES) == set(FLOWS)
 
 
 @pytest.mark.parametrize("name", sorted(FLOWS))
 async def test_committed_clerk_history_replays(name: str) -> None:
-    history = WorkflowHistory.from_json(name, (HISTORIES / f"{name}.json").read_text())
-    failure = await replay_failure(history)
-    assert failure is None, f"{name}: {type(failure).__name__}: {failure}"
+    assert_replayed(name, await replay_failure(committed(HISTORIES, name)))

@@ -102,17 +102,28 @@ async def test_an_order_completes_its_model_calls_pydantic_ai_activities_its_too
     assert len(clerks.shop.shipments()) == 1
 
 
-async def awaiting_wire(clerks: Clerks, saga_id: str) -> Any:
-    review = await clerks.client.wait_pending(saga_id, timeout=30)
+async def wire_awaiting(clerks: Clerks) -> tuple[WorkflowHandle[Any, ClerkReport], Any]:
+    """An order with a supplier wire, started and waiting for the wire's approval; its
+    handle and the review of the pending wire."""
+    handle = await start(clerks, ClerkOrder(supplier_iban=IBAN))
+    review = await clerks.client.wait_pending(handle.id, timeout=30)
     assert review.pending.tool == "send_wire_transfer"
-    return review
+    return handle, review
+
+
+UNDONE_AFTER_THE_WIRE = [
+    ("AWAITING_APPROVAL", 4), ("REJECTED", 4), ("COMPENSATING", 0), ("COMPENSATED", 2),
+    ("COMPENSATED", 1),
+    ("SAGA_CLOSED", 0),
+]  # fmt: skip
+"""How the journal of a wire order ends when the wire is refused (rejected, or the saga
+cancelled while it waits): the charge and the reservation undone, newest first."""
 
 
 async def test_the_wire_waits_for_its_approval_and_runs_with_exactly_the_approved_args(
     clerks: Clerks,
 ) -> None:
-    handle = await start(clerks, ClerkOrder(supplier_iban=IBAN))
-    review = await awaiting_wire(clerks, handle.id)
+    handle, review = await wire_awaiting(clerks)
 
     payload = {"iban": IBAN, "amount": 1250, "currency": "EUR"}
     assert review.pending.payload == payload
@@ -143,8 +154,7 @@ async def test_the_wire_waits_for_its_approval_and_runs_with_exactly_the_approve
 async def test_a_rejected_wire_is_told_to_the_clerk_and_the_order_is_undone(
     clerks: Clerks,
 ) -> None:
-    handle = await start(clerks, ClerkOrder(supplier_iban=IBAN))
-    await awaiting_wire(clerks, handle.id)
+    handle, _ = await wire_awaiting(clerks)
     await clerks.client.reject(handle.id, approver="bob@example.com", reason="unknown supplier")
     report = await handle.result()
 
@@ -154,11 +164,7 @@ async def test_a_rejected_wire_is_told_to_the_clerk_and_the_order_is_undone(
     [told] = report.told
     assert told.startswith("send_wire_transfer: step 4 (send_wire_transfer) rejected")
     entries = await verified(clerks, handle)
-    assert [(e.phase.value, e.step) for e in entries][-6:] == [
-        ("AWAITING_APPROVAL", 4), ("REJECTED", 4), ("COMPENSATING", 0), ("COMPENSATED", 2),
-        ("COMPENSATED", 1),
-        ("SAGA_CLOSED", 0),
-    ]  # fmt: skip
+    assert [(e.phase.value, e.step) for e in entries][-6:] == UNDONE_AFTER_THE_WIRE
     assert clerks.shop.wires() == []
     assert clerks.shop.stock("widget") == INITIAL_STOCK["widget"]
     assert [c["refunded"] for c in clerks.shop.charges()] == [True]
@@ -223,19 +229,14 @@ async def test_a_run_that_fails_after_two_steps_undoes_them(clerks: Clerks) -> N
 async def test_a_cancel_while_the_wire_waits_compensates_and_stays_a_cancel(
     clerks: Clerks,
 ) -> None:
-    handle = await start(clerks, ClerkOrder(supplier_iban=IBAN))
-    await awaiting_wire(clerks, handle.id)
+    handle, _ = await wire_awaiting(clerks)
     await clerks.client.cancel(handle.id, actor="olivia", reason="customer called back")
 
     with pytest.raises(WorkflowFailureError) as failed:
         await handle.result()
     assert isinstance(failed.value.cause, CancelledError)
     entries = await verified(clerks, handle)
-    assert [(e.phase.value, e.step) for e in entries][-6:] == [
-        ("AWAITING_APPROVAL", 4), ("REJECTED", 4), ("COMPENSATING", 0), ("COMPENSATED", 2),
-        ("COMPENSATED", 1),
-        ("SAGA_CLOSED", 0),
-    ]  # fmt: skip
+    assert [(e.phase.value, e.step) for e in entries][-6:] == UNDONE_AFTER_THE_WIRE
     assert "customer called back" in entries[-1].result["first_failure"]
     assert clerks.shop.wires() == [] and clerks.shop.stock("widget") == INITIAL_STOCK["widget"]
     assert await failed_workflow_tasks(handle) == []

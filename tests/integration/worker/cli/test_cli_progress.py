@@ -21,12 +21,9 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from sagacity.approval._judge import approval_hash
-from sagacity.examples.orders import Shop
 from sagacity.stores import open_store
 from sagacity.tools._decorators import tool
-from sagacity.tools._toolbox import Toolbox
-from sagacity.worker._app import new_worker
-from tests.support.cli import CliHarness, Ran, cli_env, spawn_cli
+from tests.support.cli import CliHarness, Ran, cli_env, cli_harness, spawn_cli
 
 pytestmark = [pytest.mark.temporal, pytest.mark.timeout(120)]
 
@@ -245,23 +242,8 @@ def fail_loudly(text: str) -> dict[str, str]:
 @pytest.fixture
 async def hostile(temporal_env: WorkflowEnvironment, tmp_path: Path) -> AsyncIterator[CliHarness]:
     """The CLI harness with two more tools, whose result and error a caller writes."""
-    journal_url = f"sqlite:///{tmp_path}/journal.db"
-    store = open_store(journal_url)
-    shop = Shop(tmp_path / "shop.db")
-    task_queue = f"cli-{uuid.uuid4().hex[:8]}"
-    env = {
-        "SAGACITY_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
-        "SAGACITY_NAMESPACE": temporal_env.client.namespace,
-        "SAGACITY_TASK_QUEUE": task_queue,
-        "SAGACITY_JOURNAL_URL": journal_url,
-    }
-    toolbox = Toolbox.build(shop, echo_back, fail_loudly)
-    worker = new_worker(temporal_env.client, store=store, toolbox=toolbox, task_queue=task_queue)
-    try:
-        async with worker:
-            yield CliHarness(temporal_env.client, store, shop, task_queue, env, tmp_path)
-    finally:
-        store.close()
+    async with cli_harness(temporal_env.client, tmp_path, echo_back, fail_loudly) as harness:
+        yield harness
 
 
 @pytest.mark.parametrize("as_json", [False, True], ids=["lines", "json"])

@@ -19,21 +19,17 @@ from sagacity.journal._phases import SagaStatus
 from sagacity.stores import open_store
 from sagacity.tools._toolbox import Toolbox
 from sagacity.worker._app import new_worker
-from sagacity.worker._devserver import start_time_skipping_server
 from sagacity.worker.client._client import saga_result
 from sagacity.workflows._models import SagaInput, SagaResult, SagaView
-from tests.support.workflows import CHARGE, RESERVE, SHIP_FAILS, eventually
+from tests.support.workflows import CHARGE, RESERVE, SHIP_FAILS, eventually, time_skipping_server
 
 pytestmark = [pytest.mark.temporal, pytest.mark.timeout(90)]
 
 
 @pytest.fixture
 async def skipping() -> AsyncIterator[WorkflowEnvironment]:
-    env = await start_time_skipping_server()
-    try:
+    async with time_skipping_server() as env:
         yield env
-    finally:
-        await env.shutdown()
 
 
 async def test_nobody_comes_for_thirty_days(skipping: WorkflowEnvironment, tmp_path: Path) -> None:

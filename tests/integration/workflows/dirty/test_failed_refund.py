@@ -23,7 +23,12 @@ from sagacity.workflows._models import (
     SagaResult,
     SagaView,
 )
-from tests.support.workflows import CHARGE, RESERVE, SHIP_FAILS, WIRE, entries_of, eventually
+from tests.support.workflows import (
+    WIRE,
+    entries_of,
+    eventually,
+    refund_refused,
+)
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -59,13 +64,8 @@ async def _refused(handle: WorkflowHandle[Any, SagaResult], **body: Any) -> str:
 
 
 async def test_refund_down_then_retried(saga) -> None:
-    saga.shop.set_fault("refund")
     handle = await saga.start(
-        SagaInput(
-            plan=[RESERVE, CHARGE, SHIP_FAILS],
-            compensation_attempts=2,
-            resolution=ResolutionPolicy(resolvers=["olivia"]),
-        )
+        refund_refused(saga.shop, resolution=ResolutionPolicy(resolvers=["olivia"]))
     )
     [dirty] = await _dirty(handle)
     assert (dirty.step, dirty.tool, dirty.kind) == (2, "charge_card", "COMPENSATION_FAILED")
@@ -127,10 +127,7 @@ async def test_refund_down_then_retried(saga) -> None:
 async def test_current_details_say_what_is_dirty_and_how_to_resolve(saga) -> None:
     """What the Temporal UI shows of a waiting saga: its current details (the workflow's
     metadata query, as the UI reads it)."""
-    saga.shop.set_fault("refund")
-    handle = await saga.start(
-        SagaInput(plan=[RESERVE, CHARGE, SHIP_FAILS], compensation_attempts=1)
-    )
+    handle = await saga.start(refund_refused(saga.shop, compensation_attempts=1))
     await _dirty(handle)
     metadata: Any = await handle.query("__temporal_workflow_metadata")
     details = metadata.current_details if hasattr(metadata, "current_details") else str(metadata)
@@ -179,10 +176,7 @@ async def test_actions_are_bounded_but_an_acceptance_is_always_taken(saga, monke
     from sagacity.workflows import _human_desk as human_desk
 
     monkeypatch.setattr(human_desk, "MAX_ACTIONS", 2)
-    saga.shop.set_fault("refund")
-    handle = await saga.start(
-        SagaInput(plan=[RESERVE, CHARGE, SHIP_FAILS], compensation_attempts=1)
-    )
+    handle = await saga.start(refund_refused(saga.shop, compensation_attempts=1))
     await _dirty(handle)
     for _ in range(2):
         again = await _resolve(handle, action="retry_compensation", step=2, actor="olivia")

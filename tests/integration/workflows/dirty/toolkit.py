@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Literal
 
 from sagacity.tools._decorators import CompensationContext, ToolContext, compensable, compensation
+from tests.support.sqlite_files import transaction
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS payments (key TEXT PRIMARY KEY, amount INTEGER, voided INTEGER);
@@ -29,14 +29,8 @@ class HangingLedger:
         with self._db() as db:
             db.executescript(_SCHEMA)
 
-    @contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=30)
-        try:
-            with db:
-                yield db
-        finally:
-            db.close()
+    def _db(self) -> AbstractContextManager[sqlite3.Connection]:
+        return transaction(self.path)
 
     def payments(self) -> list[dict[str, Any]]:
         with self._db() as db:

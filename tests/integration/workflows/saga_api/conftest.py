@@ -3,20 +3,20 @@ SagacityPlugin, journaling to PostgreSQL in a fresh schema, and a SagaClient."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from sagacity.examples.order_workflow import OrderWorkflow
 from sagacity.examples.orders import Shop
+from sagacity.journal._phases import StepStatus
 from sagacity.stores import JournalStore
+from sagacity.tools._decorators import ToolKind
 from sagacity.tools._toolbox import Toolbox
-from sagacity.worker._app import new_worker
-from sagacity.worker.client._saga_client import SagaClient
+from sagacity.workflows._models import SagaState, StepReport
 from tests.support.pg_fixtures import pg_journal_url, pg_schema, pg_store, shop, workers
+from tests.support.rigs import SagaRig, serving
 from tests.support.user_workflows import (
     CallsAfterTheBlock,
     ForgetsHandover,
@@ -41,29 +41,31 @@ USER_WORKFLOWS = [
 ]  # fmt: skip
 
 
-@dataclass
-class Orders:
-    client: SagaClient
-    store: JournalStore
-    shop: Shop
-    task_queue: str
+def planted_charge() -> SagaState:
+    """A saga state claiming step 1 charged a card: what a starter who could hand the saga
+    a state would plant, to have a refund run on someone else's charge."""
+    return SagaState(
+        next_step=1,
+        steps=[
+            StepReport(step=1, tool="charge_card", status=StepStatus.EXECUTED,
+                       tool_kind=ToolKind.COMPENSABLE)
+        ],
+    )  # fmt: skip
 
-    def new_id(self) -> str:
-        return f"order-{uuid.uuid4().hex[:12]}"
+
+class Orders(SagaRig[Shop]):
+    """The user's workflows (USER_WORKFLOWS) on a worker journaling to PostgreSQL."""
+
+    id_prefix = "order"
 
 
 @pytest.fixture
 async def orders(
     temporal_env: WorkflowEnvironment, pg_store: JournalStore, shop: Shop
 ) -> AsyncIterator[Orders]:
-    task_queue = f"orders-{uuid.uuid4().hex[:8]}"
-    worker = new_worker(
-        temporal_env.client,
-        store=pg_store,
-        toolbox=Toolbox.build(shop),
-        task_queue=task_queue,
-        workflows=USER_WORKFLOWS,
-    )
-    client = SagaClient(temporal_env.client, task_queue=task_queue, store=pg_store)
-    async with worker:
+    toolbox = Toolbox.build(shop)
+    async with serving(temporal_env.client, pg_store, toolbox, USER_WORKFLOWS, "orders") as (
+        client,
+        task_queue,
+    ):
         yield Orders(client, pg_store, shop, task_queue)

@@ -11,6 +11,7 @@ from temporalio.worker import Replayer
 
 from sagacity.examples.order_workflow import OrderWorkflow
 from sagacity.worker._plugin import SagacityPlugin
+from tests.histories._recording import assert_replayed, committed, recorded_flows
 from tests.histories.record_saga_api import FLOWS, HISTORIES
 from tests.integration.workflows.saga_api.conftest import Orders
 from tests.support.user_workflows import ForgetsToCompensate
@@ -27,19 +28,16 @@ async def _failure(history: WorkflowHistory, cls: type = OrderWorkflow) -> Excep
 
 
 def test_every_order_flow_has_a_history() -> None:
-    assert {p.stem for p in HISTORIES.glob("*.json")} == set(FLOWS)
+    assert recorded_flows(HISTORIES) == set(FLOWS)
 
 
 @pytest.mark.parametrize("name", sorted(FLOWS))
 async def test_committed_order_history_replays(name: str) -> None:
-    history = WorkflowHistory.from_json(name, (HISTORIES / f"{name}.json").read_text())
-    failure = await _failure(history)
-    assert failure is None, f"{name}: {type(failure).__name__}: {failure}"
+    assert_replayed(name, await _failure(committed(HISTORIES, name)))
 
 
 async def test_replay_catches_an_edit_that_drops_compensation() -> None:
-    history = WorkflowHistory.from_json("f", (HISTORIES / "fails_at_step_3.json").read_text())
-    failure = await _failure(history, ForgetsToCompensate)
+    failure = await _failure(committed(HISTORIES, "fails_at_step_3"), ForgetsToCompensate)
     assert isinstance(failure, workflow.NondeterminismError), repr(failure)
 
 
@@ -49,5 +47,4 @@ async def test_replay_catches_an_edit_that_drops_compensation() -> None:
 @pytest.mark.parametrize("name", sorted(FLOWS))
 async def test_fresh_order_history_replays(orders: Orders, name: str) -> None:
     handle = await FLOWS[name](orders.client, orders.new_id())
-    failure = await _failure(await handle.fetch_history())
-    assert failure is None, f"{name}: {type(failure).__name__}: {failure}"
+    assert_replayed(name, await _failure(await handle.fetch_history()))

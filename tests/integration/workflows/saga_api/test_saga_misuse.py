@@ -12,10 +12,7 @@ import pytest
 from temporalio.client import WorkflowFailureError, WorkflowUpdateStage
 from temporalio.exceptions import ApplicationError
 
-from sagacity.journal._phases import StepStatus
-from sagacity.tools._decorators import ToolKind
-from sagacity.workflows._models import SagaState, StepReport
-from tests.integration.workflows.saga_api.conftest import Orders
+from tests.integration.workflows.saga_api.conftest import Orders, planted_charge
 from tests.support.user_workflows import (
     CallsAfterTheBlock,
     ForgetsToAwait,
@@ -102,13 +99,7 @@ async def test_a_listed_failure_type_compensates(orders: Orders) -> None:
 async def test_a_state_forwarded_into_a_continued_run_is_checked_against_the_journal(
     orders: Orders,
 ) -> None:
-    planted = SagaState(
-        next_step=1,
-        steps=[
-            StepReport(step=1, tool="charge_card", status=StepStatus.EXECUTED,
-                       tool_kind=ToolKind.COMPENSABLE)
-        ],
-    )  # fmt: skip
+    planted = planted_charge()
     handle = await orders.client.start_workflow(
         ForwardsInput.run, ForwardInput(state=planted), saga_id=orders.new_id()
     )

@@ -11,11 +11,10 @@ from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
 from sagacity.examples.orders import INITIAL_STOCK
-from sagacity.journal._phases import SagaStatus, StepStatus
-from sagacity.tools._decorators import ToolKind
+from sagacity.journal._phases import SagaStatus
 from sagacity.workflows._inspection import SAGA_NEEDS_HUMAN
-from sagacity.workflows._models import SagaResult, SagaState, StepReport
-from tests.integration.workflows.saga_api.conftest import Orders
+from sagacity.workflows._models import SagaResult
+from tests.integration.workflows.saga_api.conftest import Orders, planted_charge
 from tests.support.user_workflows import (
     ForgetsHandover,
     LetsFailureOut,
@@ -103,13 +102,7 @@ async def test_a_failure_after_continue_as_new_undoes_steps_of_earlier_runs(
 async def test_state_planted_in_a_first_run_is_refused(orders: Orders) -> None:
     """A starter who could hand the saga a state could plant an executed step (to have a
     refund run on someone else's charge) or skip the opening entry."""
-    planted = SagaState(
-        next_step=1,
-        steps=[
-            StepReport(step=1, tool="charge_card", status=StepStatus.EXECUTED,
-                       tool_kind=ToolKind.COMPENSABLE)
-        ],
-    )  # fmt: skip
+    planted = planted_charge()
     saga_id, error = await failure_of(
         orders, LongOrder.run, LongInput(reservations=1, fail_at_end=True, state=planted)
     )

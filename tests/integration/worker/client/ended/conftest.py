@@ -17,15 +17,15 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from sagacity.examples.order_workflow import Order, OrderWorkflow
-from sagacity.examples.orders import Shop
+from sagacity.examples.orders import INITIAL_STOCK, Shop
 from sagacity.stores import JournalStore, open_store
 from sagacity.tools._toolbox import Toolbox
 from sagacity.worker._app import new_worker
 from sagacity.worker.client._saga_client import SagaClient
-from tests.integration.worker.client.ended.parents import OrdersParent, Stranger
+from tests.integration.worker.client.ended.parents import OrdersParent, ParentInput, Stranger
 from tests.support.cli import Ran, invoke_sync
 from tests.support.pg_fixtures import pg_journal_url, pg_schema
-from tests.support.workers import eventually
+from tests.support.workers import assert_chain_closed, eventually
 
 __all__ = ["pg_journal_url", "pg_schema"]
 
@@ -75,6 +75,40 @@ class Ended:
         return await self.temporal.start_workflow(
             OrderWorkflow.run, order(), id=saga_id, task_queue=self.task_queue, **kwargs
         )
+
+    def undone(self, saga_id: str) -> dict[str, Any]:
+        """The shop's ledger read back and the journal: the stock released, the card
+        refunded, no wire; the chain closed after both compensations, COMPENSATED.
+        Returns what the closing entry says."""
+        assert self.shop.stock("widget") == INITIAL_STOCK["widget"]
+        assert [(c["key"], c["refunded"]) for c in self.shop.charges()] == [(f"{saga_id}:2", True)]
+        assert self.shop.wires() == []
+        entries = assert_chain_closed(self.store, saga_id)
+        tail = [(e.phase.value, e.step) for e in entries][-3:]
+        assert tail == [("COMPENSATED", 2), ("COMPENSATED", 1), ("SAGA_CLOSED", 0)]
+        closing = entries[-1].result
+        assert isinstance(closing, dict) and closing["status"] == "COMPENSATED"
+        return closing
+
+    async def awaiting_order(self) -> str:
+        """A new order saga, once it waits on its wire's approval: its id."""
+        saga_id = self.new_id()
+        await self.start(saga_id)
+        await self.awaiting_approval(saga_id)
+        return saga_id
+
+    async def start_parent(self, **options: Any) -> tuple[WorkflowHandle[Any, Any], str]:
+        """An OrdersParent whose child saga places order() (ParentInput `options`): the
+        parent's handle and the child's id, `<parent id>/order`."""
+        parent_id = self.new_id("parent")
+        child_id = f"{parent_id}/order"
+        parent = await self.temporal.start_workflow(
+            OrdersParent.run,
+            ParentInput(child_id=child_id, order=order(), **options),
+            id=parent_id,
+            task_queue=self.task_queue,
+        )
+        return parent, child_id
 
 
 @pytest.fixture(params=JOURNALS)

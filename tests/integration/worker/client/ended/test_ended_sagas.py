@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
@@ -25,8 +24,8 @@ from sagacity.worker.client._saga_reset import NotEndedError
 from sagacity.worker.inbox import InboxConfig, create_app
 from sagacity.worker.inbox._source import SagaSource
 from tests.integration.worker.client.ended.conftest import Ended, order
-from tests.integration.worker.client.ended.parents import OrdersParent, ParentInput, Stranger
-from tests.support.workers import assert_chain_closed, eventually, phases
+from tests.integration.worker.client.ended.parents import OrdersParent, Stranger
+from tests.support.workers import eventually, phases
 
 pytestmark = [pytest.mark.temporal, pytest.mark.timeout(120)]
 
@@ -53,15 +52,7 @@ def assert_found(item: DirtyItem | None, how: str) -> EndedSaga:
 
 def assert_compensated(ended: Ended, saga_id: str, *, asked_by: str) -> None:
     """The ledger read back and the journal: everything undone, the chain closed."""
-    assert ended.shop.stock("widget") == INITIAL_STOCK["widget"]
-    assert [(c["key"], c["refunded"]) for c in ended.shop.charges()] == [(f"{saga_id}:2", True)]
-    assert ended.shop.wires() == []
-    entries = assert_chain_closed(ended.store, saga_id)
-    tail = [(e.phase.value, e.step) for e in entries][-3:]
-    assert tail == [("COMPENSATED", 2), ("COMPENSATED", 1), ("SAGA_CLOSED", 0)]
-    closing: Any = entries[-1].result
-    assert closing["status"] == "COMPENSATED"
-    said = closing["first_failure"]
+    said = ended.undone(saga_id)["first_failure"]
     assert f"saga cancelled (by {asked_by}: compensate the saga that ended" in said
 
 
@@ -138,14 +129,7 @@ async def test_a_saga_ended_by_a_timeout_is_listed_and_compensated(
 async def test_a_child_killed_by_its_parent_is_listed_and_compensated(ended: Ended) -> None:
     """Started with Temporal's own start_child_workflow (policy TERMINATE): the parent's
     failure terminates the child saga. It is listed with its parent, and compensated."""
-    parent_id = ended.new_id("parent")
-    child_id = f"{parent_id}/order"
-    parent = await ended.temporal.start_workflow(
-        OrdersParent.run,
-        ParentInput(child_id=child_id, order=order(), helper=False),
-        id=parent_id,
-        task_queue=ended.task_queue,
-    )
+    parent, child_id = await ended.start_parent(helper=False)
     await ended.awaiting_approval(child_id)
     await parent.signal(OrdersParent.give_up)
     with pytest.raises(WorkflowFailureError):
@@ -155,7 +139,7 @@ async def test_a_child_killed_by_its_parent_is_listed_and_compensated(ended: End
         return await listed(ended.client, child_id)
 
     found = assert_found(await eventually(child_ended, 20, "the child listed"), "terminated")
-    assert found.parent_id == parent_id
+    assert found.parent_id == parent.id
 
     done = await ended.cli(
         "compensate", child_id, "--actor", "olivia", "--reason", "parent failed", "--yes", "--wait"
@@ -166,9 +150,7 @@ async def test_a_child_killed_by_its_parent_is_listed_and_compensated(ended: End
 
 @pytest.mark.parametrize("journal_url", ["sqlite"], indirect=True)
 async def test_without_the_journal_it_is_still_found_and_the_gap_is_said(ended: Ended) -> None:
-    saga_id = ended.new_id()
-    await ended.start(saga_id)
-    await ended.awaiting_approval(saga_id)
+    saga_id = await ended.awaiting_order()
     await ended.client.handle(saga_id).terminate(reason="gone")
 
     blind = SagaClient(ended.temporal, task_queue=ended.task_queue)  # no journal store
@@ -192,9 +174,7 @@ async def test_without_the_journal_it_is_still_found_and_the_gap_is_said(ended: 
 
 @pytest.mark.parametrize("journal_url", ["sqlite"], indirect=True)
 async def test_compensate_refuses_a_running_and_a_closed_saga(ended: Ended) -> None:
-    saga_id = ended.new_id()
-    await ended.start(saga_id)
-    await ended.awaiting_approval(saga_id)
+    saga_id = await ended.awaiting_order()
     before = phases(ended.store, saga_id)
 
     running = await ended.cli("compensate", saga_id, "--actor", "o", "--reason", "r", "--yes")
@@ -210,9 +190,7 @@ async def test_compensate_refuses_a_running_and_a_closed_saga(ended: Ended) -> N
 
 @pytest.mark.parametrize("journal_url", ["sqlite"], indirect=True)
 async def test_the_inbox_lists_it_with_its_steps_and_the_command(ended: Ended) -> None:
-    saga_id = ended.new_id()
-    await ended.start(saga_id)
-    await ended.awaiting_approval(saga_id)
+    saga_id = await ended.awaiting_order()
     await ended.client.handle(saga_id).terminate(reason="operator pulled the plug")
 
     base = "http://localhost:8200"
@@ -240,9 +218,7 @@ async def test_a_run_of_another_chain_under_the_saga_id_is_never_reset(ended: En
     its id: that run is another run chain. Running, it does not hide the saga; ended, it
     is never reset in the saga's place: the saga is listed with no reset offered, and
     `compensate` refuses."""
-    saga_id = ended.new_id()
-    await ended.start(saga_id)
-    await ended.awaiting_approval(saga_id)
+    saga_id = await ended.awaiting_order()
     await ended.client.handle(saga_id).terminate(reason="first")
     stranger = await ended.temporal.start_workflow(
         Stranger.run, id=saga_id, task_queue=ended.task_queue
