@@ -308,3 +308,28 @@ def test_the_quick_start_imports_from_two_modules_at_most() -> None:
             elif isinstance(node, ast.Import):
                 used.update(a.name for a in node.names if a.name.startswith("sagacity"))
     assert used <= {"sagacity", "sagacity.worker"}, used
+
+
+def _test_folders(tier: str) -> list[Path]:
+    base = ROOT / "tests" / tier
+    return sorted(p for p in base.rglob("*") if p.is_dir() and p.name != "__pycache__")
+
+
+@pytest.mark.parametrize("tier", ["pure", "integration"])
+def test_the_tiers_mirror_the_packages(tier: str) -> None:
+    """tests/<tier>/journal/ tests sagacity/journal/, tests/<tier>/worker/cli/ tests
+    worker/cli/: a folder's first part is a package of the import root (the second too,
+    under a package with subpackages); below that, a folder is one feature's rig."""
+    base = ROOT / "tests" / tier
+    source = ROOT / "sagacity"
+    strays = []
+    for folder in _test_folders(tier):
+        parts = folder.relative_to(base).parts
+        package = source / parts[0]
+        if not (package / "__init__.py").is_file():
+            strays.append(folder)
+            continue
+        subpackages = [p for p in package.iterdir() if (p / "__init__.py").is_file()]
+        if len(parts) > 1 and subpackages and not (package / parts[1] / "__init__.py").is_file():
+            strays.append(folder)
+    assert strays == [], f"test folders that name no package: {strays}"
