@@ -44,7 +44,7 @@ from sagacity.approval._registry_file import KeyLookup
 from sagacity.approval._signed_action import sign_action
 from sagacity.approval._signed_checks import JudgeContext
 from sagacity.approval._signing import SigningKey
-from tests.support.soft_authenticator import SoftAuthenticator
+from tests.support.soft_authenticator import SoftAuthenticator, enrolled_key, signed_with
 
 ORIGIN = "http://localhost:8765"
 RP = "localhost"
@@ -54,11 +54,9 @@ NOW = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
 def enroll(
     device: SoftAuthenticator, approver: str = "alice", groups: tuple[str, ...] = ("finance",)
 ) -> EnrolledKey:
-    challenge = new_challenge()
-    options = registration_options(approver=approver, rp_id=RP, rp_name="t", challenge=challenge)
-    return verify_registration(
-        device.create(options, ORIGIN), approver=approver, challenge=challenge, rp_id=RP,
-        origins=[ORIGIN], valid_from=NOW - timedelta(days=1), groups=groups,
+    return enrolled_key(
+        device, approver, rp_id=RP, rp_name="t", origin=ORIGIN,
+        valid_from=NOW - timedelta(days=1), groups=groups,
     )  # fmt: skip
 
 
@@ -76,12 +74,8 @@ def draft_for(
 
 
 def body(device: SoftAuthenticator, key: EnrolledKey, **get: Any) -> dict[str, Any]:
-    draft = draft_for(key)
-    options = draft_options(draft, key)
-    credential = device.get(
-        options["challenge"], get.pop("origin", ORIGIN), get.pop("rp", RP), **get
-    )
-    return passkey_signed(draft, credential).model_dump(mode="json")
+    origin, rp = get.pop("origin", ORIGIN), get.pop("rp", RP)
+    return signed_with(device, draft_for(key), key, origin, rp, **get).model_dump(mode="json")
 
 
 def verdict(raw: Any, key: EnrolledKey | None, **context: Any) -> Verdict:
