@@ -23,6 +23,7 @@ from sagacity.journal._chain import BreakReason, verify_chain
 from sagacity.journal._entry import EntryDraft, JournalEntry
 from sagacity.journal._phases import Phase
 from sagacity.stores._postgres import PostgresJournalStore
+from tests.support.pg_fixtures import fresh_schema_url
 
 pytestmark = pytest.mark.postgres
 
@@ -36,12 +37,9 @@ K = 3
 
 
 def open_in_fresh_schema(postgres_url: str, prefix: str) -> Iterator[PostgresJournalStore]:
-    schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
-    url = f"{postgres_url}{'&' if '?' in postgres_url else '?'}schema={schema}"
-    with closing(PostgresJournalStore.from_url(url)) as opened:
-        yield opened
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+    for url in fresh_schema_url(postgres_url, prefix):
+        with closing(PostgresJournalStore.from_url(url)) as opened:
+            yield opened
 
 
 @pytest.fixture(scope="module")
