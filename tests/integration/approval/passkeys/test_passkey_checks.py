@@ -63,14 +63,19 @@ def enroll(
 REQUEST = ApprovalRequest.for_call("saga-a", 2, "pay", {"iban": "DE89", "amount": 5}, NOW)
 
 
-def draft_for(
-    key: EnrolledKey, request: ApprovalRequest = REQUEST, **over: Any
-) -> PasskeyDraft[ApprovalDecision]:
+def approving(request: ApprovalRequest = REQUEST, **over: Any) -> ApprovalDecision:
+    """A decision approving `request`, with any field replaced by `over`."""
     fields: dict[str, Any] = {
         "saga_id": request.saga_id, "step": request.step, "tool": request.tool,
         "payload_sha256": request.payload_sha256, "approve": True,
     }  # fmt: skip
-    return passkey_draft(ApprovalDecision(**{**fields, **over}), key, NOW + timedelta(seconds=5))
+    return ApprovalDecision(**{**fields, **over})
+
+
+def draft_for(
+    key: EnrolledKey, request: ApprovalRequest = REQUEST, **over: Any
+) -> PasskeyDraft[ApprovalDecision]:
+    return passkey_draft(approving(request, **over), key, NOW + timedelta(seconds=5))
 
 
 def body(device: SoftAuthenticator, key: EnrolledKey, **get: Any) -> dict[str, Any]:
@@ -331,17 +336,7 @@ def test_the_key_kind_approver_validity_and_policy_still_apply() -> None:
         .keys[0]
     )
     # An Ed25519 signature under a passkey's key id, and an assertion naming an Ed25519 key.
-    ed_body = sign_action(
-        ed,
-        ApprovalDecision(
-            saga_id="saga-a",
-            step=2,
-            tool="pay",
-            payload_sha256=REQUEST.payload_sha256,
-            approve=True,
-        ),
-        NOW,
-    ).body()
+    ed_body = sign_action(ed, approving(), NOW).body()
     assert (
         verdict(ed_body | {"key_id": key.key_id}, key).refusal.reason
         is RefusalReason.WRONG_KEY_KIND
