@@ -147,18 +147,23 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def absolute_imports(path: Path) -> list[str]:
+    """The modules a file imports by absolute name (`import a.b`, `from a.b import c`)."""
+    tree = ast.parse(path.read_text())
+    return [
+        alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+        for alias in node.names
+    ] + [
+        node.module for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+    ]  # fmt: skip
+
+
 def test_layers_only_import_downwards() -> None:
     offenders = {}
     for module, path in sources().items():
         layer = layer_of(module)
-        tree = ast.parse(path.read_text())
-        names = [
-            alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
-            for alias in node.names
-        ] + [
-            node.module for node in ast.walk(tree)
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
-        ]  # fmt: skip
+        names = absolute_imports(path)
         bad = sorted({layer_of(name) for name in names} & LAYERS[layer])
         if bad:
             offenders[module] = bad
@@ -173,14 +178,7 @@ def test_nothing_imports_our_subpackages_by_their_bare_names() -> None:
     files = [*sources().values(), *(ROOT / "tests").rglob("*.py"), *(ROOT / "bench").rglob("*.py")]
     offenders = {}
     for path in files:
-        tree = ast.parse(path.read_text())
-        names = [
-            alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
-            for alias in node.names
-        ] + [
-            node.module for node in ast.walk(tree)
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
-        ]  # fmt: skip
+        names = absolute_imports(path)
         if found := sorted(n for n in names if n.split(".")[0] in bare):
             offenders[str(path.relative_to(ROOT))] = found
     assert offenders == {}

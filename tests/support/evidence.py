@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -112,21 +112,29 @@ class Tamperer:
                         conn.execute(f"ALTER TABLE {table} ENABLE ALWAYS TRIGGER {ident}".encode())
 
     def _run_sqlite(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
-        conn = sqlite3.connect(self.target, isolation_level=None)
+        run_unguarded_sqlite(
+            self.target, ((self._sql(text), params) for text, params in statements)
+        )
+
+
+def run_unguarded_sqlite(path: str | Path, statements: Iterable[tuple[str, Sequence[Any]]]) -> None:
+    """Run `statements` on the SQLite journal at `path` with its guard triggers dropped,
+    then put the triggers back as they were."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        triggers = conn.execute("SELECT name, sql FROM sqlite_master WHERE type='trigger'")
+        saved = triggers.fetchall()
+        assert saved, "the SQLite journal has guard triggers to drop"
+        for name, _ in saved:
+            conn.execute(f'DROP TRIGGER "{name}"')
         try:
-            triggers = conn.execute("SELECT name, sql FROM sqlite_master WHERE type='trigger'")
-            saved = triggers.fetchall()
-            assert saved, "the SQLite journal has guard triggers to drop"
-            for name, _ in saved:
-                conn.execute(f'DROP TRIGGER "{name}"')
-            try:
-                for text, params in statements:
-                    conn.execute(self._sql(text), params)
-            finally:
-                for _, text in saved:
-                    conn.execute(text)
+            for text, params in statements:
+                conn.execute(text, params)
         finally:
-            conn.close()
+            for _, text in saved:
+                conn.execute(text)
+    finally:
+        conn.close()
 
 
 def payload_columns(e: JournalEntry) -> tuple[str, str, str, bytes]:

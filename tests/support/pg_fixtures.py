@@ -18,6 +18,15 @@ from sagacity.stores import JournalStore, open_store
 from tests.support.workers import WorkerProcesses, with_schema, worker_env
 
 
+def fresh_schema_url(postgres_url: str, prefix: str) -> Iterator[str]:
+    """For a module's schema fixture: the URL of a schema named `prefix` and a fresh
+    suffix (the store creates it on open), dropped after the module's tests."""
+    schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    yield with_schema(postgres_url, schema)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
 @pytest.fixture
 def pg_schema(postgres_url: str) -> Iterator[str]:
     """A fresh schema for this test's journal, dropped afterwards (see the schema

@@ -7,16 +7,29 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime
+from typing import Any, TypeVar
 
 import cbor2
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
 from sagacity.approval._passkey_models import b64url
+from sagacity.approval._passkeys import (
+    PasskeyDraft,
+    draft_options,
+    new_challenge,
+    passkey_signed,
+    registration_options,
+    verify_registration,
+)
+from sagacity.approval._registry import EnrolledKey
 
 FLAG_UP, FLAG_UV, FLAG_AT = 0x01, 0x04, 0x40
+
+A = TypeVar("A")
 
 
 @dataclass
@@ -86,19 +99,13 @@ class SoftAuthenticator:
             + attested
         )
         attestation = cbor2.dumps({"fmt": "none", "attStmt": {}, "authData": auth_data})
-        cid = b64url(self.credential_id)
-        return {
-            "id": cid,
-            "rawId": cid,
-            "type": "public-key",
-            "response": {
+        return self._credential(
+            {
                 "clientDataJSON": b64url(client_data),
                 "attestationObject": b64url(attestation),
                 "transports": ["internal"],
-            },
-            "clientExtensionResults": {},
-            "authenticatorAttachment": "platform",
-        }
+            }
+        )
 
     def get(
         self,
@@ -132,17 +139,60 @@ class SoftAuthenticator:
             + tail  # extensions (flag 0x80) or whatever a forger appends, signed all the same
         )
         signature = self._sign(auth_data + hashlib.sha256(client_data).digest())
+        return self._credential(
+            {
+                "clientDataJSON": b64url(client_data),
+                "authenticatorData": b64url(auth_data),
+                "signature": b64url(signature),
+                "userHandle": None,
+            }
+        )
+
+    def _credential(self, response: dict[str, Any]) -> dict[str, Any]:
+        """The PublicKeyCredential JSON around a ceremony's `response`, as a platform
+        authenticator's browser gives it for create and get alike."""
         cid = b64url(self.credential_id)
         return {
             "id": cid,
             "rawId": cid,
             "type": "public-key",
-            "response": {
-                "clientDataJSON": b64url(client_data),
-                "authenticatorData": b64url(auth_data),
-                "signature": b64url(signature),
-                "userHandle": None,
-            },
+            "response": response,
             "clientExtensionResults": {},
             "authenticatorAttachment": "platform",
         }
+
+
+def enrolled_key(
+    device: SoftAuthenticator,
+    approver: str,
+    *,
+    rp_id: str,
+    rp_name: str,
+    origin: str,
+    valid_from: datetime,
+    groups: Sequence[str],
+) -> EnrolledKey:
+    """`device`'s credential as `approver` enrolls it: registration options for a fresh
+    challenge, the device's answer from `origin`, checked by verify_registration."""
+    challenge = new_challenge()
+    options = registration_options(
+        approver=approver, rp_id=rp_id, rp_name=rp_name, challenge=challenge
+    )
+    return verify_registration(
+        device.create(options, origin), approver=approver, challenge=challenge, rp_id=rp_id,
+        origins=[origin], valid_from=valid_from, groups=groups,
+    )  # fmt: skip
+
+
+def signed_with(
+    device: SoftAuthenticator,
+    draft: PasskeyDraft[A],
+    key: EnrolledKey,
+    origin: str,
+    rp_id: str,
+    **get: Any,
+) -> A:
+    """The draft's action carrying `device`'s assertion over the draft's challenge, made
+    from `origin` for `rp_id` (`get` as SoftAuthenticator.get takes it)."""
+    options = draft_options(draft, key)
+    return passkey_signed(draft, device.get(options["challenge"], origin, rp_id, **get))

@@ -89,6 +89,13 @@ class Journal:
         return self.store.registry_marks()
 
 
+def saved(tmp_path: Path, registry: ApproverRegistry) -> Path:
+    """The registry file a worker reads, holding `registry`."""
+    path = tmp_path / "approvers.json"
+    registry.save(path)
+    return path
+
+
 @pytest.fixture
 def registries() -> tuple[ApproverRegistry, ApproverRegistry, ApproverRegistry]:
     """v1 (mallory valid), v2 (mallory revoked), v3 (one more key)."""
@@ -140,8 +147,7 @@ def test_an_empty_journal_takes_any_registry(
     tmp_path: Path, registries: tuple[ApproverRegistry, ...]
 ) -> None:
     v1, _, _ = registries
-    path = tmp_path / "approvers.json"
-    v1.save(path)
+    path = saved(tmp_path, v1)
     RegistryFile(path).guard(Journal().marks, "j")
 
 
@@ -151,8 +157,7 @@ def test_a_reloaded_file_older_than_the_journal_is_not_taken(
     """This worker runs v1; another worker journals v3; the file here becomes v2: newer
     than the one in force, older than the journal's. Kept out, and said why."""
     v1, v2, v3 = registries
-    path = tmp_path / "approvers.json"
-    v1.save(path)
+    path = saved(tmp_path, v1)
     journal = Journal()
     live = RegistryFile(path)
     live.guard(journal.marks, "j")
@@ -175,8 +180,7 @@ def test_a_journal_that_cannot_answer_keeps_the_registry_in_force_until_it_can(
     tmp_path: Path, registries: tuple[ApproverRegistry, ...]
 ) -> None:
     v1, v2, _ = registries
-    path = tmp_path / "approvers.json"
-    v1.save(path)
+    path = saved(tmp_path, v1)
     down = [False]
 
     def marks() -> list[JournaledMark]:

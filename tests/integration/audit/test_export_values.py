@@ -101,35 +101,22 @@ async def test_a_real_export_edited_is_refused_or_broken_naming_the_line(
     number = at + 1
     canonical = json.dumps(json.dumps({"amount": 1250, "card": "tok_visa", "currency": "EUR"},
                                       separators=(",", ":")))  # fmt: skip
+    as_text = f'"input_text":{canonical}'
+    both = "holds both {0} and {0}_text".format
+    amount, card, actor = '"amount":1250,', '"card":"tok_visa",', '"actor":null,'
     edits = {
-        "an amount changed": ('"amount":1250,', '"amount":1251,', "(hash_mismatch)"),
-        "keys reordered in input": (
-            '{"amount":1250,"card":"tok_visa",',
-            '{"card":"tok_visa","amount":1250,',
-            "field input",
-        ),
-        "1250 as 1250.0": ('"amount":1250,', '"amount":1250.0,', "field input"),
-        "1250 as 1.25e3": ('"amount":1250,', '"amount":1.25e3,', "field input"),
-        "a _text beside its value": (
-            '"actor":null,',
-            '"actor":null,"actor_text":"x",',
-            "holds both actor and actor_text",
-        ),
-        "input and input_text": (
-            CHARGE_INPUT,
-            f'{CHARGE_INPUT},"input_text":{canonical}',
-            "holds both input and input_text",
-        ),
+        "an amount changed": (amount, '"amount":1251,', "(hash_mismatch)"),
+        "keys reordered in input": ("{" + amount + card, "{" + card + amount, "field input"),
+        "1250 as 1250.0": (amount, '"amount":1250.0,', "field input"),
+        "1250 as 1.25e3": (amount, '"amount":1.25e3,', "field input"),
+        "a _text beside its value": (actor, f'{actor}"actor_text":"x",', both("actor")),
+        "input and input_text": (CHARGE_INPUT, f"{CHARGE_INPUT},{as_text}", both("input")),
         "the value swapped for its text": (
             CHARGE_INPUT,
-            f'"input_text":{canonical}',
+            as_text,
             "input_text holds canonical JSON",
         ),
-        "a key repeated in input": (
-            '"amount":1250,',
-            '"amount":1250,"amount":1250,',
-            "duplicate field 'amount'",
-        ),
+        "a key repeated in input": (amount, amount + amount, "duplicate field 'amount'"),
         "a field repeated": ('"format":1,', '"format":1,"format":1,', "duplicate field 'format'"),
         "the format marker dropped": ('"format":1,', "", "missing field format"),
     }

@@ -128,25 +128,31 @@ async def test_a_checkpoint_renamed_or_deleted_cannot_hide_a_cut_tail_from_verif
     assert clean.code == 1 and "(checkpoint log): log_broken" in clean.output  # one log
 
 
-async def test_verify_refuses_a_log_of_checkpoints_when_no_key_is_known(
-    rig: EvidenceRig,
-) -> None:
-    victim, _ = await rig.run_sagas(2, "forged")
-    chain = list(rig.store.entries(victim))
-    forged = rewrite(chain, "1250", "9999999")
+async def forged_and_resigned(rig: EvidenceRig, prefix: str) -> tuple[str, NoteSigner]:
+    """Two sagas run; the first's amount rewritten with its bytes and hashes made to
+    agree, the checkpoints deleted, and the log rebuilt and re-signed with an attacker's
+    key of the log's own name. The victim saga, and the attacker's key."""
+    victim, _ = await rig.run_sagas(2, prefix)
     attacker = NoteSigner.generate(rig.signer.name)
     rig.tamper.run(
-        *updates(forged),
+        *updates(rewrite(list(rig.store.entries(victim)), "1250", "9999999")),
         ("DELETE FROM {cp}", ()),
         ("DELETE FROM {nodes}", ()),
         ("DELETE FROM {heads}", ()),
     )
     log = rig.store.checkpoint_log(attacker)
-    for saga_id in rig.store.sagas():  # the log rebuilt and re-signed with the attacker's key
+    for saga_id in rig.store.sagas():
         head = rig.store.head(saga_id)
         assert head is not None
         log.record(head)
     assert any("9999999" in e.input_json for e in rig.store.entries(victim))
+    return victim, attacker
+
+
+async def test_verify_refuses_a_log_of_checkpoints_when_no_key_is_known(
+    rig: EvidenceRig,
+) -> None:
+    victim, _ = await forged_and_resigned(rig, "forged")
     assert verify_chain(victim, rig.store.entries(victim)).ok
 
     for args in (["--all"], [victim]):
@@ -224,20 +230,7 @@ async def test_a_file_planted_under_the_keys_own_text_does_not_replace_it(
     export came in) was read instead of the key, for --log-key and SAGACITY_LOG_VERIFIER
     alike. Here the journal is rewritten, its log rebuilt and re-signed with the
     attacker's key, exported, and the attacker's key planted under the real key's text."""
-    victim, _ = await rig.run_sagas(2, "planted")
-    attacker = NoteSigner.generate(rig.signer.name)
-    rig.tamper.run(
-        *updates(rewrite(list(rig.store.entries(victim)), "1250", "9999999")),
-        ("DELETE FROM {cp}", ()),
-        ("DELETE FROM {nodes}", ()),
-        ("DELETE FROM {heads}", ()),
-    )
-    log = rig.store.checkpoint_log(attacker)
-    for saga_id in rig.store.sagas():
-        head = rig.store.head(saga_id)
-        assert head is not None
-        log.record(head)
-    assert any("9999999" in e.input_json for e in rig.store.entries(victim))
+    victim, attacker = await forged_and_resigned(rig, "planted")
     folder = tmp_path / "bundle"
     folder.mkdir()
     made = await rig.cli("export", "--all", "--out", str(folder / "all.jsonl"))

@@ -34,13 +34,7 @@ from sagacity.workflows._models import (
 )
 from sagacity.workflows._reporting import CARRY_BUDGET, RESULT_BUDGET, fit_carry, fit_result
 from sagacity.workflows._start_input import SagaInputError, check_start_fields
-
-
-def nested(depth: int) -> Any:
-    value: Any = 1
-    for _ in range(depth):
-        value = [value]
-    return value
+from tests.pure.journal.test_canonical import nested
 
 
 def test_depth_is_counted_without_recursion_and_stops_early() -> None:

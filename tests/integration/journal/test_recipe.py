@@ -13,7 +13,7 @@ import io
 import itertools
 import json
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -36,7 +36,7 @@ from sagacity.journal._recipe import (
     entry_from_material,
 )
 from sagacity.stores._memory import MemoryJournalStore
-from tests.pure.journal.test_chain import SAGA, _doc_block, chains
+from tests.pure.journal.test_chain import SAGA, _doc_block, _other_value, chains
 
 VECTORS: list[dict[str, Any]] = json.loads(_doc_block("kat-vectors", "json"))
 T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
@@ -181,14 +181,7 @@ FIELDS = [
 
 
 def _other(draw: st.DrawFn, entry: JournalEntry, field: str) -> object:
-    old = getattr(entry, field)
-    if field in ("seq", "step", "attempt"):
-        return draw(st.integers(0, 10**6).filter(lambda v: v != old))
-    if field == "phase":
-        return draw(st.sampled_from([p for p in Phase if p is not old]))
-    if field == "recorded_at":
-        return old + timedelta(microseconds=draw(st.integers(-(10**9), 10**9).filter(bool)))
-    return draw(st.text(max_size=40).filter(lambda v: v != old))
+    return _other_value(draw, entry, field, texts=st.text(max_size=40), shift_us=10**9)
 
 
 @settings(max_examples=300, deadline=None)

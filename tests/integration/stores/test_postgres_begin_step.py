@@ -29,16 +29,14 @@ from sagacity.journal._phases import Phase
 from sagacity.stores._base import StepClaim
 from sagacity.stores._postgres import PostgresJournalStore
 from sagacity.stores._postgres_sql import append_args, lock_key, split_schema
+from tests.support.pg_fixtures import fresh_schema_url
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(120)]
 
 
 @pytest.fixture(scope="module")
 def schema_url(postgres_url: str) -> Iterator[str]:
-    schema = f"sagacity_bs_{uuid.uuid4().hex[:12]}"
-    yield f"{postgres_url}{'&' if '?' in postgres_url else '?'}schema={schema}"
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+    yield from fresh_schema_url(postgres_url, "sagacity_bs")
 
 
 @pytest.fixture

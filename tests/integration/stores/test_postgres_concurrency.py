@@ -14,25 +14,21 @@ import uuid
 from collections.abc import Callable, Iterator
 from itertools import pairwise
 
-import psycopg
 import pytest
-from psycopg import sql
 
 from sagacity.journal._chain import verify_chain
 from sagacity.journal._entry import EntryDraft, JournalEntry
 from sagacity.journal._phases import Phase
 from sagacity.journal._recipe import GENESIS
 from sagacity.stores._postgres import PostgresJournalStore
+from tests.support.pg_fixtures import fresh_schema_url
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(240)]
 
 
 @pytest.fixture(scope="module")
 def schema_url(postgres_url: str) -> Iterator[str]:
-    schema = f"sagacity_c_{uuid.uuid4().hex[:12]}"
-    yield f"{postgres_url}{'&' if '?' in postgres_url else '?'}schema={schema}"
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+    yield from fresh_schema_url(postgres_url, "sagacity_c")
 
 
 @pytest.fixture(params=["shared", "per-thread"])

@@ -30,6 +30,7 @@ from sagacity.journal._phases import Phase
 from sagacity.journal._recipe import GENESIS
 from sagacity.stores import open_store
 from sagacity.stores._postgres import PostgresJournalStore, lock_key, redact_url, split_schema
+from tests.support.pg_fixtures import fresh_schema_url
 
 pytestmark = pytest.mark.postgres
 
@@ -40,10 +41,7 @@ def with_schema(url: str, schema: str) -> str:
 
 @pytest.fixture(scope="module")
 def schema_url(postgres_url: str) -> Iterator[str]:
-    schema = f"sagacity_t_{uuid.uuid4().hex[:12]}"
-    yield with_schema(postgres_url, schema)
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+    yield from fresh_schema_url(postgres_url, "sagacity_t")
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import closing
+from dataclasses import dataclass
 from typing import LiteralString
 
 import psycopg
@@ -22,6 +23,7 @@ from sagacity.journal._chain import BreakReason, verify_chain
 from sagacity.journal._entry import EntryDraft, JournalEntry
 from sagacity.journal._phases import Phase
 from sagacity.stores._postgres import PostgresJournalStore
+from tests.support.pg_fixtures import fresh_schema_url
 
 pytestmark = pytest.mark.postgres
 
@@ -35,12 +37,9 @@ K = 3
 
 
 def open_in_fresh_schema(postgres_url: str, prefix: str) -> Iterator[PostgresJournalStore]:
-    schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
-    url = f"{postgres_url}{'&' if '?' in postgres_url else '?'}schema={schema}"
-    with closing(PostgresJournalStore.from_url(url)) as opened:
-        yield opened
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+    for url in fresh_schema_url(postgres_url, prefix):
+        with closing(PostgresJournalStore.from_url(url)) as opened:
+            yield opened
 
 
 @pytest.fixture(scope="module")
@@ -114,83 +113,76 @@ def assert_broken(store: PostgresJournalStore, saga_id: str, seq: int, reason: B
     assert (report.first_broken_seq, report.reason) == (seq, reason), report.describe()
 
 
-def test_edit_one_field(
-    probed: PostgresJournalStore, superuser: psycopg.Connection, saga_id: str
-) -> None:
-    store, schema = probed, probed.schema
-    make_chain(store, saga_id)
-    tamper(
-        superuser,
-        schema,
+@dataclass
+class Probe:
+    """A chain of six in the probed store, and the superuser connection that edits it."""
+
+    store: PostgresJournalStore
+    conn: psycopg.Connection
+    saga_id: str
+    chain: list[JournalEntry]
+
+    def tamper(self, *statements: tuple[LiteralString, tuple[object, ...]]) -> None:
+        tamper(self.conn, self.store.schema, *statements)
+
+    def rows(self, saga_id: str | None = None) -> list[tuple[object, ...]]:
+        return rows(self.conn, self.store.schema, saga_id or self.saga_id)
+
+    def broken_at(self, seq: int, reason: BreakReason) -> None:
+        assert_broken(self.store, self.saga_id, seq, reason)
+
+
+@pytest.fixture
+def probe(probed: PostgresJournalStore, superuser: psycopg.Connection, saga_id: str) -> Probe:
+    return Probe(probed, superuser, saga_id, make_chain(probed, saga_id))
+
+
+def test_edit_one_field(probe: Probe) -> None:
+    probe.tamper(
         (
             "UPDATE {} SET result_json = %s WHERE saga_id = %s AND seq = %s",
-            ('{"paid":1}', saga_id, K),
+            ('{"paid":1}', probe.saga_id, K),
         ),
     )
-    assert rows(superuser, schema, saga_id)[K - 1][7] == '{"paid":1}'
+    assert probe.rows()[K - 1][7] == '{"paid":1}'
     # A row's result is in its hashed bytes; a result column that says otherwise is
     # named (tests/integration/stores/test_recipe_attacks.py has every column).
-    assert_broken(store, saga_id, K, BreakReason.TAMPERED)
+    probe.broken_at(K, BreakReason.TAMPERED)
 
 
-def test_delete_a_middle_entry(
-    probed: PostgresJournalStore, superuser: psycopg.Connection, saga_id: str
-) -> None:
-    store, schema = probed, probed.schema
-    make_chain(store, saga_id)
-    tamper(superuser, schema, ("DELETE FROM {} WHERE saga_id = %s AND seq = %s", (saga_id, K)))
-    assert [r[1] for r in rows(superuser, schema, saga_id)] == [1, 2, 4, 5, 6]
-    assert_broken(store, saga_id, K, BreakReason.GAP)
+def test_delete_a_middle_entry(probe: Probe) -> None:
+    probe.tamper(("DELETE FROM {} WHERE saga_id = %s AND seq = %s", (probe.saga_id, K)))
+    assert [r[1] for r in probe.rows()] == [1, 2, 4, 5, 6]
+    probe.broken_at(K, BreakReason.GAP)
 
 
-def test_swap_two_entries_seq(
-    probed: PostgresJournalStore, superuser: psycopg.Connection, saga_id: str
-) -> None:
-    store, schema = probed, probed.schema
-    chain = make_chain(store, saga_id)
+def test_swap_two_entries_seq(probe: Probe) -> None:
     move = "UPDATE {} SET seq = %s WHERE saga_id = %s AND seq = %s"
-    tamper(
-        superuser,
-        schema,
-        (move, (1000, saga_id, 2)),
-        (move, (2, saga_id, 4)),
-        (move, (4, saga_id, 1000)),
-    )
-    stored = rows(superuser, schema, saga_id)
-    assert (stored[1][12], stored[3][12]) == (chain[3].hash, chain[1].hash)
+    saga_id = probe.saga_id
+    probe.tamper((move, (1000, saga_id, 2)), (move, (2, saga_id, 4)), (move, (4, saga_id, 1000)))
+    stored = probe.rows()
+    assert (stored[1][12], stored[3][12]) == (probe.chain[3].hash, probe.chain[1].hash)
     # The row now at seq 2 holds the bytes of seq 4, which say seq 4.
-    assert_broken(store, saga_id, 2, BreakReason.TAMPERED)
+    probe.broken_at(2, BreakReason.TAMPERED)
 
 
-def test_move_an_entry_to_another_saga(
-    probed: PostgresJournalStore, superuser: psycopg.Connection, saga_id: str
-) -> None:
-    store, schema = probed, probed.schema
-    make_chain(store, saga_id)
-    other = saga_id + "-other"
-    tamper(
-        superuser,
-        schema,
-        ("UPDATE {} SET saga_id = %s WHERE saga_id = %s AND seq = %s", (other, saga_id, K)),
+def test_move_an_entry_to_another_saga(probe: Probe) -> None:
+    other = probe.saga_id + "-other"
+    probe.tamper(
+        ("UPDATE {} SET saga_id = %s WHERE saga_id = %s AND seq = %s", (other, probe.saga_id, K)),
     )
-    assert [r[1] for r in rows(superuser, schema, other)] == [K]
-    assert_broken(store, saga_id, K, BreakReason.GAP)
+    assert [r[1] for r in probe.rows(other)] == [K]
+    probe.broken_at(K, BreakReason.GAP)
 
 
-def test_flip_one_character_of_a_stored_hash(
-    probed: PostgresJournalStore, superuser: psycopg.Connection, saga_id: str
-) -> None:
-    store, schema = probed, probed.schema
-    chain = make_chain(store, saga_id)
-    original = chain[K - 1].hash
+def test_flip_one_character_of_a_stored_hash(probe: Probe) -> None:
+    original = probe.chain[K - 1].hash
     flipped = ("0" if original[10] != "0" else "1").join((original[:10], original[11:]))
-    tamper(
-        superuser,
-        schema,
-        ("UPDATE {} SET hash = %s WHERE saga_id = %s AND seq = %s", (flipped, saga_id, K)),
+    probe.tamper(
+        ("UPDATE {} SET hash = %s WHERE saga_id = %s AND seq = %s", (flipped, probe.saga_id, K)),
     )
-    assert rows(superuser, schema, saga_id)[K - 1][12] == flipped != original
-    assert_broken(store, saga_id, K, BreakReason.HASH_MISMATCH)
+    assert probe.rows()[K - 1][12] == flipped != original
+    probe.broken_at(K, BreakReason.HASH_MISMATCH)
 
 
 REFUSED_EDITS: list[tuple[str, Callable[[str], tuple[LiteralString, tuple[object, ...]]]]] = [

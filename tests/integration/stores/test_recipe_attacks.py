@@ -35,6 +35,7 @@ from sagacity.stores._base import JournalStore
 from sagacity.stores._postgres import PostgresJournalStore
 from sagacity.stores._sqlite import SqliteJournalStore
 from sagacity.tlog._note_keys import NoteSigner
+from tests.support.evidence import run_unguarded_sqlite
 
 COLUMNS = (
     "saga_id, seq, step, attempt, tool, phase, input_json, result_json, error_json, "
@@ -62,17 +63,7 @@ class Rig:
             self.edit_pg(text, params)
             return
         assert self.sqlite_path is not None
-        with closing(sqlite3.connect(self.sqlite_path, isolation_level=None)) as conn:
-            saved = conn.execute("SELECT name, sql FROM sqlite_master WHERE type='trigger'")
-            triggers = saved.fetchall()
-            assert triggers, "the SQLite journal has guard triggers to drop"
-            for name, _ in triggers:
-                conn.execute(f'DROP TRIGGER "{name}"')
-            try:
-                conn.execute(text.replace("{journal}", "journal"), params)
-            finally:
-                for _, definition in triggers:
-                    conn.execute(definition)
+        run_unguarded_sqlite(self.sqlite_path, [(text.replace("{journal}", "journal"), params)])
 
     def row(self, saga_id: str, seq: int) -> tuple[Any, ...]:
         """The stored row, read past sagacity."""

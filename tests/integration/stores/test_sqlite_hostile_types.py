@@ -19,7 +19,7 @@ from sagacity.journal._chain import BreakReason
 from sagacity.journal._entry import EntryDraft
 from sagacity.journal._phases import Phase
 from sagacity.stores._sqlite import SqliteJournalStore
-from tests.support.cli import invoke_sync
+from tests.support.cli import Ran, invoke_sync
 
 
 def _saga(store: SqliteJournalStore, saga_id: str) -> None:
@@ -50,6 +50,21 @@ def _edit(db: Path, *statements: str) -> None:
             conn.execute(statement)
         for _, definition in saved:
             conn.execute(definition)
+
+
+def _verify_all_twice(db: Path) -> Ran:
+    """`verify --all` of the journal in one process and in two: the same code and output
+    both ways (the run in one process is returned)."""
+    runs = [
+        invoke_sync(["verify", "--all", "--journal", f"sqlite:///{db}", "--jobs", jobs], {})
+        for jobs in ("1", "2")
+    ]
+    assert (runs[1].code, runs[1].stdout, runs[1].stderr) == (
+        runs[0].code,
+        runs[0].stdout,
+        runs[0].stderr,
+    )
+    return runs[0]
 
 
 def _types(db: Path, sql: str) -> list[tuple[object, ...]]:
@@ -110,17 +125,9 @@ def test_six_hundred_blob_saga_ids_are_listed_once_each_and_the_walk_ends(
         assert listed[:2] == ["alpha", "zulu"] and listed[2] == "\x00BLOB x'6a756e6b30303030'"
         junk = verify_store(store, listed[-1])
     assert not junk.ok and junk.first_broken_seq == 1 and "BLOB" in junk.detail
-    runs = [
-        invoke_sync(["verify", "--all", "--journal", f"sqlite:///{db}", "--jobs", jobs], {})
-        for jobs in ("1", "2")
-    ]
-    assert runs[0].code == 1, runs[0].output
-    assert runs[0].output.count("(unreadable): seq 1: column saga_id is stored as BLOB") == 600
-    assert (runs[1].code, runs[1].stdout, runs[1].stderr) == (
-        runs[0].code,
-        runs[0].stdout,
-        runs[0].stderr,
-    )
+    ran = _verify_all_twice(db)
+    assert ran.code == 1, ran.output
+    assert ran.output.count("(unreadable): seq 1: column saga_id is stored as BLOB") == 600
 
 
 def test_paging_passes_saga_ids_that_are_not_utf8_or_spelled_like_a_listed_name(
@@ -197,18 +204,10 @@ def test_a_column_of_the_wrong_type_is_unreadable_at_its_seq_and_the_rest_verifi
         ("s031", 3, BreakReason.UNREADABLE)
     ]
     assert "saga 's031' seq 3: column" in broken[0].detail
-    runs = [
-        invoke_sync(["verify", "--all", "--journal", f"sqlite:///{db}", "--jobs", jobs], {})
-        for jobs in ("1", "2")
-    ]
-    assert runs[0].code == 1, runs[0].output
-    assert "BROKEN s031: first broken seq 3 (unreadable)" in runs[0].output
-    assert "1 of 60 sagas broken; first: s031" in runs[0].output
-    assert (runs[1].code, runs[1].stdout, runs[1].stderr) == (
-        runs[0].code,
-        runs[0].stdout,
-        runs[0].stderr,
-    )
+    ran = _verify_all_twice(db)
+    assert ran.code == 1, ran.output
+    assert "BROKEN s031: first broken seq 3 (unreadable)" in ran.output
+    assert "1 of 60 sagas broken; first: s031" in ran.output
     one = invoke_sync(["verify", "s031", "--journal", f"sqlite:///{db}"], {})
     assert one.code == 1 and "seq 3" in one.output, one.output
 
@@ -224,18 +223,10 @@ def test_a_junk_row_whose_saga_id_is_not_utf8_is_reported_and_the_rest_verified(
         "material FROM journal WHERE saga_id='s001' AND seq=1",
     )
     assert _types(db, "SELECT saga_id FROM journal WHERE saga_id > 's999'") == [(b"\xff",)]
-    runs = [
-        invoke_sync(["verify", "--all", "--journal", f"sqlite:///{db}", "--jobs", jobs], {})
-        for jobs in ("1", "2")
-    ]
-    assert runs[0].code == 1, runs[0].output
-    assert "BROKEN \\u0000TEXT x'ff': first broken seq 1 (unreadable)" in runs[0].output
-    assert "1 of 61 sagas broken" in runs[0].output
-    assert (runs[1].code, runs[1].stdout, runs[1].stderr) == (
-        runs[0].code,
-        runs[0].stdout,
-        runs[0].stderr,
-    )
+    ran = _verify_all_twice(db)
+    assert ran.code == 1, ran.output
+    assert "BROKEN \\u0000TEXT x'ff': first broken seq 1 (unreadable)" in ran.output
+    assert "1 of 61 sagas broken" in ran.output
 
 
 def test_appending_after_a_row_that_is_not_utf8_is_a_typed_error_not_a_retry(

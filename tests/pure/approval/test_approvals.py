@@ -11,18 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from sagacity.approval._judge import (
-    ApprovalDecision,
-    ApprovalRequest,
-    Refusal,
-    RefusalReason,
-    Verdict,
-    approval_hash,
-    approval_payload,
-    is_reserved_actor,
-    judge,
-    parse_decision,
-)
+from sagacity.approval import ApprovalDecision, ApprovalRequest, Refusal, RefusalReason, Verdict
+from sagacity.approval._judge import judge, parse_decision
+from sagacity.approval._models import approval_hash, approval_payload, is_reserved_actor
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 ARGS = {"amount": 100, "currency": "EUR"}

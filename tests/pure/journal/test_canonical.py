@@ -186,7 +186,8 @@ def test_what_the_fast_path_declines() -> None:
     assert fast_bytes("\ud800") is None  # plain, but not UTF-8: the slow path refuses it
 
 
-def _nested(depth: int) -> Any:
+def nested(depth: int) -> Any:
+    """0 inside `depth` lists."""
     value: Any = 0
     for _ in range(depth):
         value = [value]
@@ -194,12 +195,12 @@ def _nested(depth: int) -> Any:
 
 
 def test_depth_limit_is_the_same_on_both_paths() -> None:
-    assert canonical_bytes(_nested(MAX_CANONICAL_DEPTH)) == rfc8785.dumps(
-        _nested(MAX_CANONICAL_DEPTH)
+    assert canonical_bytes(nested(MAX_CANONICAL_DEPTH)) == rfc8785.dumps(
+        nested(MAX_CANONICAL_DEPTH)
     )
-    assert plain_value(_nested(MAX_CANONICAL_DEPTH))
-    assert not plain_value(_nested(MAX_CANONICAL_DEPTH + 1))
+    assert plain_value(nested(MAX_CANONICAL_DEPTH))
+    assert not plain_value(nested(MAX_CANONICAL_DEPTH + 1))
     with pytest.raises(NotCanonicalError, match="nested more than 64 levels"):
-        canonical_bytes(_nested(MAX_CANONICAL_DEPTH + 1))
+        canonical_bytes(nested(MAX_CANONICAL_DEPTH + 1))
     with pytest.raises(NotCanonicalError, match="nested more than 64 levels"):
-        canonical_bytes(_nested(10_000))
+        canonical_bytes(nested(10_000))

@@ -174,17 +174,30 @@ CONTENT_FIELDS = [
 ALL_FIELDS = ["saga_id", "seq", *CONTENT_FIELDS, "prev_hash", "hash"]
 
 
-def _other_value(draw: st.DrawFn, entry: JournalEntry, field: str) -> object:
+EDITED_TEXTS = st.text(min_size=1, max_size=70)
+"""What an edit puts in a text column: any text, even non-JSON."""
+
+
+def _other_value(
+    draw: st.DrawFn,
+    entry: JournalEntry,
+    field: str,
+    *,
+    texts: st.SearchStrategy[str] = EDITED_TEXTS,
+    shift_us: int = 10**12,
+) -> object:
+    """A value of `field` other than `entry`'s: a number, a phase, a time moved by up to
+    `shift_us` microseconds, or one of `texts`."""
     old = getattr(entry, field)
     if field in ("seq", "step", "attempt"):
         return draw(st.integers(0, 10**6).filter(lambda v: v != old))
     if field == "phase":
         return draw(st.sampled_from([p for p in Phase if p is not old]))
     if field == "recorded_at":
-        shift = draw(st.integers(-(10**12), 10**12).filter(bool))
+        shift = draw(st.integers(-shift_us, shift_us).filter(bool))
         return old + timedelta(microseconds=shift)
     # Any other text, even non-JSON: the store could hold anything after an edit.
-    return draw(st.text(min_size=1, max_size=70).filter(lambda v: v != old))
+    return draw(texts.filter(lambda v: v != old))
 
 
 @settings(max_examples=200, deadline=None)

@@ -186,12 +186,17 @@ BIG = 72
 DATA = [b"leaf %d" % i for i in range(BIG)]
 
 
-@pytest.fixture(scope="module")
-def tree() -> MemoryTree:
+def tree_of(leaves: list[bytes]) -> MemoryTree:
+    """A tree with `leaves` appended in order."""
     built = MemoryTree()
-    for data in DATA:
+    for data in leaves:
         built.append(data)
     return built
+
+
+@pytest.fixture(scope="module")
+def tree() -> MemoryTree:
+    return tree_of(DATA)
 
 
 def complete_only(
@@ -264,9 +269,7 @@ def test_known_roots() -> None:
 
 @pytest.mark.parametrize(("index", "size"), sorted(VECTOR_INCLUSION))
 def test_known_inclusion_proofs(index: int, size: int) -> None:
-    vectors = MemoryTree()
-    for data in VECTOR_LEAVES:
-        vectors.append(data)
+    vectors = tree_of(VECTOR_LEAVES)
     expected = _unhex(VECTOR_INCLUSION[(index, size)])
     assert vectors.inclusion_proof(index, size) == expected
     root = bytes.fromhex(VECTOR_ROOTS[size])
@@ -275,9 +278,7 @@ def test_known_inclusion_proofs(index: int, size: int) -> None:
 
 @pytest.mark.parametrize(("old", "new"), sorted(VECTOR_CONSISTENCY))
 def test_known_consistency_proofs(old: int, new: int) -> None:
-    vectors = MemoryTree()
-    for data in VECTOR_LEAVES:
-        vectors.append(data)
+    vectors = tree_of(VECTOR_LEAVES)
     expected = _unhex(VECTOR_CONSISTENCY[(old, new)])
     assert vectors.consistency_proof(old, new) == expected
     old_root, new_root = bytes.fromhex(VECTOR_ROOTS[old]), bytes.fromhex(VECTOR_ROOTS[new])
@@ -573,9 +574,7 @@ def test_memory_tree_stores_exactly_the_complete_subtrees() -> None:
         grown.append(DATA[size - 1])
         expected = {(level, i) for level in range(8) for i in range(size >> level)}
         assert set(grown._nodes) == expected
-    small = MemoryTree()
-    for data in DATA[:5]:
-        small.append(data)
+    small = tree_of(DATA[:5])
     for level, index in [(0, 5), (1, 2), (2, 1), (3, 0), (0, -1)]:
         with pytest.raises(KeyError):
             small.subtree(level, index)

@@ -23,12 +23,12 @@ def journal(*rows: tuple[str, int, str]) -> MemoryJournalStore:
     return store
 
 
+TWO_EXECUTED = (("INTENT", 1, "a"), ("EXECUTED", 1, "a"), ("INTENT", 2, "b"), ("EXECUTED", 2, "b"))
+"""Steps 1 (tool a) and 2 (tool b), both executed."""
+
+
 def test_executed_steps_are_planned_in_reverse_seq_order() -> None:
-    store = journal(
-        ("INTENT", 1, "a"), ("EXECUTED", 1, "a"),
-        ("INTENT", 2, "b"), ("EXECUTED", 2, "b"),
-        ("INTENT", 3, "c"), ("FAILED", 3, "c"),
-    )  # fmt: skip
+    store = journal(*TWO_EXECUTED, ("INTENT", 3, "c"), ("FAILED", 3, "c"))
     plan = plan_compensation(store.entries("s"))
     assert [(s.step, s.tool) for s in plan.to_compensate] == [(2, "b"), (1, "a")]
     assert plan.to_compensate[0].input == {"n": 2} and plan.to_compensate[0].result == {"r": 2}
@@ -36,11 +36,7 @@ def test_executed_steps_are_planned_in_reverse_seq_order() -> None:
 
 
 def test_compensated_steps_are_not_planned_again_but_failed_compensations_are() -> None:
-    store = journal(
-        ("INTENT", 1, "a"), ("EXECUTED", 1, "a"),
-        ("INTENT", 2, "b"), ("EXECUTED", 2, "b"),
-        ("COMPENSATED", 2, "b"), ("COMPENSATION_FAILED", 1, "a"),
-    )  # fmt: skip
+    store = journal(*TWO_EXECUTED, ("COMPENSATED", 2, "b"), ("COMPENSATION_FAILED", 1, "a"))
     plan = plan_compensation(store.entries("s"))
     assert [s.step for s in plan.to_compensate] == [1]
 

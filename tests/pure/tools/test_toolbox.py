@@ -16,17 +16,20 @@ from pydantic import BaseModel, Field, ValidationError
 from sagacity._errors import PayloadMismatchError, ToolboxError, ToolInputError, UnknownToolError
 from sagacity.approval._models import approval_hash
 from sagacity.journal._canonical import canonical_bytes
-from sagacity.tools._decorators import (
+from sagacity.tools import (
     CompensationContext,
+    CompensationSpec,
+    Payload,
+    Toolbox,
     ToolContext,
     ToolKind,
+    ToolResultError,
+    ToolSpec,
     compensable,
     compensation,
     irreversible,
     tool,
 )
-from sagacity.tools._payload import Payload
-from sagacity.tools._toolbox import CompensationSpec, Toolbox, ToolResultError, ToolSpec
 
 
 class Address(BaseModel):
@@ -94,14 +97,21 @@ def test_build_collects_bound_methods_and_resolves_compensations() -> None:
     assert box.get("ship_to").compensation is None
 
 
-def test_build_from_a_module_and_from_functions() -> None:
-    @compensable("refund_card")
+def _payments(undo: str) -> tuple[Any, Any]:
+    """A tool charge_card naming the compensation `undo`, and a compensation refund_card."""
+
+    @compensable(undo)
     def charge_card(amount: int) -> str:
         return "ch_1"
 
     @compensation
     def refund_card(ctx: CompensationContext) -> None: ...
 
+    return charge_card, refund_card
+
+
+def test_build_from_a_module_and_from_functions() -> None:
+    charge_card, refund_card = _payments("refund_card")
     module = types.ModuleType("payments")
     module.charge_card = charge_card  # type: ignore[attr-defined]
     module.refund_card = refund_card  # type: ignore[attr-defined]
@@ -112,13 +122,7 @@ def test_build_from_a_module_and_from_functions() -> None:
 
 
 def test_compensation_typo_fails_at_build_naming_both_names() -> None:
-    @compensable("refund_crad")
-    def charge_card(amount: int) -> str:
-        return "ch_1"
-
-    @compensation
-    def refund_card(ctx: CompensationContext) -> None: ...
-
+    charge_card, refund_card = _payments("refund_crad")
     with pytest.raises(ToolboxError) as info:
         Toolbox.build(charge_card, refund_card)
     assert str(info.value) == (
@@ -128,13 +132,7 @@ def test_compensation_typo_fails_at_build_naming_both_names() -> None:
 
 
 def test_unresolved_compensation_without_close_match_lists_the_defined_ones() -> None:
-    @compensable("undo")
-    def charge_card(amount: int) -> str:
-        return "ch_1"
-
-    @compensation
-    def refund_card(ctx: CompensationContext) -> None: ...
-
+    charge_card, refund_card = _payments("undo")
     with pytest.raises(ToolboxError, match="defined compensations: 'refund_card'"):
         Toolbox.build(charge_card, refund_card)
 

@@ -216,6 +216,18 @@ def run_init_sql(postgres_url: str, renamed: dict[str, str], workdir: Path) -> N
     assert done.returncode == 0, done.stderr
 
 
+def initialized_and_migrated(
+    postgres_url: str, renamed: dict[str, str], workdir: Path
+) -> tuple[str, str]:
+    """The init script run, then the journal-migrate service: the journal's database
+    name, and the URL its owner connects with."""
+    run_init_sql(postgres_url, renamed, workdir)
+    journal_db = renamed["sagacity"]
+    owner_url = _url(postgres_url, user=renamed["sagacity_owner"], dbname=journal_db)
+    run_journal_migrate(owner_url, renamed, workdir)
+    return journal_db, owner_url
+
+
 def run_journal_migrate(owner_url: str, renamed: dict[str, str], workdir: Path) -> None:
     """The journal-migrate service's command, as its container runs it: the migration as
     the journal's owner, then the worker role's grants from the journal-grants.sql config,
@@ -280,12 +292,8 @@ FORBIDDEN_TO_THE_WORKER = [
 def test_init_script_gives_the_worker_append_only_access(
     postgres_url: str, init_sandbox: dict[str, str], tmp_path: Path
 ) -> None:
-    run_init_sql(postgres_url, init_sandbox, tmp_path)
-    journal_db = init_sandbox["sagacity"]
-    owner_url = _url(postgres_url, user=init_sandbox["sagacity_owner"], dbname=journal_db)
+    journal_db, _ = initialized_and_migrated(postgres_url, init_sandbox, tmp_path)
     app_url = _url(postgres_url, user=init_sandbox["sagacity_app"], dbname=journal_db)
-
-    run_journal_migrate(owner_url, init_sandbox, tmp_path)
 
     saga = f"saga-{uuid.uuid4().hex[:8]}"
     store = open_store(app_url)  # what the worker does: no DDL needed once migrated
@@ -425,10 +433,7 @@ def worker_privileges(
 def test_the_worker_role_holds_exactly_the_listed_privileges(
     postgres_url: str, init_sandbox: dict[str, str], tmp_path: Path
 ) -> None:
-    run_init_sql(postgres_url, init_sandbox, tmp_path)
-    journal_db = init_sandbox["sagacity"]
-    owner_url = _url(postgres_url, user=init_sandbox["sagacity_owner"], dbname=journal_db)
-    run_journal_migrate(owner_url, init_sandbox, tmp_path)
+    journal_db, owner_url = initialized_and_migrated(postgres_url, init_sandbox, tmp_path)
     superuser = urlsplit(postgres_url).username or "postgres"
     admin_url = _url(postgres_url, user=superuser, dbname=journal_db)
     with psycopg.connect(admin_url, autocommit=True) as admin:

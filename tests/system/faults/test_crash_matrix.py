@@ -75,6 +75,26 @@ async def start(
     )
 
 
+async def start_delayed(
+    client: Client,
+    workers: WorkerProcesses,
+    shop: Shop,
+    delay: str,
+    plan: list[ToolCall],
+    heartbeat_s: int,
+    timeout_s: int,
+) -> tuple[subprocess.Popen[bytes], WorkflowHandle[Any, SagaResult]]:
+    """The first worker, and a saga of `plan` on it whose tool waits 30 s (the shop's fault
+    `delay`) so the test can kill the worker mid-call; heartbeat and tool timeouts in s."""
+    shop.set_fault(delay, "30")
+    first = workers.start()
+    handle = await start(
+        client, workers, plan, tool_heartbeat_timeout_seconds=heartbeat_s,
+        tool_timeout_seconds=timeout_s,
+    )  # fmt: skip
+    return first, handle
+
+
 async def final(
     handle: WorkflowHandle[Any, SagaResult], store: JournalStore, workers: WorkerProcesses
 ) -> SagaResult:
@@ -98,12 +118,9 @@ async def test_killed_during_a_tool_call(
     shop: Shop,
 ) -> None:
     """ship_order is waiting for the carrier (heartbeating, nothing shipped yet)."""
-    shop.set_fault("ship_delay", "30")
-    first = workers.start()
-    handle = await start(
-        temporal_env.client, workers, [RESERVE, CHARGE, SHIP],
-        tool_heartbeat_timeout_seconds=3, tool_timeout_seconds=60,
-    )  # fmt: skip
+    first, handle = await start_delayed(
+        temporal_env.client, workers, shop, "ship_delay", [RESERVE, CHARGE, SHIP], 3, 60
+    )
     await eventually(lambda: has(pg_store, handle.id, Phase.INTENT, 3), 30, "INTENT of step 3")
 
     workers.kill(first)
@@ -319,12 +336,9 @@ async def test_killed_during_a_compensation(
 ) -> None:
     """The refund is in progress (refund_delay) when the worker dies: it is retried on the
     new worker and applied once, and the rest of the compensation still runs."""
-    shop.set_fault("refund_delay", "30")
-    first = workers.start()
-    handle = await start(
-        temporal_env.client, workers, [RESERVE, CHARGE, SHIP_FAILS],
-        tool_heartbeat_timeout_seconds=3, tool_timeout_seconds=8,
-    )  # fmt: skip
+    first, handle = await start_delayed(
+        temporal_env.client, workers, shop, "refund_delay", [RESERVE, CHARGE, SHIP_FAILS], 3, 8
+    )
     # The compensation runner fences the step before calling refund_card.
     await eventually(lambda: shop.fault("refund_delaying"), 30, "refund_card in its delay")
     assert pg_store.is_fenced(handle.id, 2)  # the runner fences the step before refunding
@@ -362,12 +376,9 @@ async def test_dead_worker_during_compensation_is_noticed_by_heartbeat(
     """Same crash as above, but with the default tool timeout (300 s): the compensation
     activity carries the saga's heartbeat timeout, so the lost attempt is noticed within
     seconds, not minutes."""
-    shop.set_fault("refund_delay", "30")
-    first = workers.start()
-    handle = await start(
-        temporal_env.client, workers, [RESERVE, CHARGE, SHIP_FAILS],
-        tool_heartbeat_timeout_seconds=8, tool_timeout_seconds=300,
-    )  # fmt: skip
+    first, handle = await start_delayed(
+        temporal_env.client, workers, shop, "refund_delay", [RESERVE, CHARGE, SHIP_FAILS], 8, 300
+    )
     try:
         await eventually(lambda: pg_store.is_fenced(handle.id, 2), 30, "compensation of step 2")
         history = await handle.fetch_history()

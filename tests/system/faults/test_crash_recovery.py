@@ -14,7 +14,6 @@ import asyncio
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -34,63 +33,18 @@ from sagacity.worker._app import new_worker
 from sagacity.worker.client._client import saga_result
 from sagacity.workflows._inspection import SAGA_NEEDS_HUMAN, SAGA_STATUS
 from sagacity.workflows._models import ResolutionPolicy, SagaInput, SagaResult, ToolCall
+from tests.support.workers import WorkerProcesses, worker_env
 
-REPO = Path(__file__).resolve().parents[3]
 INTENT_DEADLINE_S = 20.0
 RECOVERY_DEADLINE_S = 40.0
 
 pytestmark = [pytest.mark.temporal, pytest.mark.timeout(75)]
 
 
-class WorkerProcesses:
-    """Worker subprocesses of one test; every one is killed at teardown."""
-
-    def __init__(self, tmp: Path, env: dict[str, str], args: list[str]) -> None:
-        self.tmp = tmp
-        self.env = env
-        self.args = args
-        self.procs: list[subprocess.Popen[bytes]] = []
-
-    def start(self) -> subprocess.Popen[bytes]:
-        n = len(self.procs) + 1
-        out = (self.tmp / f"worker{n}.out").open("wb")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "sagacity.worker", "worker", *self.args],
-            cwd=REPO,
-            env=self.env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-        out.close()
-        self.procs.append(proc)
-        return proc
-
-    def output(self, proc: subprocess.Popen[bytes]) -> str:
-        n = self.procs.index(proc) + 1
-        path = self.tmp / f"worker{n}.out"
-        return path.read_text(errors="replace")[-4_000:] if path.exists() else ""
-
-    def stop_all(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)  # run_worker shuts down cleanly on TERM
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-
-
 @pytest.fixture
 def workers(temporal_env: WorkflowEnvironment, tmp_path: Path) -> Iterator[WorkerProcesses]:
     address = temporal_env.client.service_client.config.target_host
-    env = {
-        **os.environ,
-        "SAGACITY_TEMPORAL_ADDRESS": address,
-        "SAGACITY_SHOP_PATH": str(tmp_path / "shop.db"),
-        "PYTHONUNBUFFERED": "1",
-    }
+    env = worker_env(address, tmp_path / "shop.db")
     args = [
         "--tools", "sagacity.examples.orders:toolbox",
         "--journal", f"sqlite:///{tmp_path}/journal.db",
@@ -117,12 +71,14 @@ async def _wait_for_intent(
             assert Phase.EXECUTED not in phases and Phase.FAILED not in phases, phases
             return
         if worker.poll() is not None:
-            pytest.fail(f"worker exited early ({worker.returncode}):\n{procs.output(worker)}")
+            pytest.fail(
+                f"worker exited early ({worker.returncode}):\n{procs.output(worker)[-4_000:]}"
+            )
         await asyncio.sleep(0.05)
     pytest.fail(
         f"no INTENT for step {step} within {INTENT_DEADLINE_S}s; journal: "
         f"{[(e.seq, e.phase.value, e.step) for e in store.entries(saga_id)]}\n"
-        f"{procs.output(worker)}"
+        f"{procs.output(worker)[-4_000:]}"
     )
 
 
@@ -168,7 +124,7 @@ async def test_worker_killed_between_intent_and_executed(
             pytest.fail(
                 f"saga not final {RECOVERY_DEADLINE_S}s after the restart; journal: "
                 f"{[(e.seq, e.phase.value, e.step) for e in store.entries(saga_id)]}\n"
-                f"{workers.output(second)}"
+                f"{workers.output(second)[-4_000:]}"
             )
 
         # The saga is final, the orphan is reported, nothing is compensated blindly.

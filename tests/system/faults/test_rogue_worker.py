@@ -122,6 +122,13 @@ class Scene:
     def chain(self, saga_id: str) -> list[tuple[int, str]]:
         return [(e.seq, e.hash) for e in self.store.entries(saga_id)]
 
+    def worker(self) -> Worker:
+        """The real worker: the shop's tools, the registry, the scene's task queue."""
+        return new_worker(
+            self.client, store=self.store, toolbox=Toolbox.build(self.shop),
+            task_queue=self.queue, approvers=self.registry_file,
+        )  # fmt: skip
+
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[JournalStore]:
@@ -167,11 +174,7 @@ async def test_no_sagacity_activity_acts_for_an_outsiders_workflow(
 ) -> None:
     scene = Scene(tmp_path, temporal_env.client, store)
     client = temporal_env.client
-    worker = new_worker(
-        client, store=store, toolbox=Toolbox.build(scene.shop), task_queue=scene.queue,
-        approvers=scene.registry_file,
-    )  # fmt: skip
-    async with worker:
+    async with scene.worker():
         waiting = await scene.start(RESERVE, WIRE)
         pending = (await scene.sagas().wait_pending(waiting, timeout=30)).pending
         done = await scene.start(RESERVE, CHARGE)
@@ -256,10 +259,7 @@ async def test_a_new_run_under_a_terminated_sagas_id_is_another_chain(
     the same id is a new run chain: its activities are refused, its words not journaled."""
     scene = Scene(tmp_path, temporal_env.client, store)
     client = temporal_env.client
-    async with new_worker(
-        client, store=store, toolbox=Toolbox.build(scene.shop), task_queue=scene.queue,
-        approvers=scene.registry_file,
-    ):  # fmt: skip
+    async with scene.worker():
         saga_id = await scene.start(RESERVE, CHARGE, WIRE)
         pending = (await scene.sagas().wait_pending(saga_id, timeout=30)).pending
         await client.get_workflow_handle(saga_id).terminate("an operator's mistake")
@@ -308,10 +308,7 @@ async def test_an_outsiders_own_saga_gets_no_unsigned_approval_and_no_registry_m
     signed saga out): refused, the mark unchanged, and a real saga still starts."""
     scene = Scene(tmp_path, temporal_env.client, store)
     client = temporal_env.client
-    async with new_worker(
-        client, store=store, toolbox=Toolbox.build(scene.shop), task_queue=scene.queue,
-        approvers=scene.registry_file,
-    ):  # fmt: skip
+    async with scene.worker():
         real = await scene.start(RESERVE)
         assert (await scene.sagas().result(real)).status is SagaStatus.COMPLETED
         [opened] = [e for e in store.entries(real) if e.phase.value == "SAGA_OPENED"]

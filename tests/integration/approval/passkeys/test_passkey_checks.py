@@ -44,7 +44,7 @@ from sagacity.approval._registry_file import KeyLookup
 from sagacity.approval._signed_action import sign_action
 from sagacity.approval._signed_checks import JudgeContext
 from sagacity.approval._signing import SigningKey
-from tests.support.soft_authenticator import SoftAuthenticator
+from tests.support.soft_authenticator import SoftAuthenticator, enrolled_key, signed_with
 
 ORIGIN = "http://localhost:8765"
 RP = "localhost"
@@ -54,34 +54,33 @@ NOW = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
 def enroll(
     device: SoftAuthenticator, approver: str = "alice", groups: tuple[str, ...] = ("finance",)
 ) -> EnrolledKey:
-    challenge = new_challenge()
-    options = registration_options(approver=approver, rp_id=RP, rp_name="t", challenge=challenge)
-    return verify_registration(
-        device.create(options, ORIGIN), approver=approver, challenge=challenge, rp_id=RP,
-        origins=[ORIGIN], valid_from=NOW - timedelta(days=1), groups=groups,
+    return enrolled_key(
+        device, approver, rp_id=RP, rp_name="t", origin=ORIGIN,
+        valid_from=NOW - timedelta(days=1), groups=groups,
     )  # fmt: skip
 
 
 REQUEST = ApprovalRequest.for_call("saga-a", 2, "pay", {"iban": "DE89", "amount": 5}, NOW)
 
 
-def draft_for(
-    key: EnrolledKey, request: ApprovalRequest = REQUEST, **over: Any
-) -> PasskeyDraft[ApprovalDecision]:
+def approving(request: ApprovalRequest = REQUEST, **over: Any) -> ApprovalDecision:
+    """A decision approving `request`, with any field replaced by `over`."""
     fields: dict[str, Any] = {
         "saga_id": request.saga_id, "step": request.step, "tool": request.tool,
         "payload_sha256": request.payload_sha256, "approve": True,
     }  # fmt: skip
-    return passkey_draft(ApprovalDecision(**{**fields, **over}), key, NOW + timedelta(seconds=5))
+    return ApprovalDecision(**{**fields, **over})
+
+
+def draft_for(
+    key: EnrolledKey, request: ApprovalRequest = REQUEST, **over: Any
+) -> PasskeyDraft[ApprovalDecision]:
+    return passkey_draft(approving(request, **over), key, NOW + timedelta(seconds=5))
 
 
 def body(device: SoftAuthenticator, key: EnrolledKey, **get: Any) -> dict[str, Any]:
-    draft = draft_for(key)
-    options = draft_options(draft, key)
-    credential = device.get(
-        options["challenge"], get.pop("origin", ORIGIN), get.pop("rp", RP), **get
-    )
-    return passkey_signed(draft, credential).model_dump(mode="json")
+    origin, rp = get.pop("origin", ORIGIN), get.pop("rp", RP)
+    return signed_with(device, draft_for(key), key, origin, rp, **get).model_dump(mode="json")
 
 
 def verdict(raw: Any, key: EnrolledKey | None, **context: Any) -> Verdict:
@@ -337,17 +336,7 @@ def test_the_key_kind_approver_validity_and_policy_still_apply() -> None:
         .keys[0]
     )
     # An Ed25519 signature under a passkey's key id, and an assertion naming an Ed25519 key.
-    ed_body = sign_action(
-        ed,
-        ApprovalDecision(
-            saga_id="saga-a",
-            step=2,
-            tool="pay",
-            payload_sha256=REQUEST.payload_sha256,
-            approve=True,
-        ),
-        NOW,
-    ).body()
+    ed_body = sign_action(ed, approving(), NOW).body()
     assert (
         verdict(ed_body | {"key_id": key.key_id}, key).refusal.reason
         is RefusalReason.WRONG_KEY_KIND

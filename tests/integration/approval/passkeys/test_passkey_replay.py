@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+from pathlib import Path
+from typing import Any
 
 from temporalio import workflow
 from temporalio.client import WorkflowHistory
@@ -24,39 +27,50 @@ async def replay_failure(history: WorkflowHistory) -> Exception | None:
     return await _replay_failure(history, AgentSagaWorkflow)
 
 
-async def test_the_recorded_passkey_saga_replays() -> None:
-    [path] = PASSKEY_HISTORIES.glob("*.json")
+def keep_history(folder: Path, saga_id: str, history: WorkflowHistory) -> None:
+    """With SAGACITY_RECORD_PASSKEY_HISTORY set, `history` becomes the one committed in
+    `folder` (the recording tests call this after their saga has run)."""
+    if os.environ.get("SAGACITY_RECORD_PASSKEY_HISTORY"):
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.glob("*.json"):
+            old.unlink()
+        (folder / f"{saga_id}.json").write_text(history.to_json() + "\n")
+
+
+def _recorded(folder: Path) -> tuple[WorkflowHistory, list[tuple[str, dict[str, Any]]]]:
+    """The one history committed in `folder`, and each update it accepted: its name and
+    the body it carried."""
+    [path] = folder.glob("*.json")
     text = path.read_text()
-    events = json.loads(text)["events"]
     updates = [
         e["workflowExecutionUpdateAcceptedEventAttributes"]["acceptedRequest"]["input"]
-        for e in events
+        for e in json.loads(text)["events"]
         if "workflowExecutionUpdateAcceptedEventAttributes" in e
     ]
-    assert [u["name"] for u in updates] == ["decide", "decide"]  # ivan refused, alice accepted
     bodies = [json.loads(base64.b64decode(u["args"]["payloads"][0]["data"])) for u in updates]
+    named = [(u["name"], b) for u, b in zip(updates, bodies, strict=True)]
+    return WorkflowHistory.from_json(path.stem, text), named
+
+
+async def test_the_recorded_passkey_saga_replays() -> None:
+    history, updates = _recorded(PASSKEY_HISTORIES)
+    assert [name for name, _ in updates] == ["decide", "decide"]  # ivan refused, alice accepted
+    bodies = [body for _, body in updates]
     assert [b["approver"] for b in bodies] == ["ivan", "alice"]
     assert all(set(b["passkey"]) >= {"authenticator_data", "signature"} for b in bodies)
-    failure = await replay_failure(WorkflowHistory.from_json(path.stem, text))
+    failure = await replay_failure(history)
     assert failure is None, f"{type(failure).__name__}: {failure}"
 
 
 async def test_the_recorded_passkey_resolution_saga_replays() -> None:
-    [path] = PASSKEY_RESOLUTION_HISTORIES.glob("*.json")
-    text = path.read_text()
-    events = json.loads(text)["events"]
-    updates = [
-        e["workflowExecutionUpdateAcceptedEventAttributes"]["acceptedRequest"]["input"]
-        for e in events
-        if "workflowExecutionUpdateAcceptedEventAttributes" in e
-    ]
-    bodies = [json.loads(base64.b64decode(u["args"]["payloads"][0]["data"])) for u in updates]
-    assert [(u["name"], b["actor"]) for u, b in zip(updates, bodies, strict=True)] == [
+    history, updates = _recorded(PASSKEY_RESOLUTION_HISTORIES)
+    assert [(name, b["actor"]) for name, b in updates] == [
         ("resolve", "alice"),
         ("resolve", "olivia"),
         ("resolve", "olivia"),
         ("resolve", "olivia"),
     ]  # fmt: skip  (alice refused, two moved assertions refused, olivia's accepted)
+    bodies = [body for _, body in updates]
     assert all("signature" not in b and "authenticator_data" in b["passkey"] for b in bodies)
-    failure = await replay_failure(WorkflowHistory.from_json(path.stem, text))
+    failure = await replay_failure(history)
     assert failure is None, f"{type(failure).__name__}: {failure}"

@@ -6,8 +6,6 @@ assertion offline and names an edited one."""
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,33 +13,25 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from sagacity.approval._models import ApprovalDecision
 from sagacity.approval._passkeys import (
-    draft_options,
     enroll_passkey,
-    new_challenge,
     passkey_draft,
-    passkey_signed,
-    registration_options,
-    verify_registration,
 )
 from sagacity.approval._registry import EnrolledKey
 from sagacity.audit._export import entry_line
 from sagacity.journal._canonical import canonical_text
 from sagacity.journal._chain import verify_chain
 from sagacity.journal._phases import Phase, SagaStatus
-from sagacity.stores import JournalStore
-from sagacity.tools._toolbox import Toolbox
-from sagacity.worker._app import new_worker
 from sagacity.worker.cli._main import app
 from sagacity.worker.client._client import ApprovalRefusedError
 from sagacity.workflows._models import PendingApproval
 from tests.integration.approval.passkeys.test_passkey_replay import (
     PASSKEY_HISTORIES,
+    keep_history,
     replay_failure,
 )
-from tests.integration.approval.signed.test_signed_approvals import Bench, _rehash
-from tests.support.soft_authenticator import SoftAuthenticator
+from tests.integration.approval.signed.test_signed_approvals import Bench, _rehash, decision_on
+from tests.support.soft_authenticator import SoftAuthenticator, enrolled_key, signed_with
 from tests.support.workflows import entries_of
 
 ORIGIN = "http://localhost:8765"
@@ -50,45 +40,17 @@ ORIGIN = "http://localhost:8765"
 def enroll(
     bench: Bench, device: SoftAuthenticator, approver: str, groups: list[str]
 ) -> EnrolledKey:
-    challenge = new_challenge()
-    options = registration_options(
-        approver=approver, rp_id="localhost", rp_name="sagacity", challenge=challenge
-    )
-    key = verify_registration(
-        device.create(options, ORIGIN), approver=approver, challenge=challenge,
-        rp_id="localhost", origins=[ORIGIN], valid_from=datetime.now(UTC) - timedelta(hours=1),
-        groups=groups,
+    key = enrolled_key(
+        device, approver, rp_id="localhost", rp_name="sagacity", origin=ORIGIN,
+        valid_from=datetime.now(UTC) - timedelta(hours=1), groups=groups,
     )  # fmt: skip
     enroll_passkey(bench.registry_file, key)
     return key
 
 
 def decide(device: SoftAuthenticator, key: EnrolledKey, p: PendingApproval) -> Any:
-    draft = passkey_draft(
-        ApprovalDecision(
-            saga_id=p.saga_id,
-            step=p.step,
-            tool=p.tool,
-            payload_sha256=p.payload_sha256,
-            approve=True,
-            reason="checked the IBAN",
-        ),
-        key,
-    )
-    options = draft_options(draft, key)
-    return passkey_signed(draft, device.get(options["challenge"], ORIGIN, "localhost"))
-
-
-@pytest.fixture
-async def bench(temporal_env: Any, journal: JournalStore, tmp_path: Path) -> Any:
-    queue = f"tq-{uuid.uuid4().hex[:8]}"
-    b = Bench(tmp_path, temporal_env.client, journal, queue)
-    worker = new_worker(
-        temporal_env.client, store=journal, toolbox=Toolbox.build(b.shop, b.bank),
-        task_queue=queue, approvers=b.registry_file,
-    )  # fmt: skip
-    async with worker:
-        yield b
+    draft = passkey_draft(decision_on(p, reason="checked the IBAN"), key)
+    return signed_with(device, draft, key, ORIGIN, "localhost")
 
 
 async def test_a_passkey_approval_completes_the_saga_and_verify_file_checks_it(
@@ -115,11 +77,7 @@ async def test_a_passkey_approval_completes_the_saga_and_verify_file_checks_it(
     # The judgement replays: the passkey check ran in the workflow sandbox, deterministic.
     history = await bench.client.get_workflow_handle(saga_id).fetch_history()
     assert await replay_failure(history) is None
-    if os.environ.get("SAGACITY_RECORD_PASSKEY_HISTORY"):  # re-record the committed history
-        PASSKEY_HISTORIES.mkdir(parents=True, exist_ok=True)
-        for old in PASSKEY_HISTORIES.glob("*.json"):
-            old.unlink()
-        (PASSKEY_HISTORIES / f"{saga_id}.json").write_text(history.to_json() + "\n")
+    keep_history(PASSKEY_HISTORIES, saga_id, history)
 
     entries = list(bench.store.entries(saga_id))
     index = next(i for i, e in enumerate(entries) if e.phase is Phase.APPROVED)

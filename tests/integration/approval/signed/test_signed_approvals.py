@@ -29,8 +29,6 @@ from sagacity.journal._entry import JournalEntry
 from sagacity.journal._phases import Phase, SagaStatus
 from sagacity.stores import JournalStore
 from sagacity.tools._decorators import ToolContext, irreversible
-from sagacity.tools._toolbox import Toolbox
-from sagacity.worker._app import new_worker
 from sagacity.worker.cli._main import app
 from sagacity.worker.client._saga_client import SagaClient
 from sagacity.workflows._models import PendingApproval, SagaInput, ToolCall
@@ -113,9 +111,11 @@ class Bench:
         return await eventually(probe, 30)
 
 
-def signed(
-    key: SigningKey, p: PendingApproval, approve: bool = True, **signed_over: Any
-) -> dict[str, Any]:
+def decision_on(
+    p: PendingApproval, approve: bool = True, reason: str = "ok", **signed_over: Any
+) -> ApprovalDecision:
+    """The decision on the pending approval `p` as the saga shows it, with any of its
+    fields replaced by `signed_over` (what a forger would sign over instead)."""
     fields = {
         "saga_id": p.saga_id,
         "step": p.step,
@@ -123,19 +123,13 @@ def signed(
         "payload_sha256": p.payload_sha256,
     }
     fields.update(signed_over)
-    return sign_action(key, ApprovalDecision(approve=approve, reason="ok", **fields)).body()
+    return ApprovalDecision(approve=approve, reason=reason, **fields)
 
 
-@pytest.fixture
-async def bench(temporal_env: Any, journal: JournalStore, tmp_path: Path) -> Any:
-    queue = f"tq-{uuid.uuid4().hex[:8]}"
-    b = Bench(tmp_path, temporal_env.client, journal, queue)
-    worker = new_worker(
-        temporal_env.client, store=journal, toolbox=Toolbox.build(b.shop, b.bank),
-        task_queue=queue, approvers=b.registry_file,
-    )  # fmt: skip
-    async with worker:
-        yield b
+def signed(
+    key: SigningKey, p: PendingApproval, approve: bool = True, **signed_over: Any
+) -> dict[str, Any]:
+    return sign_action(key, decision_on(p, approve, **signed_over)).body()
 
 
 async def test_every_attack_is_refused_journaled_and_the_payment_never_made(bench: Bench) -> None:

@@ -23,10 +23,18 @@ def test_a_cyrillic_letter_in_a_latin_word_is_named() -> None:
     )
 
 
-def test_a_greek_letter_in_a_latin_word_is_named() -> None:
-    assert warned({"to": "Ap\u03bfllo"}) == [
-        ("to", "mixed scripts", "U+03BF GREEK SMALL LETTER OMICRON")
-    ]
+@pytest.mark.parametrize(
+    ("payload", "warning"),
+    [
+        ({"to": "Ap\u03bfllo"}, ("to", "mixed scripts", "U+03BF GREEK SMALL LETTER OMICRON")),
+        ({"amount": "5\u0660\u0660"}, ("amount", "digit", "U+0660 ARABIC-INDIC DIGIT ZERO")),
+    ],
+    ids=["a greek letter in a latin word", "a digit that is not 0 to 9"],
+)
+def test_the_one_character_out_of_place_is_named(
+    payload: dict[str, str], warning: tuple[str, str, str]
+) -> None:
+    assert warned(payload) == [warning]
 
 
 def test_a_word_wholly_in_look_alike_letters_reads_as_latin() -> None:
@@ -48,12 +56,6 @@ def test_a_character_that_stands_for_an_ascii_one(text: str, name: str, like: st
     [warning] = payload_warnings({"amount": text})
     assert (warning.kind, char_name(warning.char)) == ("confusable", name)
     assert f"looks like {like}" in str(warning)
-
-
-def test_a_digit_that_is_not_0_to_9() -> None:
-    assert warned({"amount": "5\u0660\u0660"}) == [
-        ("amount", "digit", "U+0660 ARABIC-INDIC DIGIT ZERO")
-    ]
 
 
 def test_text_that_is_not_nfc() -> None:
