@@ -13,6 +13,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from sagacity._errors import SagacityError
+from sagacity._extras import missing_extra
 from sagacity.activities import activity_queue
 from sagacity.activities._checkpointing import DEFAULT_CHECKPOINT_EVERY
 from sagacity.activities._model_clients import ModelClient
@@ -38,7 +39,10 @@ def _import_attr(spec: str, option: str) -> object:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ToolboxImportError(f"cannot import {module_name!r} for {option}: {exc}") from exc
+        hint = missing_extra(exc)
+        raise ToolboxImportError(
+            f"cannot import {module_name!r} for {option}: {hint or exc}"
+        ) from exc
     try:
         return getattr(module, attr)
     except AttributeError as exc:

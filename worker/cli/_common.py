@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from temporalio.service import RPCError
 
 from sagacity._errors import SagacityError, StoreUnavailableError
+from sagacity._extras import missing_extra
 from sagacity.stores import JournalStore, open_store
 from sagacity.worker._settings import Settings, journal_location, sqlite_file
 from sagacity.worker.cli._output import fail
@@ -197,6 +198,8 @@ def _describe(exc: BaseException) -> str | None:
     """The one-line message for an error a user can fix, or None for a bug."""
     if isinstance(exc, SagacityError):
         return str(exc)
+    if isinstance(exc, ModuleNotFoundError):
+        return missing_extra(exc)  # an extra not installed; any other is a bug
     if isinstance(exc, RPCError):
         return f"Temporal refused the request ({exc.status.name}): {exc.message}"
     if isinstance(exc, UnicodeDecodeError):

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from sagacity.worker.cli._common import global_options, run, settings_of
+from sagacity.worker.cli._common import global_options, run, settings_of, user_errors
 from sagacity.worker.cli._output import say
 
 __all__ = ["inbox"]
@@ -54,7 +54,8 @@ def inbox(
 ) -> None:
     """Serve the approval inbox: pending approvals decided, and dirty sagas resolved, with
     each person's passkey, in a browser."""
-    from sagacity.worker.inbox._server import InboxOptions, serve_inbox
+    with user_errors():  # the inbox extra may not be installed: a one-line hint
+        from sagacity.worker.inbox._server import InboxOptions, serve_inbox
 
     settings = settings_of(ctx)
     registry = approvers or settings.approvers

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from sagacity._errors import SagacityError
+from sagacity._extras import missing_extra
 from sagacity.stores import open_store
 from sagacity.worker._settings import Settings
 from sagacity.worker.cli._common import global_options, journal_option, located, run, settings_of
@@ -159,6 +160,17 @@ async def _dev_inbox(
         yield
 
 
+def _inbox_installed() -> None:
+    """Fail in one line, before anything starts, if the inbox extra is not installed."""
+    try:
+        import sagacity.worker.inbox._server  # noqa: F401
+    except ModuleNotFoundError as exc:
+        hint = missing_extra(exc)
+        if hint is None:
+            raise
+        raise fail(f"{hint}, or run `sagacity dev --no-inbox`") from None
+
+
 @global_options
 def dev(
     ctx: typer.Context,
@@ -189,6 +201,8 @@ def dev(
         )
     port = port or _port_of(settings.temporal_address)
     ui_port = ui_port or port + 1000
+    if not no_inbox:
+        _inbox_installed()
 
     async def main() -> None:
         _check_free(port, "server")
