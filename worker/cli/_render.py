@@ -21,7 +21,7 @@ from rich.text import Text
 from sagacity.audit._evidence import Finding
 from sagacity.journal._chain import VerifyReport
 from sagacity.journal._entry import JournalEntry
-from sagacity.journal._phases import Phase
+from sagacity.journal._phases import Phase, SagaStatus
 from sagacity.text._confusables import TextWarning, payload_warnings
 from sagacity.text._terminal_safe import printable
 from sagacity.text._visible import visible
@@ -251,7 +251,8 @@ def saga_overview(summary: Any, view: SagaView | SagaResult | None) -> Table:
     grid.add_row("saga", _t(summary.saga_id))
     grid.add_row("status", status_text(status))
     grid.add_row("workflow", _t(f"{summary.execution_status} on task queue {summary.task_queue}"))
-    grid.add_row("started", _t(f"{_when(summary.started)} UTC"))
+    if summary.started is not None:
+        grid.add_row("started", _t(f"{_when(summary.started)} UTC"))
     if summary.closed is not None:
         grid.add_row("closed", _t(f"{_when(summary.closed)} UTC"))
     needs_human = view.needs_human if view is not None else summary.needs_human
@@ -266,7 +267,8 @@ def saga_overview(summary: Any, view: SagaView | SagaResult | None) -> Table:
         what = f"step {r.step}" if r.step is not None else f"steps {r.steps}"
         grid.add_row("resolved", _t(f"{r.action} {what} by {r.actor}: {r.outcome}"))
     if view is not None and view.first_failure:
-        grid.add_row("failure", _t(view.first_failure, "red"))
+        refused = view.status is SagaStatus.REFUSED  # nothing ran: why it was refused
+        grid.add_row("refused" if refused else "failure", _t(view.first_failure, "red"))
     if isinstance(view, SagaResult):
         if view.final_answer:
             grid.add_row("answer", _t(view.final_answer))

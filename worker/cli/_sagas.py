@@ -17,7 +17,6 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 
 from sagacity._errors import SagacityError
 from sagacity.journal._phases import SagaStatus
-from sagacity.worker._settings import Settings
 from sagacity.worker.cli._common import (
     Actor,
     JsonOpt,
@@ -91,19 +90,6 @@ async def _closed_view(handle: SagaHandle) -> SagaResult | None:
         return await saga_result(handle)
     except WorkflowFailureError:
         return None
-
-
-def _result_summary(result: SagaResult, settings: Settings) -> SagaSummary:
-    return SagaSummary(
-        saga_id=result.saga_id,
-        run_id=None,
-        status=result.status.value,
-        execution_status=COMPLETED,
-        needs_human=result.needs_human,
-        started=None,
-        closed=None,
-        task_queue=settings.task_queue,
-    )
 
 
 @global_options

@@ -23,11 +23,13 @@ from sagacity.worker.cli._common import JsonOpt, global_options, run, settings_o
 from sagacity.worker.cli._output import console, fail, note, say
 from sagacity.worker.cli._progress_view import ProgressPrinter
 from sagacity.worker.cli._render import saga_overview, steps_table
-from sagacity.worker.cli._sagas import _closed_view, _result_summary
+from sagacity.worker.cli._sagas import _closed_view
 from sagacity.worker.client._client import (
     NoWorkerError,
     SagaHandle,
+    SagaSummary,
     connect,
+    describe_saga,
     start_saga,
 )
 from sagacity.worker.client._progress_follow import follow, readable_journal
@@ -178,7 +180,7 @@ def start(
         claim = RequesterClaim.model_validate(signed_request(signer, sid))
         inp = inp.model_copy(update={"requester": claim})
 
-    async def main() -> SagaResult | None:
+    async def main() -> tuple[SagaResult | None, SagaSummary | None]:
         client = await connect(settings)
         if wait:  # waiting on a queue nobody polls would hang in silence: refuse first
             try:
@@ -201,20 +203,24 @@ def start(
                     f"warning: no worker polls task queue {settings.task_queue}; saga {sid} "
                     "waits until one does (`sagacity worker`)"
                 )
-            return None
-        return await _follow_until_closed(handle, settings, printer)
+            return None, None
+        result = await _follow_until_closed(handle, settings, printer)
+        # What Temporal says of the closed workflow, as `sagacity status` shows it (a
+        # saga that did not complete fails its workflow): nothing taken from the settings.
+        return result, await describe_saga(handle)
 
-    result = run(main())
+    result, summary = run(main())
     if not wait:
         return
-    if result is None:
+    if result is None or summary is None:
         raise fail(f"saga {sid} was cancelled or terminated; see `sagacity journal {sid}`")
     if as_json:
         typer.echo(json_line({"event": "result", "result": result.model_dump(mode="json")}))
     else:
         shown = SagaResult.model_validate(neutralized(result.model_dump(mode="json")))
-        console.print(saga_overview(_result_summary(shown, settings), shown))
-        console.print(steps_table(shown.steps))
+        console.print(saga_overview(summary, shown))
+        if shown.steps:  # a plan refused before its first step has none: the overview says why
+            console.print(steps_table(shown.steps))
     if result.status is not SagaStatus.COMPLETED:
         raise typer.Exit(1)
 
