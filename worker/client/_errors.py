@@ -76,10 +76,11 @@ class RefusedError(SagaClientError):
 
     def __init__(self, reason: str, detail: str, *, journaled: bool) -> None:
         self.reason = reason
-        self.detail = detail
+        # The saga's sentence may lead with the code: said once, in `reason` and the message.
+        self.detail = detail.removeprefix(f"{reason}: ")
         self.journaled = journaled
         evidence = "journaled as evidence" if journaled else self.unjournaled
-        super().__init__(f"{self.what} refused ({reason}): {detail} ({evidence})")
+        super().__init__(f"{self.what} refused ({reason}): {self.detail} ({evidence})")
 
 
 class ApprovalRefusedError(RefusedError):
