@@ -103,7 +103,7 @@ def _decide(
 
     def confirm(pending: PendingApproval, local: str) -> bool:
         """Show what is decided on, warn about look-alike text, then ask (unless --yes)."""
-        shown.print(pending_panel(pending, local))
+        shown.print(pending_panel(pending, local, verb))
         warn_about_text(pending)
         if given_hash is not None and given_hash.strip().lower() != local:
             note(

@@ -23,7 +23,7 @@ from sagacity.journal._chain import VerifyReport
 from sagacity.journal._entry import JournalEntry
 from sagacity.journal._phases import Phase, SagaStatus
 from sagacity.text._confusables import TextWarning, payload_warnings
-from sagacity.text._terminal_safe import printable
+from sagacity.text._terminal_safe import json_safe, printable
 from sagacity.text._visible import visible
 from sagacity.workflows._models import DirtyStep, PendingApproval, SagaResult, SagaView, StepReport
 
@@ -214,13 +214,15 @@ def pending_list(items: Iterable[Any]) -> RenderableType:
     return Group(*blocks)
 
 
-def pending_panel(p: PendingApproval, local_hash: str) -> RenderableType:
-    """What an approver reviews before deciding: the exact payload and both hashes."""
+def pending_panel(p: PendingApproval, local_hash: str, verb: str = "approve") -> RenderableType:
+    """What an approver reviews before deciding (to `verb` it): the exact payload, as
+    indented JSON whose strings are escaped (json_safe: what a tool or a model wrote in
+    them cannot act on the terminal, the layout's own newlines stay), and both hashes."""
     grid = _pending_grid(p)
     grid.add_row("recomputed", _t(f"{local_hash} (matches)", "green"))
     return Group(
-        Text("payload to approve:", style="bold"),
-        _t(payload_json({"tool": p.tool, "args": p.payload})),
+        Text(f"payload to {verb}:", style="bold"),
+        Text(json_safe(payload_json({"tool": p.tool, "args": p.payload}))),
         grid,
     )
 
