@@ -63,6 +63,11 @@ class StoreUnavailableError(JournalError):
     """The journal's database cannot be reached or opened."""
 
 
+class NoJournalError(StoreUnavailableError):
+    """A read found no journal where its URL points (no file, an empty file, a schema
+    with no journal tables): it reports that, and creates nothing (a read never does)."""
+
+
 class IncompatibleJournalError(JournalError):
     """The journal's database was made by another version of sagacity (a pre-release one,
     a newer one) or by another program: this version does not read or write it, rather

@@ -37,7 +37,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import TupleRow
 
-from sagacity._errors import IncompatibleJournalError
+from sagacity._errors import IncompatibleJournalError, NoJournalError
 
 VERSION_TABLE = "sagacity_schema_version"
 _FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -129,6 +129,27 @@ def check_applied(applied: dict[int, Applied], migrations: list[Migration], sche
             "of sagacity, which this one does not read or write. Keep it as evidence with "
             "the version that wrote it (sagacity export), and give this worker a new schema "
             "(?schema=NAME in the journal URL) or a new database"
+        )
+
+
+def check_readable(conn: psycopg.Connection[TupleRow], schema: str) -> None:
+    """What a reader (`sagacity journal`, verify, export...) does instead of migrating:
+    refuse a schema with no journal (NoJournalError), one another sagacity made, or one
+    not migrated to this version yet, and create nothing at all: reading a journal must
+    not leave a schema and six empty tables behind a mistyped URL."""
+    applied = applied_versions(conn, schema)
+    if not applied:
+        raise NoJournalError(
+            f"no sagacity journal in schema {schema!r} of this database: no worker has "
+            "written one there (nothing was created); check the URL and its ?schema="
+        )
+    migrations = load_migrations()
+    check_applied(applied, migrations, schema)
+    missing = sorted({m.version for m in migrations} - applied.keys())
+    if missing:
+        raise IncompatibleJournalError(
+            f"the journal schema {schema!r} lacks migration(s) {missing} of this sagacity; "
+            "a read changes nothing: start a worker of this version on it once to migrate it"
         )
 
 

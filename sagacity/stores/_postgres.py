@@ -6,9 +6,9 @@ which sagacity strips before libpq sees the URL, creates if needed, and uses to 
 every name, so nothing depends on search_path. Tests isolate each module in a fresh
 schema this way; deployments can keep the journal apart from other tables.
 
-Opening migrates (sagacity.stores._migrations) over one direct connection first, which
-reports an unreachable database promptly with libpq's reason and leaves no pool behind;
-then the pool opens with a bounded wait, and is closed again on any failure.
+Opening migrates (a read-only opening only checks: sagacity.stores._migrations) over one
+direct connection first, which reports an unreachable database promptly with libpq's
+reason and leaves no pool; then the pool opens with a bounded wait, closed on any failure.
 
 Append has two paths; next_entry (sagacity.stores._base) makes every decision on both.
 
@@ -54,7 +54,7 @@ from sagacity.approval._registry_marks import JournaledMark
 from sagacity.journal._entry import EntryDraft, JournalEntry
 from sagacity.stores._base import Clock, JournalStore, Snapshot, StepClaim, next_entry
 from sagacity.stores._mark_tables import marks_of
-from sagacity.stores._migrations import migrate
+from sagacity.stores._migrations import check_readable, migrate
 from sagacity.stores._postgres_claim import claim_locked, claim_optimistic, locked_transaction
 from sagacity.stores._postgres_sql import (
     _INT4_MAX,
@@ -132,9 +132,10 @@ class PostgresJournalStore(JournalStore):
         max_size: int = 10,
         open_timeout: float = 5.0,
         lock_timeout: str = "5s",
+        read_only: bool = False,
     ) -> PostgresJournalStore:
-        """Open (and migrate) the journal at `url`; raises StoreUnavailableError promptly
-        when the database cannot be reached, authenticated to or migrated.
+        """Open (and migrate; `read_only`: only check, check_readable) the journal at `url`;
+        StoreUnavailableError promptly when it cannot be reached, logged into or migrated.
 
         `max_size` bounds the pool, `open_timeout` (seconds) bounds connecting and
         opening, and `lock_timeout` (a Postgres interval) bounds how long an append waits
@@ -159,7 +160,7 @@ class PostgresJournalStore(JournalStore):
             ) from exc
         try:
             with conn:
-                migrate(conn, schema)
+                (check_readable if read_only else migrate)(conn, schema)
         except psycopg.Error as exc:
             raise StoreUnavailableError(
                 f"cannot migrate the sagacity journal schema {schema!r} at {shown} "

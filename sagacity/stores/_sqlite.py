@@ -31,7 +31,12 @@ from sagacity.stores._mark_tables import (
     marks_of,
     sqlite_record_mark,
 )
-from sagacity.stores._sqlite_schema import JOURNAL_SCHEMA, check_file, open_schema
+from sagacity.stores._sqlite_schema import (
+    JOURNAL_SCHEMA,
+    check_file,
+    check_journal_file,
+    open_schema,
+)
 from sagacity.stores._sqlite_values import (
     NotUtf8Text,
     check_row_types,
@@ -95,6 +100,7 @@ class SqliteJournalStore(JournalStore):
         clock: Clock | None = None,
         *,
         busy_timeout_s: float = 30.0,
+        read_only: bool = False,
     ):
         super().__init__(clock)
         self.path = path
@@ -105,6 +111,9 @@ class SqliteJournalStore(JournalStore):
         self._all_lock = threading.Lock()
         self._closed = False
         try:
+            if read_only:  # a reader creates no file and no table (NoJournalError)
+                check_journal_file(path)
+                return
             path.parent.mkdir(parents=True, exist_ok=True)
             check_file(path)
             with self._using() as conn:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from sagacity._errors import IncompatibleJournalError
+from sagacity._errors import IncompatibleJournalError, NoJournalError
 
 __all__ = ["APPLICATION_ID", "JOURNAL_SCHEMA", "SCHEMA_VERSION", "check_file", "open_schema"]
 
@@ -89,6 +89,21 @@ def check_file(path: Path) -> None:
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         _refuse_foreign(conn, path)
+    finally:
+        conn.close()
+
+
+def check_journal_file(path: Path) -> None:
+    """For a reader: `path` is this schema's journal, or NoJournalError (no file, an empty
+    one) or IncompatibleJournalError. Looked at read-only: nothing is created, no WAL
+    switch, no table, and a reader's typo leaves no stray file behind."""
+    if not path.is_file() or path.stat().st_size == 0:
+        what = "is empty" if path.is_file() else "does not exist"
+        raise NoJournalError(f"no journal at {path}: the file {what} (nothing was created)")
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        if not _refuse_foreign(conn, path):
+            raise NoJournalError(f"no journal in {path}: the file has no tables")
     finally:
         conn.close()
 

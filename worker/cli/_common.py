@@ -239,8 +239,9 @@ def run(main: Coroutine[Any, Any, T]) -> T:
 
 
 def open_journal(settings: Settings) -> JournalStore:
-    """Open the journal for reading. A SQLite file that does not exist is an error here,
-    not an empty journal created on the spot in whatever directory the user stood in."""
+    """Open the journal for reading, creating nothing (open_store's read_only): a SQLite
+    file that does not exist, or a PostgreSQL schema with no journal, is an error here, not
+    an empty journal created on the spot where a mistyped URL pointed."""
     path = sqlite_file(settings.journal_url)
     if path is not None and not path.exists():
         if settings.embedded_home() is not None:
@@ -253,7 +254,7 @@ def open_journal(settings: Settings) -> JournalStore:
             f"no journal at {path} (from {settings.journal_url}); set SAGACITY_JOURNAL_URL "
             "or --journal to the journal the worker writes"
         )
-    return open_store(settings.journal_url)
+    return open_store(settings.journal_url, read_only=True)  # a read creates nothing
 
 
 def located(store: JournalStore) -> str:

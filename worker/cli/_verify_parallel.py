@@ -116,7 +116,7 @@ class _Worker:
 def _init(job: _Job) -> None:
     verify_lifeline.watch_main(job.main_pid)
     _Worker.job = job
-    _Worker.store = open_store(job.journal_url)
+    _Worker.store = open_store(job.journal_url, read_only=True)
     # Held for the process's life (kept referenced: a collected generator would end it);
     # the main process's walk, which exported the snapshot, outlives every worker.
     _Worker.reading = _Worker.store.reading(job.snapshot)
