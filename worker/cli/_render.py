@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -76,24 +76,50 @@ def entry_detail(entry: JournalEntry) -> str:
     if entry.phase is Phase.NEEDS_HUMAN:
         listed = entry.input.get("dirty") if isinstance(entry.input, dict) else None
         dirty = [d.get("step") for d in listed if isinstance(d, dict)] if listed else []
-        return f"dirty steps {dirty}; waits until {result.get('deadline')}"
+        return f"dirty steps {dirty}; waits until {_iso_when(result.get('deadline'))} UTC"
     if entry.phase.is_lifecycle:
         return str(result.get("status") or "")
+    if entry.phase in (Phase.INTENT, Phase.EXECUTED) and entry.input not in (None, {}):
+        return f"args {json.dumps(entry.input, ensure_ascii=False, sort_keys=True)}"
+    return ""
+
+
+def _iso_when(value: object) -> str:
+    """An ISO timestamp from a journal entry's JSON as `_when` writes it (UTC, to the
+    second); anything else as it is (escaped where printed)."""
+    try:
+        moment = datetime.fromisoformat(str(value))
+    except ValueError:
+        return str(value)
+    return _when(moment.astimezone(UTC) if moment.utcoffset() is not None else moment)
+
+
+def entry_actor(entry: JournalEntry) -> str:
+    """Who acted: the proven actor, or for a refused decision the name it claimed (in its
+    input: a claim, not a proven actor, so marked as one)."""
+    if entry.actor:
+        return str(entry.actor)
+    claimed = entry.input.get("approver") if isinstance(entry.input, dict) else None
+    if entry.phase is Phase.APPROVAL_REFUSED and claimed:
+        return f"{claimed} (claimed)"
     return ""
 
 
 def journal_table(saga_id: str, entries: Iterable[JournalEntry]) -> Table:
     table = Table(title=_t(f"journal of {saga_id}"), title_justify="left", show_lines=False)
-    for column in ("seq", "phase", "step", "tool", "actor", "detail", "hash"):
-        table.add_column(column, overflow="fold", no_wrap=column in ("seq", "step", "hash"))
+    columns = ("seq", "phase", "step", "tool", "actor", "detail", "hash", "recorded (UTC)")
+    for column in columns:
+        table.add_column(
+            column, overflow="fold", no_wrap=column in ("seq", "step", "hash", "recorded (UTC)")
+        )
     for entry in entries:
-        detail = entry_detail(entry)
+        detail = entry_detail(entry)  # bounded below; every value escaped by _t
         table.add_row(
             _t(entry.seq),
             _t(entry.phase.value),
             _t(entry.step),
             _t(entry.tool),
-            _t(entry.actor or ""),
+            _t(entry_actor(entry)),
             _t(detail if len(detail) <= DETAIL_CHARS else detail[: DETAIL_CHARS - 1] + "…"),
             _t(entry.hash[:12]),
         )
