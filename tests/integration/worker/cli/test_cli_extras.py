@@ -60,16 +60,15 @@ def test_dev_without_the_inbox_extra_names_it_before_starting_anything(tmp_path:
     assert_one_line_error(ran, "pip install 'sagacity[inbox]'", "--no-inbox")
 
 
+AGENTS_PLUGIN = "sagacity.contrib.openai_agents:SagaAgentsPlugin"
+
+
 @pytest.mark.parametrize(
     ("blocked", "spec", "extra"),
     [
         ("mcp", "sagacity.contrib.mcp:McpToolset", "mcp"),
         ("pydantic_ai", "sagacity.contrib.pydantic_ai:SagaToolset", "pydantic-ai"),
-        (
-            "temporalio.openai_agents",
-            "sagacity.contrib.openai_agents:SagaAgentsPlugin",
-            "openai-agents",
-        ),
+        ("temporalio.openai_agents", AGENTS_PLUGIN, "openai-agents"),
     ],
 )
 def test_a_toolbox_of_an_extra_not_installed_names_the_extra(

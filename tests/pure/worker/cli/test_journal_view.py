@@ -19,8 +19,9 @@ WHEN = datetime(2026, 12, 14, 2, 14, 24, 123456, tzinfo=UTC)
 
 
 def rows(*drafts: EntryDraft) -> list[str]:
+    """The printed table of a saga opened, then `drafts`."""
     store = MemoryJournalStore(clock=lambda: WHEN)
-    for draft in drafts:
+    for draft in (EntryDraft.new("s1", Phase.SAGA_OPENED), *drafts):
         store.append(draft)
     console = Console(width=1000, record=True, color_system=None)
     console.print(journal_table("s1", store.entries("s1")))
@@ -35,7 +36,6 @@ def row_of(lines: list[str], phase: str) -> str:
 def test_intent_and_executed_rows_show_the_arguments() -> None:
     args = {"sku": "widget", "qty": 2}
     lines = rows(
-        EntryDraft.new("s1", Phase.SAGA_OPENED),
         EntryDraft.new("s1", Phase.INTENT, step=1, tool="reserve_inventory", input=args),
         EntryDraft.new(
             "s1", Phase.EXECUTED, step=1, tool="reserve_inventory", input=args, result={"ok": 1}
@@ -48,7 +48,6 @@ def test_intent_and_executed_rows_show_the_arguments() -> None:
 def test_hostile_or_long_arguments_are_escaped_and_bounded() -> None:
     args = {"note": "\x1b[2Jok\u202e" + "x" * 500}
     lines = rows(
-        EntryDraft.new("s1", Phase.SAGA_OPENED),
         EntryDraft.new("s1", Phase.INTENT, step=1, tool="t", input=args),
     )
     row = row_of(lines, "INTENT")
@@ -60,22 +59,20 @@ def test_hostile_or_long_arguments_are_escaped_and_bounded() -> None:
 
 def test_a_refused_decision_shows_the_approver_it_claimed() -> None:
     lines = rows(
-        EntryDraft.new("s1", Phase.SAGA_OPENED),
         EntryDraft.new(
             "s1",
             Phase.APPROVAL_REFUSED,
             step=1,
             tool="send_wire_transfer",
             input={"approver": "mallory", "step": 1},
-            error="APPROVER_NOT_ALLOWED: 'mallory' may not decide",
+            error="APPROVER_NOT_ALLOWED: no",
         ),
     )
     assert "mallory (claimed)" in row_of(lines, "APPROVAL_REFUSED")
 
 
-def test_times_are_utc_to_the_second() -> None:
+def test_the_wait_deadline_is_utc_to_the_second() -> None:
     lines = rows(
-        EntryDraft.new("s1", Phase.SAGA_OPENED),
         EntryDraft.new(
             "s1",
             Phase.NEEDS_HUMAN,
