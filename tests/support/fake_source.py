@@ -18,7 +18,8 @@ from sagacity.journal._canonical import canonical_text
 from sagacity.journal._chain import VerifyReport
 from sagacity.journal._entry import JournalEntry
 from sagacity.worker.client._client import PendingItem, SagaNotFoundError, SagaSummary
-from sagacity.worker.client._pending_list import PendingPage, SagaScope
+from sagacity.worker.client._discovery import EVERY_SAGA
+from sagacity.worker.client._pending_list import PendingPage
 from sagacity.worker.client._resolutions import DirtyItem
 from sagacity.worker.client._saga_client import Review
 from sagacity.worker.inbox._source import Approval
@@ -58,7 +59,7 @@ class FakeSource:
     async def pending(self) -> PendingPage:
         self._check()
         items = [PendingItem(summary_of(s), p) for s, p in self.pendings.items()]
-        return PendingPage(items, False, 200, SagaScope())
+        return PendingPage(items, False, 200, EVERY_SAGA, "the fake source was asked")
 
     async def approval(self, saga_id: str) -> Approval:
         self._check()

@@ -36,6 +36,7 @@ from sagacity.worker.cli._common import (
 from sagacity.worker.cli._ended import dirty_rows, ended_lines, searched_note
 from sagacity.worker.cli._output import console, fail, note, print_json, say
 from sagacity.worker.cli._render import dirty_table
+from sagacity.worker.cli._search import WorkflowTypeOpt, search_of
 from sagacity.worker.cli._signed import ask, who_acts
 from sagacity.worker.client._client import connect
 from sagacity.worker.client._progress_follow import readable_journal
@@ -48,12 +49,20 @@ Reason = Annotated[str, typer.Option(help="why: journaled with the action")]
 
 
 @global_options
-def dirty(ctx: typer.Context, limit: SagasLimit = 100, as_json: JsonOpt = False) -> None:
+def dirty(
+    ctx: typer.Context,
+    limit: SagasLimit = 100,
+    workflow_type: WorkflowTypeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
     """Every saga that needs a human, with each dirty step: what is known and what to do;
     and every saga whose workflow ended without closing its journal (terminated, timed
     out), with its live steps read from the journal and the command that compensates it.
-    Says what it searched: Temporal, and the journal (--journal) when it can be read."""
+    Sagas of any workflow type on any task queue of the namespace, unless --task-queue
+    or --workflow-type narrows the search. Says what it searched: Temporal, and the
+    journal (--journal) when it can be read."""
     settings = settings_of(ctx)
+    search = search_of(ctx, workflow_type)
 
     async def main() -> NeedingHuman:
         store, why_not = readable_journal(settings)
@@ -62,6 +71,7 @@ def dirty(ctx: typer.Context, limit: SagasLimit = 100, as_json: JsonOpt = False)
                 await connect(settings),
                 store,
                 limit=limit,
+                search=search,
                 journal_name=located(store) if store is not None else None,
                 why_no_journal=why_not,
             )

@@ -28,6 +28,7 @@ from sagacity.worker.cli._common import (
 )
 from sagacity.worker.cli._output import console, fail, note, print_json, say
 from sagacity.worker.cli._render import pending_list, saga_overview, sagas_table, steps_table
+from sagacity.worker.cli._search import WorkflowTypeOpt, search_of
 from sagacity.worker.client._client import (
     NoWorkerError,
     SagaHandle,
@@ -188,16 +189,22 @@ def list_cmd(
 
 
 @global_options
-def pending(ctx: typer.Context, limit: SagasLimit = 100, as_json: JsonOpt = False) -> None:
+def pending(
+    ctx: typer.Context,
+    limit: SagasLimit = 100,
+    workflow_type: WorkflowTypeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
     """Every saga awaiting approval, with the tool, the exact payload and its hash: sagas
-    (AgentSaga and the configured --workflow types) on the configured task queue."""
-    from sagacity.worker.client._pending_list import SagaScope, pending_page
+    of any workflow type (AgentSaga and your own) on any task queue of the namespace,
+    unless --task-queue or --workflow-type narrows the list. Says what it searched."""
+    from sagacity.worker.client._pending_list import pending_page
 
     settings = settings_of(ctx)
+    search = search_of(ctx, workflow_type)
 
     async def main() -> Any:
-        scope = SagaScope.of_settings(settings)
-        return await pending_page(await connect(settings), scope, limit=limit)
+        return await pending_page(await connect(settings), search, limit=limit)
 
     page = run(main())
     items = page.items
@@ -214,8 +221,10 @@ def pending(ctx: typer.Context, limit: SagasLimit = 100, as_json: JsonOpt = Fals
         )
         if page.more:
             note(page.more_note())
+        elif not items:
+            note(page.empty_note())
     elif not items:
-        note("no saga is awaiting approval")
+        note(page.empty_note())
     else:
         console.print(pending_list(items))
         if page.more:

@@ -138,7 +138,6 @@ async def _dev_inbox(
     if inbox_port is None:
         yield
         return
-    from sagacity.worker.client._pending_list import SagaScope
     from sagacity.worker.client._saga_client import SagaClient
     from sagacity.worker.inbox._enrollment import enrollment_hint
     from sagacity.worker.inbox._server import InboxOptions, listening_line, start_inbox
@@ -148,7 +147,6 @@ async def _dev_inbox(
     source = SagaSource(
         SagaClient(client, task_queue=settings.task_queue, store=store),
         temporal_ui=f"http://127.0.0.1:{ui_port}",
-        scope=SagaScope.of_settings(settings),
     )
     options = InboxOptions(port=inbox_port, registry=registry)
     async with start_inbox(options, source=source) as running:

@@ -14,7 +14,6 @@ task queue, so a caller can say "no worker" before waiting at all.)
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -29,12 +28,12 @@ from temporalio.client import (
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 
-from sagacity._errors import SagacityError
 from sagacity.approval._judge import approval_hash
 from sagacity.journal._phases import SagaStatus
 from sagacity.text._saga_details import start_details, start_summary
 from sagacity.worker._app import connect as _connect
 from sagacity.worker._settings import Settings
+from sagacity.worker.client._discovery import EVERY_SAGA, SagaSearch
 from sagacity.worker.client._errors import (
     ApprovalRefusedError,
     NothingPendingError,
@@ -82,7 +81,6 @@ __all__ = [
     "describe_saga",
     "list_sagas",
     "pending_approval",
-    "pending_approvals",
     "result_of_failure",
     "saga_handle",
     "saga_result",
@@ -304,16 +302,17 @@ async def list_sagas(
     status: SagaStatus | str | None = None,
     needs_human: bool | None = None,
     limit: int | None = None,
-    any_workflow: bool = True,
+    search: SagaSearch = EVERY_SAGA,
 ) -> list[SagaSummary]:
     """Sagas by visibility query, newest first, optionally filtered by SagaStatus: every
-    workflow that opened a saga (AgentSagas and user workflows on the saga API set the
-    same search attributes), or AgentSagas only when `any_workflow` is False."""
-    query = "SagaStatus IS NOT NULL" if any_workflow else f'WorkflowType="{SAGA_WORKFLOW}"'
+    workflow that opened a saga, whatever its type and task queue (they all set the same
+    search attributes), narrowed by `search`'s filters (worker.client._discovery)."""
+    clauses = []
     if status is not None:
-        query += f' AND SagaStatus="{SagaStatus(status).value}"'
+        clauses.append(f'SagaStatus="{SagaStatus(status).value}"')
     if needs_human is not None:
-        query += f" AND SagaNeedsHuman={'true' if needs_human else 'false'}"
+        clauses.append(f"SagaNeedsHuman={'true' if needs_human else 'false'}")
+    query = search.query(" AND ".join(clauses) or None)
     found: list[SagaSummary] = []
     with _rpc(client, call="the visibility list"):
         async for wf in client.list_workflows(query, limit=limit):
@@ -326,27 +325,6 @@ class PendingItem:
     summary: SagaSummary
     pending: PendingApproval | None
     error: str | None = None
-
-
-async def pending_approvals(
-    client: Client, *, limit: int | None = None, any_workflow: bool = True
-) -> list[PendingItem]:
-    """Every saga listed as AWAITING_APPROVAL with what it waits for. Visibility lags, so a
-    saga decided a moment ago is left out (its query answers None); a saga whose query
-    fails is kept with the error, so nothing awaiting a human is silently hidden."""
-    listed = await list_sagas(
-        client, status=SagaStatus.AWAITING_APPROVAL, limit=limit, any_workflow=any_workflow
-    )
-
-    async def one(summary: SagaSummary) -> PendingItem:
-        try:
-            pending = await pending_approval(saga_handle(client, summary.saga_id))
-        except SagacityError as exc:
-            return PendingItem(summary, None, str(exc))
-        return PendingItem(summary, pending)
-
-    items = await asyncio.gather(*(one(s) for s in listed))
-    return [item for item in items if item.pending is not None or item.error is not None]
 
 
 # ---- cancelling ---------------------------------------------------------------------------

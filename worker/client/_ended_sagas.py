@@ -53,6 +53,7 @@ from sagacity.worker.client._client import (
     handle_client,
     summary_of,
 )
+from sagacity.worker.client._discovery import EVERY_SAGA, SagaSearch
 from sagacity.worker.client._saga_runs import _quoted, opening, owning_chain, saga_run
 
 __all__ = [
@@ -312,17 +313,19 @@ async def find_ended(
     journal_name: str | None = None,
     why_no_journal: str = "no journal was given",
     limit: int | None = None,
+    within: SagaSearch = EVERY_SAGA,
 ) -> EndedSearch:
     """Every saga whose workflow ended without closing its journal, latest ended first
     (see the module's docstring), and what was searched. `journal_name` names `store` in
     what is said; `why_no_journal` says why there is none."""
     search = EndedSearch()
     namespace = client.namespace
-    ended_runs = await _listed(client, ENDED_QUERY, "the visibility list of ended sagas")
+    query = within.query(ENDED_QUERY)
+    ended_runs = await _listed(client, query, "the visibility list of ended sagas")
     candidates = list(dict.fromkeys(wf.id for wf in ended_runs))
     search.searched.append(
         f"Temporal visibility of namespace {namespace!r}: runs closed with a non-final "
-        f"SagaStatus ({len(ended_runs)} run(s))"
+        f"SagaStatus, {within.filters()} ({len(ended_runs)} run(s))"
     )
     if store is None:
         search.not_searched.append(f"the journal ({why_no_journal})")
@@ -331,7 +334,7 @@ async def find_ended(
         candidates = list(dict.fromkeys([*chains, *candidates]))
         search.searched.append(
             f"the journal {journal_name or store.url}: {len(chains)} open chain(s), each "
-            "looked up in Temporal"
+            "looked up in Temporal, whatever its task queue and workflow type"
         )
     gate = asyncio.Semaphore(LOOKUPS)
 

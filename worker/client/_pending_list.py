@@ -1,140 +1,96 @@
-"""The list of approvals waiting for a person, as `sagacity pending` and the inbox show it.
+"""The list of approvals waiting for a person, as `sagacity pending`, the inbox and
+SagaClient.pending show it.
 
-The SagaStatus search attribute alone says nothing: any Temporal caller can start a
-workflow of any type, on any task queue, with SagaStatus=AWAITING_APPROVAL set, and no
-worker ever runs it. A few hundred such starts would push real approvals off a list cut
-at its limit, and each row's query would wait for a worker that never comes. So the list
-is scoped to sagacity's saga workflow types (AgentSaga and the saga-API workflows the
-worker is configured to run) on the task queue the worker polls: a workflow of those
-types on that queue is run by sagacity's own code, which writes SagaStatus itself. The
-list says when its limit cut it, and each row's query is bounded: a row that does not
-answer in time is shown as unreadable, never hanging the list.
+Sagas are found by the search attributes every saga sets, in any workflow type on any
+task queue of the namespace (worker.client._discovery); a task queue or a workflow type
+narrows the list only when asked for. The SagaStatus search attribute alone proves
+nothing, though: any Temporal caller can start a workflow with
+SagaStatus=AWAITING_APPROVAL set that no saga code runs. So each row is confirmed by the
+saga's own `pending_approval` query, bounded in time: a row that does not answer is shown
+as unreadable (it may be a real saga whose worker is down), and the rows that answered
+come first. Visibility is read past the limit shown (SCAN rows per row shown), so a flood
+of such workflows, newer than the real approvals, does not push those off the list; the
+list says when its limit cut it, and an empty list says what was searched.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from temporalio.client import Client
 
-from sagacity._errors import SagacityError
 from sagacity.journal._phases import SagaStatus
-from sagacity.worker._settings import Settings
 from sagacity.worker.client._client import (
-    SAGA_WORKFLOW,
     PendingItem,
     SagaSummary,
-    _rpc,
+    list_sagas,
     pending_approval,
     saga_handle,
-    summary_of,
 )
+from sagacity.worker.client._discovery import EVERY_SAGA, ROW_TIMEOUT, SagaSearch, ask_each
+from sagacity.workflows._models import PendingApproval
 
-__all__ = ["ROW_TIMEOUT", "PendingPage", "SagaScope", "pending_page"]
+__all__ = ["SCAN", "PendingPage", "pending_page"]
 
-ROW_TIMEOUT = 5.0
-"""Seconds one row's `pending_approval` query may take before the row is shown as
-unreadable (a saga whose worker is down, or a workflow nobody runs)."""
-
-
-@dataclass(frozen=True)
-class SagaScope:
-    """Which workflows are sagas to list: their types and the task queues they run on."""
-
-    workflow_types: tuple[str, ...] = (SAGA_WORKFLOW,)
-    task_queues: tuple[str, ...] = ("sagacity",)
-
-    @classmethod
-    def of(cls, task_queue: str, workflows: Iterable[type] = ()) -> SagaScope:
-        """AgentSaga and the given saga-API workflow classes, on `task_queue`."""
-        from temporalio.workflow import _Definition
-
-        names = [_Definition.must_from_class(w).name or w.__name__ for w in workflows]
-        types = tuple(dict.fromkeys([SAGA_WORKFLOW, *(n for n in names if n)]))
-        return cls(types, (task_queue,))
-
-    @classmethod
-    def of_settings(cls, settings: Settings) -> SagaScope:
-        """The scope the worker `settings` describe runs: its task queue, AgentSaga and
-        its --workflow classes."""
-        from sagacity.worker._app import load_workflow
-
-        return cls.of(settings.task_queue, [load_workflow(s) for s in settings.workflows])
-
-    def query(self) -> str:
-        """The visibility query of these sagas awaiting approval."""
-        types = " OR ".join(f"WorkflowType = {_quoted(t)}" for t in self.workflow_types)
-        queues = " OR ".join(f"TaskQueue = {_quoted(q)}" for q in self.task_queues)
-        waiting = SagaStatus.AWAITING_APPROVAL.value
-        return f'({types}) AND ({queues}) AND SagaStatus = "{waiting}"'
-
-    def describe(self) -> str:
-        """For the note when the limit cut the list."""
-        return (
-            f"workflow type {' or '.join(self.workflow_types)} on task queue "
-            f"{' or '.join(self.task_queues)}"
-        )
+SCAN = 10
+"""Visibility rows read per row shown: room for the real approvals behind a flood of
+workflows that only claim to await one (they are asked, do not answer, and go last)."""
 
 
 @dataclass(frozen=True)
 class PendingPage:
-    """The approvals listed, and whether the limit left more out (visibility is read one
-    past the limit to know)."""
+    """The approvals listed (those that answered first, each part newest first), whether
+    the limit left more out, and what was searched."""
 
     items: list[PendingItem]
     more: bool
     limit: int
-    scope: SagaScope
+    search: SagaSearch
+    searched: str
+    """What visibility was asked (namespace and filters): said with an empty list."""
 
     def more_note(self) -> str:
         """What to say when the limit cut the list, or ''."""
         if not self.more:
             return ""
         return (
-            f"more sagas await approval than the {self.limit} shown (newest first; "
-            f"{self.scope.describe()}): narrow with a task queue of its own per team "
-            "(SAGACITY_TASK_QUEUE), decide the oldest first, or raise the limit"
+            f"more sagas await approval than the {self.limit} shown (those that answered "
+            f"first, newest first; {self.search.filters()}): narrow with --task-queue or "
+            "--workflow-type, decide the oldest first, or raise the limit"
         )
+
+    def empty_note(self) -> str:
+        """What an empty list says: none found in what was searched, never more."""
+        return f"no saga is awaiting approval: {self.searched}"
 
 
 async def pending_page(
     client: Client,
-    scope: SagaScope,
+    search: SagaSearch = EVERY_SAGA,
     *,
     limit: int = 200,
     row_timeout: float = ROW_TIMEOUT,
 ) -> PendingPage:
-    """Every saga of `scope` listed as AWAITING_APPROVAL, newest first, with what it waits
-    for: at most `limit`, saying whether more were left out. Visibility lags, so a saga
-    decided a moment ago is left out (its query answers None); a saga whose query fails
-    or takes longer than `row_timeout` is kept with the reason, so nothing awaiting a
-    person is silently hidden."""
-    listed: list[SagaSummary] = []
-    with _rpc(client, call="the visibility list"):
-        async for wf in client.list_workflows(scope.query(), limit=limit + 1):
-            listed.append(summary_of(wf.id, wf))
-    more = len(listed) > limit
-    listed = listed[:limit]
+    """Every saga `search` finds listed as AWAITING_APPROVAL, with what it waits for: at
+    most `limit`, those whose query answered first, saying whether more were left out.
+    Visibility lags, so a saga decided a moment ago is left out (its query answers None);
+    a saga whose query fails or takes longer than `row_timeout` is kept with the reason,
+    so nothing awaiting a person is silently hidden."""
+    scan = limit * SCAN
+    waiting = SagaStatus.AWAITING_APPROVAL
+    listed = await list_sagas(client, status=waiting, search=search, limit=scan + 1)
 
-    async def one(summary: SagaSummary) -> PendingItem:
-        handle = saga_handle(client, summary.saga_id)
-        try:
-            pending = await asyncio.wait_for(pending_approval(handle), row_timeout)
-        except TimeoutError:
-            return PendingItem(
-                summary, None, f"unreadable: its query did not answer within {row_timeout:g}s"
-            )
-        except SagacityError as exc:
-            return PendingItem(summary, None, f"unreadable: {exc}")
-        return PendingItem(summary, pending)
+    async def ask(summary: SagaSummary) -> PendingApproval | None:
+        return await pending_approval(saga_handle(client, summary.saga_id))
 
-    items = await asyncio.gather(*(one(s) for s in listed))
-    kept = [item for item in items if item.pending is not None or item.error is not None]
-    return PendingPage(kept, more, limit, scope)
-
-
-def _quoted(text: str) -> str:
-    """A visibility query string literal."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    answers = await ask_each(listed[:scan], ask, row_timeout)
+    items = [
+        PendingItem(s, None, f"unreadable: {a}") if isinstance(a, str) else PendingItem(s, a)
+        for s, a in zip(listed, answers, strict=False)
+    ]
+    answered = [i for i in items if i.pending is not None]
+    unreadable = [i for i in items if i.error is not None]
+    kept = answered + unreadable
+    more = len(listed) > scan or len(kept) > limit
+    searched = search.describe(client.namespace, f"with SagaStatus {waiting.value}")
+    return PendingPage(kept[:limit], more, limit, search, searched)

@@ -14,14 +14,12 @@ registry).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from temporalio.client import Client
 
-from sagacity._errors import SagacityError
 from sagacity.approval._resolutions import ACTIONS, Action, Resolution
 from sagacity.approval._signing import SigningKey
 from sagacity.stores import JournalStore
@@ -34,6 +32,7 @@ from sagacity.worker.client._client import (
     list_sagas,
     saga_handle,
 )
+from sagacity.worker.client._discovery import EVERY_SAGA, SagaSearch, ask_each
 from sagacity.worker.client._ended_sagas import EndedSaga, find_ended
 from sagacity.worker.client._errors import ResolutionRefusedError
 from sagacity.workflows._models import DirtyStep, ResolutionResult
@@ -84,18 +83,23 @@ async def saga_dirty(handle: SagaHandle) -> list[DirtyStep]:
     return dirty
 
 
-async def dirty_sagas(client: Client, *, limit: int | None = None) -> list[DirtyItem]:
-    """Every saga flagged as needing a human, newest first, with what is dirty. A saga
-    whose query fails is kept with the error: nothing needing a human is hidden."""
-    listed = await list_sagas(client, needs_human=True, limit=limit)
+async def dirty_sagas(
+    client: Client, *, limit: int | None = None, search: SagaSearch = EVERY_SAGA
+) -> list[DirtyItem]:
+    """Every saga `search` finds flagged as needing a human, in any workflow type on any
+    task queue unless it narrows (worker.client._discovery), newest first, with what is
+    dirty. A saga whose query fails or does not answer in time is kept with the reason:
+    nothing needing a human is hidden."""
+    listed = await list_sagas(client, needs_human=True, limit=limit, search=search)
 
-    async def one(summary: SagaSummary) -> DirtyItem:
-        try:
-            return DirtyItem(summary, await saga_dirty(saga_handle(client, summary.saga_id)))
-        except SagacityError as exc:
-            return DirtyItem(summary, [], str(exc))
+    async def ask(summary: SagaSummary) -> list[DirtyStep]:
+        return await saga_dirty(saga_handle(client, summary.saga_id))
 
-    return list(await asyncio.gather(*(one(s) for s in listed)))
+    answers = await ask_each(listed, ask)
+    return [
+        DirtyItem(s, [], a) if isinstance(a, str) else DirtyItem(s, a)
+        for s, a in zip(listed, answers, strict=True)
+    ]
 
 
 async def needing_human(
@@ -103,24 +107,29 @@ async def needing_human(
     store: JournalStore | None,
     *,
     limit: int | None = None,
+    search: SagaSearch = EVERY_SAGA,
     journal_name: str | None = None,
     why_no_journal: str = "no journal was given",
 ) -> NeedingHuman:
     """The sagas flagged as needing a human (`dirty_sagas`) and those whose workflow ended
     without closing their journal (worker.ended_sagas), one item per saga, with what was
     searched. A flagged saga that also ended carries both."""
-    flagged = await dirty_sagas(client, limit=limit)
-    search = await find_ended(
-        client, store, journal_name=journal_name, why_no_journal=why_no_journal, limit=limit
+    flagged = await dirty_sagas(client, limit=limit, search=search)
+    search_ended = await find_ended(
+        client,
+        store,
+        journal_name=journal_name,
+        why_no_journal=why_no_journal,
+        limit=limit,
+        within=search,
     )
-    ended = {e.saga_id: e for e in search.found}
+    ended = {e.saga_id: e for e in search_ended.found}
     items = [replace(i, ended=ended.pop(i.summary.saga_id, None)) for i in flagged]
     items += [DirtyItem(e.summary, [], ended=e) for e in ended.values()]
-    flags = (
-        f"Temporal visibility of namespace {client.namespace!r}: sagas flagged "
-        f"SagaNeedsHuman ({len(flagged)})"
+    flags = f"{search.describe(client.namespace, 'flagged SagaNeedsHuman')} ({len(flagged)})"
+    return NeedingHuman(
+        items, searched=[flags, *search_ended.searched], not_searched=search_ended.not_searched
     )
-    return NeedingHuman(items, searched=[flags, *search.searched], not_searched=search.not_searched)
 
 
 def resolution_of(

@@ -52,6 +52,8 @@ from sagacity.stores import JournalStore
 from sagacity.worker._plugin import saga_converter
 from sagacity.worker.client import _actions as acts
 from sagacity.worker.client import _client as api
+from sagacity.worker.client._discovery import SagaSearch
+from sagacity.worker.client._pending_list import PendingPage, pending_page
 from sagacity.worker.client._saga_client_dirty import DirtyStateCalls
 from sagacity.worker.client._saga_runs import saga_run
 from sagacity.workflows._models import (
@@ -223,9 +225,18 @@ class SagaClient(DirtyStateCalls):
             )
         return self.store
 
-    async def pending(self, *, limit: int | None = None) -> list[api.PendingItem]:
-        """Every saga awaiting approval (any workflow type) with what it waits for."""
-        return await api.pending_approvals(self.temporal, limit=limit, any_workflow=True)
+    async def pending(
+        self,
+        *,
+        task_queue: str | None = None,
+        workflow_type: str | None = None,
+        limit: int = 200,
+    ) -> PendingPage:
+        """Every saga awaiting approval, in any workflow type on any task queue of the
+        namespace unless `task_queue` or `workflow_type` narrows it, with what it waits
+        for; `.searched` says what was asked (worker.client._pending_list)."""
+        search = SagaSearch(task_queue=task_queue, workflow_type=workflow_type)
+        return await pending_page(self.temporal, search, limit=limit)
 
     async def review(self, saga_id: str, *, verb: str = "decide on") -> Review:
         """The pending request of a running saga, its hash recomputed and checked here

@@ -13,6 +13,7 @@ from sagacity.approval._signing import SigningKey
 from sagacity.stores import JournalStore
 from sagacity.worker.client import _client as api
 from sagacity.worker.client import _resolutions as fixes
+from sagacity.worker.client._discovery import SagaSearch
 from sagacity.worker.client._saga_reset import CompensationStarted, compensate_ended
 from sagacity.workflows._models import DirtyStep, ResolutionResult
 
@@ -36,9 +37,16 @@ class DirtyStateCalls:
         """The steps of `saga_id` that need a person (its `dirty` query)."""
         return await fixes.saga_dirty(self.handle(saga_id))
 
-    async def needing_human(self, *, limit: int | None = None) -> fixes.NeedingHuman:
-        """Every saga needing a human (`sagacity dirty`): those flagged, with what is
-        dirty, and those whose workflow ended without closing their journal
+    async def needing_human(
+        self,
+        *,
+        task_queue: str | None = None,
+        workflow_type: str | None = None,
+        limit: int | None = None,
+    ) -> fixes.NeedingHuman:
+        """Every saga needing a human (`sagacity dirty`), in any workflow type on any task
+        queue unless `task_queue` or `workflow_type` narrows it: those flagged, with what
+        is dirty, and those whose workflow ended without closing their journal
         (terminated, timed out; `item.ended` says how, what is live and what resolves
         it). `.searched` and `.not_searched` say what was looked at: without a journal
         store, only Temporal's visibility is (see worker.ended_sagas)."""
@@ -46,6 +54,7 @@ class DirtyStateCalls:
             self.temporal,
             self.store,
             limit=limit,
+            search=SagaSearch(task_queue=task_queue, workflow_type=workflow_type),
             why_no_journal="this SagaClient has no journal store: SagaClient(store=...)",
         )
 

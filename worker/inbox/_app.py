@@ -61,7 +61,14 @@ async def inbox(request: Request) -> Response:
     source = source_of(request)
     page = await source.pending()
     dirty = await source.dirty()
-    return render(request, "inbox.html", pending=page.items, more=page.more_note(), dirty=dirty)
+    return render(
+        request,
+        "inbox.html",
+        pending=page.items,
+        more=page.more_note(),
+        searched=page.searched,
+        dirty=dirty,
+    )
 
 
 async def approval(request: Request) -> Response:

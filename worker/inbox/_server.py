@@ -22,7 +22,6 @@ import uvicorn
 from sagacity.stores import open_store
 from sagacity.worker._settings import Settings
 from sagacity.worker.client._client import connect
-from sagacity.worker.client._pending_list import SagaScope
 from sagacity.worker.client._saga_client import SagaClient
 from sagacity.worker.inbox._app import InboxConfig, create_app
 from sagacity.worker.inbox._enrollment import enrollment_hint
@@ -102,8 +101,7 @@ def saga_source_opener(
         async def close() -> None:
             store.close()
 
-        scope = SagaScope.of_settings(settings)
-        return SagaSource(client, temporal_ui=temporal_ui, scope=scope), close
+        return SagaSource(client, temporal_ui=temporal_ui), close
 
     return open_source
 

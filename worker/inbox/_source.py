@@ -19,7 +19,8 @@ from sagacity.approval._signed_action import SignedAction
 from sagacity.journal._chain import VerifyReport
 from sagacity.journal._entry import JournalEntry
 from sagacity.worker.client._client import SagaSummary
-from sagacity.worker.client._pending_list import PendingPage, SagaScope, pending_page
+from sagacity.worker.client._discovery import EVERY_SAGA, SagaSearch
+from sagacity.worker.client._pending_list import PendingPage, pending_page
 from sagacity.worker.client._resolutions import DirtyItem
 from sagacity.worker.client._saga_client import Review, SagaClient
 
@@ -74,22 +75,23 @@ class SagaSource:
         client: SagaClient,
         *,
         temporal_ui: str | None = None,
-        scope: SagaScope | None = None,
+        search: SagaSearch = EVERY_SAGA,
         limit: int = PENDING_LIMIT,
     ) -> None:
         self.client = client
         self.namespace = client.temporal.namespace
         self.temporal_ui = temporal_ui
-        self.scope = scope or SagaScope.of(client.task_queue)
-        """The sagas listed as pending: AgentSaga (and the worker's saga-API workflows)
-        on the client's task queue, as `sagacity pending` lists them."""
+        self.search = search
+        """The sagas listed (pending, needing a human): every saga of the namespace, in
+        any workflow type on any task queue, unless it narrows (worker.client._discovery),
+        as `sagacity pending` and `dirty` list them."""
         self.limit = limit
         self.temporal_address = client.temporal.service_client.config.target_host
         """Never shown on a page (worker.inbox.app.plain_message cuts it out)."""
 
     async def pending(self) -> PendingPage:
         """The same list as `sagacity pending` (worker.pending_list.pending_page)."""
-        return await pending_page(self.client.temporal, self.scope, limit=self.limit)
+        return await pending_page(self.client.temporal, self.search, limit=self.limit)
 
     async def approval(self, saga_id: str) -> Approval:
         review = await self.client.review(saga_id, verb="decide on")
@@ -107,7 +109,11 @@ class SagaSource:
         return await asyncio.to_thread(read)
 
     async def dirty(self) -> list[DirtyItem]:
-        return await self.client.needing_human(limit=200)
+        return await self.client.needing_human(
+            task_queue=self.search.task_queue,
+            workflow_type=self.search.workflow_type,
+            limit=self.limit,
+        )
 
     async def send(self, saga_id: str, action: SignedAction) -> BaseModel:
         """A person's action (a decision, a resolution), through its kind's update

@@ -51,7 +51,7 @@ async def start_wire(stack: InboxStack, call: ToolCall, name: str) -> str:
     await stack.client.wait_pending(saga_id, timeout=30)
 
     async def listed() -> bool:
-        return saga_id in {i.summary.saga_id for i in await stack.client.pending()}
+        return saga_id in {i.summary.saga_id for i in (await stack.client.pending()).items}
 
     await eventually(listed, timeout=30)
     return saga_id

@@ -1,7 +1,9 @@
 """The pending list against a flood (attack_flood): workflows of another type, or on a
-task queue no worker polls, started with SagaStatus=AWAITING_APPROVAL, do not push a real
-pending saga off the list; a list cut at its limit says so; a row whose query does not
-answer is shown as unreadable without holding the page. Real dev server, worker, inbox."""
+task queue no worker polls, started with SagaStatus=AWAITING_APPROVAL, newer than the real
+approvals, do not push a real pending saga off the list (the list covers every saga of the
+namespace; the rows whose query answered come first, the fakes after them as unreadable);
+a list cut at its limit says so; a row whose query does not answer is shown as unreadable
+without holding the page. Real dev server, worker, inbox."""
 
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ import requests
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
 from sagacity.worker.client import _client as api
-from sagacity.worker.client._pending_list import SagaScope, pending_page
+from sagacity.worker.client._discovery import EVERY_SAGA, SagaSearch
+from sagacity.worker.client._pending_list import pending_page
 from sagacity.worker.inbox._server import InboxOptions, start_inbox
 from sagacity.worker.inbox._source import SagaSource
 from sagacity.workflows._models import SagaInput, ToolCall
@@ -76,13 +79,16 @@ async def test_fake_workflows_do_not_push_a_real_pending_saga_off_the_list(
         by_status = await api.list_sagas(temporal, status="AWAITING_APPROVAL", limit=8)
         assert {s.saga_id for s in by_status} <= set(flood)
 
-        scope = SagaScope.of(stack.client.task_queue)
-        page = await pending_page(temporal, scope, limit=8)
-        listed = {item.summary.saga_id for item in page.items}
-        assert listed == {first, second} and not page.more
-        assert all(item.pending is not None for item in page.items)
+        page = await pending_page(temporal, EVERY_SAGA, limit=8)
+        listed = [item.summary.saga_id for item in page.items]
+        assert {first, second} <= set(listed) and page.more
+        answered = [i for i in page.items if i.pending is not None]
+        assert [i.summary.saga_id for i in answered][:2] == [second, first]
+        assert page.items[: len(answered)] == answered  # the fakes come after every real one
+        for item in page.items[len(answered) :]:
+            assert item.summary.saga_id in flood and item.error is not None
 
-        # The inbox's own page lists them too, and no fake.
+        # The inbox's own page lists them first, the fakes after them as unreadable.
         text = await asyncio.to_thread(
             lambda: (
                 requests.get(
@@ -92,14 +98,15 @@ async def test_fake_workflows_do_not_push_a_real_pending_saga_off_the_list(
                 ).text
             )
         )
+        shown = [text.find(fake) for fake in flood if fake in text]
         assert first in text and second in text
-        assert not any(fake in text for fake in flood)
+        assert all(text.index(first) < at and text.index(second) < at for at in shown)
 
         # Cut at 1: the newest is shown, and the page says more wait.
-        cut = await pending_page(temporal, scope, limit=1)
+        cut = await pending_page(temporal, EVERY_SAGA, limit=1)
         assert [i.summary.saga_id for i in cut.items] == [second] and cut.more
         assert "more sagas await approval than the 1 shown" in cut.more_note()
-        source = SagaSource(stack.client, scope=scope, limit=1)
+        source = SagaSource(stack.client, limit=1)
         port = free_port()
         async with start_inbox(InboxOptions(port=port), source=source):
             small = await asyncio.to_thread(
@@ -126,14 +133,14 @@ async def test_a_row_whose_query_does_not_answer_is_shown_unreadable_in_time(
     ids = await fakes(stack, 3, kind="AgentSaga", task_queue=dead_queue)
     try:
         temporal = stack.client.temporal
-        scope = SagaScope(("AgentSaga",), (dead_queue,))
+        search = SagaSearch(task_queue=dead_queue)
 
         async def visible() -> bool:
-            return len((await pending_page(temporal, scope, row_timeout=0.01)).items) == 3
+            return len((await pending_page(temporal, search, row_timeout=0.01)).items) == 3
 
         await eventually(visible, timeout=30)
         started = time.monotonic()
-        page = await pending_page(temporal, scope, row_timeout=1.0)
+        page = await pending_page(temporal, search, row_timeout=1.0)
         took = time.monotonic() - started
         assert {i.summary.saga_id for i in page.items} == set(ids)
         for item in page.items:

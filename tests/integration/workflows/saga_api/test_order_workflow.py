@@ -171,7 +171,7 @@ async def test_status_and_pending_list_user_workflows(orders: Orders) -> None:
     await awaiting(orders, handle.id)
 
     async def listed() -> bool:
-        return any(i.summary.saga_id == handle.id for i in await orders.client.pending())
+        return any(i.summary.saga_id == handle.id for i in (await orders.client.pending()).items)
 
     await eventually(listed, 20, "the order in the pending list")
     view = await orders.client.status(handle.id)
