@@ -148,8 +148,8 @@ def log_verifiers(settings: Settings, given: str | None = None) -> list[NoteVeri
     """The public keys that check checkpoints: `given` (--log-key), else
     SAGACITY_LOG_VERIFIER, else the public half of the worker's own key if this machine
     has it (read even when checkpoints are off: a journal may hold earlier ones; a key
-    file that is there but unreadable is an error, not "no key"); [] when none is known (checkpoints then cannot be checked, and the
-    commands say so)."""
+    file that is there but unreadable is an error, not "no key"); [] when none is known
+    (checkpoints then cannot be checked, and the commands say so)."""
     text = given or settings.log_verifier
     if text:
         return parse_verifier_text(text)

@@ -68,7 +68,10 @@ async def app_worker(
         yield
 
 
-BUILDERS: dict[str, Callable[..., AbstractAsyncContextManager[None]]] = {"plugin": plugin_worker, "new_worker": app_worker}
+BUILDERS: dict[str, Callable[..., AbstractAsyncContextManager[None]]] = {
+    "plugin": plugin_worker,
+    "new_worker": app_worker,
+}
 
 
 async def run_sagas(
@@ -191,12 +194,10 @@ def test_workers_starting_together_share_one_key(tmp_path: Path, round_: int) ->
     home = tmp_path / "home"
     go = tmp_path / "go"
     env = {**os.environ, "SAGACITY_HOME": str(home), "PYTHONPATH": str(REPO_ROOT)}
+    command = [sys.executable, "-c", STARTER, str(go)]
+    out = subprocess.PIPE
     starts = [
-        subprocess.Popen(
-            [sys.executable, "-c", STARTER, str(go)],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        for _ in range(8)
+        subprocess.Popen(command, env=env, stdout=out, stderr=out, text=True) for _ in range(8)
     ]
     go.touch()
     said = [start.communicate(timeout=60) for start in starts]
