@@ -19,9 +19,9 @@ from sagacity.activities._checkpointing import DEFAULT_CHECKPOINT_EVERY
 from sagacity.activities._model_clients import ModelClient
 from sagacity.approval._registry_file import RegistryFile
 from sagacity.stores import JournalStore
-from sagacity.tlog._note_keys import NoteSigner
 from sagacity.tools._toolbox import Toolbox
 from sagacity.worker._converter import SAGA_DATA_CONVERTER
+from sagacity.worker._log_keys import DATA_HOME_KEY, LogKeyChoice
 from sagacity.worker._plugin import SagacityPlugin
 from sagacity.worker._settings import Settings
 
@@ -134,13 +134,14 @@ def new_worker(
     register_attributes: bool = False,
     workflows: Sequence[type] = (),
     approvers: RegistryFile | Path | str | None = None,
-    log_key: NoteSigner | None = None,
+    log_key: LogKeyChoice = DATA_HOME_KEY,
     checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
 ) -> SagaWorker:
     """The saga worker: AgentSaga, the user's `workflows` on the saga API and the saga
     activities, through SagacityPlugin. The client must use the pydantic data converter
-    (see `connect`). With `log_key` the worker signs checkpoints of its sagas' chains
-    into the journal's checkpoint log (sagacity.tlog._log)."""
+    (see `connect`). The worker signs checkpoints of its sagas' chains into the
+    journal's checkpoint log (sagacity.tlog._log) with `log_key`: by default the data
+    home's key (made on first use), as SagacityPlugin's; None turns checkpoints off."""
     plugin = SagacityPlugin(
         store=store,
         toolbox=toolbox,

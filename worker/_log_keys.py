@@ -1,12 +1,18 @@
 """Which log key a worker signs checkpoints with, and which public keys check them.
 
-The worker's key is a file (`SAGACITY_LOG_KEY`, made by `sagacity log keygen`). For the
-embedded SQLite journal a key is made beside the journal file on the worker's first
-start, so `make demo` has checkpoints with no set-up; that key is only as safe as the
-journal file itself (whoever can rewrite one can read the other), which is fine for
-development and not for evidence: a deployment keeps its key where the database's owner
-cannot read it. A PostgreSQL journal with no key configured gets no checkpoints, and the
-worker says so when it starts.
+Evidence is on by default, wherever the journal is: a worker with no key configured
+signs with the data home's log key (`log-key.json` beside the default journal, mode
+0600), made on its first start. SagacityPlugin, new_worker, `sagacity worker`, `sagacity
+dev` and the demo all take that one default, as they take the journal's URL, so `sagacity
+verify` finds its public half with no set-up. The key is only as safe as the data home
+(whoever can rewrite the journal there can read the key too): fine for development, not
+for evidence against the database's owner, who gets a key of their own
+(`SAGACITY_LOG_KEY`, made by `sagacity log keygen`, kept where the database's owner
+cannot read it).
+
+Turning checkpoints off is a choice said out loud: `log_key=None` (SagacityPlugin,
+new_worker) or SAGACITY_CHECKPOINTS=off (the CLI). A key file that is there but cannot
+be read is an error (LogKeyFileError), never a quiet run without checkpoints.
 
 An auditor needs only the public key (`SAGACITY_LOG_VERIFIER` or `--log-key`): the
 verifier text `sagacity log key` prints (several, one per line), or `@FILE` holding them;
@@ -15,17 +21,41 @@ a text with no `+` (no key has none) is read as a file too.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import secrets
+from enum import Enum
 from pathlib import Path
+from typing import Literal
 
-from sagacity.stores._sqlite import sqlite_path
+from sagacity._data_home import data_home, ensure_private
 from sagacity.tlog._checkpoint import CheckpointError, TreeHead, open_tree_head
 from sagacity.tlog._note_keys import NoteSigner, NoteVerifier
 from sagacity.tlog._signed_note import NoteError
 from sagacity.worker._settings import Settings
 
 LOG_NAME_PREFIX = "sagacity.local/journal-"
-EMBEDDED_KEY_FILE = "log-key.json"
+LOG_KEY_FILE = "log-key.json"
+OPT_OUT = "log_key=None (SagacityPlugin, new_worker) or SAGACITY_CHECKPOINTS=off (the CLI)"
+"""How checkpoints are turned off, as messages name it."""
+
+
+class LogKeyFileError(CheckpointError):
+    """A log key file that is there but cannot be used (unreadable, readable by others,
+    not a log key): the worker refuses to start rather than run without checkpoints."""
+
+
+class DefaultLogKey(Enum):
+    """The type of DATA_HOME_KEY (an enum, so type checkers tell it from None)."""
+
+    DATA_HOME = "the data home's log key"
+
+
+DATA_HOME_KEY: Literal[DefaultLogKey.DATA_HOME] = DefaultLogKey.DATA_HOME
+"""`log_key=`'s default: the data home's key, made on first use (see data_home_log_key)."""
+
+LogKeyChoice = NoteSigner | None | Literal[DefaultLogKey.DATA_HOME]
+"""What `log_key=` takes: a key, None (no checkpoints, by choice) or the default."""
 
 
 def new_log_name() -> str:
@@ -38,53 +68,94 @@ def new_log_name() -> str:
     return LOG_NAME_PREFIX + secrets.token_hex(4)
 
 
-def embedded_key_path(journal_url: str) -> Path | None:
-    """Where the embedded journal's own log key lives (None for other journals)."""
-    if not journal_url.startswith("sqlite:"):
-        return None
-    return sqlite_path(journal_url).parent / EMBEDDED_KEY_FILE
+def data_home_key_path(home: Path | None = None) -> Path:
+    """Where the data home's log key lives (the default for every journal)."""
+    return (home if home is not None else data_home()) / LOG_KEY_FILE
 
 
-def worker_log_key(settings: Settings, *, create: bool = False) -> NoteSigner | None:
-    """The key this worker signs checkpoints with, or None (no key configured and no
-    embedded default). With `create`, the embedded default is made if missing."""
-    if settings.log_key:
-        return _load(Path(settings.log_key))
-    path = embedded_key_path(settings.journal_url)
-    if path is None:
-        return None
-    if not path.exists():
+def data_home_log_key(home: Path | None = None, *, create: bool = True) -> NoteSigner | None:
+    """The data home's log key, made (mode 0600, in a 0700 data home) if missing and
+    `create`; None when missing and not `create`.
+
+    Workers started together on one data home share one key: the key is written to a
+    private file of its own and published under its name with link(2), which never
+    replaces a file, so the first start's key wins whole and the others read it (never a
+    half-written file)."""
+    path = data_home_key_path(home)
+    if create:
+        ensure_private(path.parent)
+    if not _present(path):
         if not create:
             return None
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            NoteSigner.generate(new_log_name()).to_file(path)
-        except NoteError:
-            if not path.exists():
-                raise
-            # another worker made it first
-    return _load(path)
+        _publish_new_key(path)
+    return load_log_key(path)
 
 
-def _load(path: Path) -> NoteSigner:
+def resolve_log_key(choice: LogKeyChoice) -> NoteSigner | None:
+    """`log_key=` as given to SagacityPlugin or new_worker: the data home's key for the
+    default, else as given."""
+    if choice is DefaultLogKey.DATA_HOME:
+        return data_home_log_key()
+    return choice
+
+
+def _present(path: Path) -> bool:
+    try:
+        path.lstat()
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise LogKeyFileError(f"log key {path}: cannot look at it ({exc.strerror})") from None
+    return True
+
+
+def _publish_new_key(path: Path) -> None:
+    draft = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    try:
+        NoteSigner.generate(new_log_name()).to_file(draft)
+        with contextlib.suppress(FileExistsError):
+            os.link(draft, path)  # another start published one first: theirs is the key
+    except (NoteError, OSError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+        raise LogKeyFileError(f"log key {path}: cannot create it ({reason})") from None
+    finally:
+        draft.unlink(missing_ok=True)
+
+
+def load_log_key(path: Path) -> NoteSigner:
+    """A log key file, or LogKeyFileError saying what is wrong with it."""
     try:
         return NoteSigner.from_file(path)
     except NoteError as exc:
-        raise CheckpointError(f"log key {path}: {exc}") from None
+        raise LogKeyFileError(
+            f"log key {path}: {exc}; fix or replace it (checkpoints signed with a key that "
+            f"is lost cannot be checked), or turn checkpoints off by choice: {OPT_OUT}"
+        ) from None
+
+
+def worker_log_key(settings: Settings, *, create: bool = False) -> NoteSigner | None:
+    """The key this worker signs checkpoints with: SAGACITY_LOG_KEY, else the data
+    home's (made if missing and `create`); None when checkpoints are off by choice (or,
+    without `create`, when the data home has no key yet)."""
+    if not settings.checkpoints:
+        return None
+    if settings.log_key:
+        return load_log_key(Path(settings.log_key))
+    return data_home_log_key(settings.home, create=create)
 
 
 def log_verifiers(settings: Settings, given: str | None = None) -> list[NoteVerifier]:
     """The public keys that check checkpoints: `given` (--log-key), else
     SAGACITY_LOG_VERIFIER, else the public half of the worker's own key if this machine
-    can read it; [] when none is known (checkpoints then cannot be checked, and the
-    commands say so)."""
+    has it (read even when checkpoints are off: a journal may hold earlier ones; a key
+    file that is there but unreadable is an error, not "no key"); [] when none is known
+    (checkpoints then cannot be checked, and the commands say so)."""
     text = given or settings.log_verifier
     if text:
         return parse_verifier_text(text)
-    try:
-        key = worker_log_key(settings)
-    except CheckpointError:
-        return []
+    if settings.log_key:
+        return [load_log_key(Path(settings.log_key)).verifier]
+    key = data_home_log_key(settings.home, create=False)
     return [key.verifier] if key is not None else []
 
 

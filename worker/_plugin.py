@@ -19,6 +19,10 @@ says so at construction otherwise). It sets:
   refused there and runs again on that queue (see activities.identity);
 - at worker start, the SagaStatus and SagaNeedsHuman search attributes, registered when
   the server lets it (a managed namespace has them registered by an operator);
+- checkpoints: the saga activities sign checkpoints of chain heads with `log_key`, by
+  default the data home's key (made on first use, see worker._log_keys), so `sagacity
+  verify` checks this worker's sagas with no set-up; `log_key=None` turns them off, and
+  verify then reports the journal as written without checkpoints by choice;
 - when built, the approver registry held to the newest one its journal records: an
   older file (a revocation undone) refuses the start with RegistryRolledBackError.
 
@@ -47,6 +51,7 @@ from sagacity.approval._registry_file import RegistryFile
 from sagacity.stores import JournalStore
 from sagacity.tlog._note_keys import NoteSigner
 from sagacity.tools._toolbox import Toolbox
+from sagacity.worker._log_keys import DATA_HOME_KEY, LogKeyChoice, resolve_log_key
 from sagacity.worker._search_attributes import register_search_attributes
 from sagacity.workflows._agent_saga import AgentSagaWorkflow
 
@@ -118,7 +123,7 @@ class SagacityPlugin(SimplePlugin):
         toolbox: Toolbox | None = None,
         models: Mapping[str, ModelClient] | None = None,
         approvers: RegistryFile | Path | str | None = None,
-        log_key: NoteSigner | None = None,
+        log_key: LogKeyChoice = DATA_HOME_KEY,
         checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
         agent_saga: bool = True,
         identity_queue: bool = True,
@@ -129,18 +134,19 @@ class SagacityPlugin(SimplePlugin):
             # A registry older than one the journal records would undo its revocations:
             # refused here, before anything polls (RegistryRolledBackError names both).
             registry.guard(store.registry_marks, store.url)
-        self.saga_activities = (
-            SagaActivities(
+        self.saga_activities: SagaActivities | None = None
+        self.log_key: NoteSigner | None = None
+        """The key this worker signs checkpoints with; None: checkpoints off, by choice."""
+        if store is not None and toolbox is not None:
+            self.log_key = resolve_log_key(log_key)
+            self.saga_activities = SagaActivities(
                 store,
                 toolbox,
                 models,
                 registry=registry,
-                checkpoints=store.checkpoint_log(log_key) if log_key is not None else None,
+                checkpoints=store.checkpoint_log(self.log_key) if self.log_key else None,
                 checkpoint_every=checkpoint_every,
             )
-            if store is not None and toolbox is not None
-            else None
-        )
         """None for a plugin made for a client or a replayer only (no store or toolbox)."""
         self._identity_queue = identity_queue
         self._register_attributes = register_attributes

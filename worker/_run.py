@@ -17,6 +17,10 @@ from sagacity.worker._search_attributes import register_search_attributes
 from sagacity.worker._settings import Settings, journal_location
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
+CHECKPOINTS_OFF = (
+    "checkpoints off by choice (SAGACITY_CHECKPOINTS=off): sagas close unsigned, so only "
+    "their hash chains vouch (a cut tail or a recomputed chain would not show)"
+)
 
 
 def openai_model(settings: Settings) -> OpenAIChatModel | None:
@@ -86,8 +90,7 @@ async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) 
                 + (
                     f", checkpoints signed by log {log_key.name} ({log_key.verifier.encode()})"
                     if log_key is not None
-                    else ", no log key: chain heads are not checkpointed (set SAGACITY_LOG_KEY, "
-                    "see `sagacity log keygen`)"
+                    else f", {CHECKPOINTS_OFF}"
                 ),
                 flush=True,
             )

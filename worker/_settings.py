@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from sagacity._data_home import HOME_VARIABLE, data_home, embedded_journal_url, ensure_private
@@ -54,7 +54,12 @@ class Settings(BaseSettings):
     log_key: str | None = Field(
         default=None,
         description="the worker's log key file (`sagacity log keygen`): it signs checkpoints "
-        "of chain heads; default for a SQLite journal: log-key.json beside it, made on first use",
+        "of chain heads; default: log-key.json in the data home, made on first use",
+    )
+    checkpoints: bool = Field(
+        default=True,
+        description="false (off): the worker signs no checkpoints, by choice, and verify "
+        "says the journal was written without them (only its hash chains vouch)",
     )
     log_verifier: str | None = Field(
         default=None,
@@ -98,6 +103,15 @@ class Settings(BaseSettings):
         if value is None or not str(value).strip():
             return data_home({k: v for k, v in os.environ.items() if k != HOME_VARIABLE})
         return Path(str(value)).expanduser().absolute()
+
+    @model_validator(mode="after")
+    def _one_key_choice(self) -> Settings:
+        """A key file and no checkpoints cannot both be meant: refused, not guessed."""
+        if self.log_key and not self.checkpoints:
+            raise ValueError(
+                "SAGACITY_LOG_KEY names a log key but SAGACITY_CHECKPOINTS is off: unset one"
+            )
+        return self
 
     def embedded_home(self) -> Path | None:
         """The data home when the journal is a SQLite file inside it (the embedded

@@ -58,7 +58,7 @@ def uncovered_detail(entries: int, closed: datetime | None, window: PendingWindo
     said = (
         f"the chain is closed at {entries} entries{{}} but no checkpoint covers its close: "
         "written without the log key (inserted by hand, or closed by a worker with no log "
-        "key)"
+        "key: if checkpoints were turned off by choice, verify with SAGACITY_CHECKPOINTS=off)"
     )
     if window is None or closed is None:
         moment = ", unless it was read in the moment between its close and its checkpoint"

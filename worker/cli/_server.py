@@ -62,7 +62,7 @@ async def run_dev(
     from sagacity.worker._devserver import start_dev_server
     from sagacity.worker._log_keys import worker_log_key
     from sagacity.worker._quiet_failures import quiet_expected_failures
-    from sagacity.worker._run import openai_model
+    from sagacity.worker._run import CHECKPOINTS_OFF, openai_model
 
     settings.prepare_home()
     store = open_store(settings.journal_url)
@@ -117,6 +117,8 @@ async def run_dev(
                     )
                 if log_key is not None:
                     say(f"checkpoints signed by log {log_key.name}: {log_key.verifier.encode()}")
+                else:
+                    say(CHECKPOINTS_OFF)
                 if settings.temporal_address != address:
                     say(f"point other commands here: export SAGACITY_TEMPORAL_ADDRESS={address}")
                 say("press Ctrl-C to stop")

@@ -36,6 +36,15 @@ def _stamp(moment: datetime) -> str:
     return f"{moment:%Y-%m-%dT%H:%M:%SZ}"
 
 
+BY_CHOICE = (
+    "NO checkpoints, by choice: the journal was written without them (SAGACITY_CHECKPOINTS"
+    "=off; a worker built with log_key=None), so a closed saga carries no signature and "
+    "only its hash chain vouches for it: a cut tail, a deleted saga or a chain rewritten "
+    "with its hashes recomputed would not show (turn them on to have that evidence)"
+)
+"""What verify says when checkpoints are off by choice: not tampering, and not proof."""
+
+
 class Evidence:
     """What was checked beyond the chains, what it found, and what is pending."""
 
@@ -47,6 +56,9 @@ class Evidence:
         self.witnessed: str | None = None
         self.expected = True
         """Whether closed chains must be checkpointed (see evidence_walk.checkpointed)."""
+        self.by_choice = False
+        """Checkpoints are off by choice (SAGACITY_CHECKPOINTS=off): a close with none is
+        what the journal's workers were told to write, not a finding."""
         self.window: PendingWindow | None = None
         self.pending: list[tuple[str, datetime]] = []
         """(saga, when it closed) of each close whose checkpoint is on its way."""
@@ -64,7 +76,11 @@ class Evidence:
             if self.verifiers
             else "signatures NOT checked (--skip-signatures): they vouch for nothing"
         )
-        if self.expected:
+        if self.by_choice:
+            parts.append(BY_CHOICE)
+            if self.checkpointed:
+                parts.append(f"earlier checkpoints of {self.checkpointed} saga(s) ({keyed})")
+        elif self.expected:
             parts.append(f"checkpoints of {self.checkpointed} saga(s) ({keyed})")
         else:
             parts.append(
@@ -132,6 +148,7 @@ class Evidence:
         return {
             "checked": self.kinds().removeprefix("evidence checked: "),
             "signatures_checked": self.verifiers is not None,
+            "checkpoints_off_by_choice": self.by_choice,
             "checkpointed_sagas": self.checkpointed,
             "witnessed_sagas": self.witnessed,
             "findings": [finding_json(f) for f in self.findings],

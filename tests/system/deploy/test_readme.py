@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from sagacity.worker.cli._main import app
+from tests.support.evidence import run_unguarded_sqlite
 from tests.support.exit_crash import finished
 from tests.system.deploy.compose_file import ROOT
 
@@ -183,3 +184,33 @@ async def test_the_python_snippets_run(
     assert {r[3] for r in rows if r[1] == "APPROVED"} == {"alice@example.com"}
     assert "payout-1042 COMPLETED" in closes.splitlines()
     assert "agent-1 COMPLETED" in closes.splitlines()
+
+    # Evidence is on by default (issue 36): the worker signed checkpoints with the data
+    # home's key (never printing its private half), so its sagas verify green, an export
+    # verifies offline, and a cut tail is found.
+    key = json.loads((private_data_home / "log-key.json").read_text())
+    assert key["private_key"] not in worked
+    verified = await _cli(["verify", "--all"], cli)
+    assert verified.exit_code == 0, verified.output
+    assert "checkpoints of 3 saga(s) (signatures checked with" in verified.output
+    export = tmp_path / "payout-7.jsonl"
+    exported = await _cli(["export", "payout-7", "--out", str(export)], cli)
+    assert exported.exit_code == 0, exported.output
+    offline = await _cli(["verify-file", str(export)], cli)
+    assert offline.exit_code == 0, offline.output
+    run_unguarded_sqlite(
+        private_data_home / "journal.db",
+        [
+            (
+                "DELETE FROM journal WHERE saga_id = ? AND seq = "
+                "(SELECT MAX(seq) FROM journal WHERE saga_id = ?)",
+                ("payout-7", "payout-7"),
+            )
+        ],
+    )
+    cut = await _cli(["verify", "payout-7"], cli)
+    assert cut.exit_code == 1 and "payout-7: truncated" in cut.output, cut.output
+
+
+async def _cli(args: list[str], env: dict[str, str]) -> Result:
+    return await asyncio.to_thread(CliRunner().invoke, app, args, env=env)
