@@ -65,6 +65,18 @@ def _no_servers(what: str) -> None:
         pytest.fail(f"this test needs {what} but runs in the server-free unit tier: mark it")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def session_data_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A data home for the whole run, set before any fixture of a wider scope than a test
+    (a worker a file's tests share) builds anything: those start before a test's own
+    home, and without this would make their log key in the real data home."""
+    home = tmp_path_factory.mktemp("sagacity-session-home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SAGACITY_HOME", str(home))
+        patch.setenv("XDG_DATA_HOME", str(home / "xdg"))
+        yield home
+
+
 @pytest.fixture(autouse=True)
 def private_data_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch

@@ -18,6 +18,12 @@ PURE_HOME = Path("/nonexistent/sagacity-pure-tier-home")
 """SAGACITY_HOME here: a folder that does not exist, which the guard would refuse to create."""
 
 
+@pytest.fixture(scope="session", autouse=True)
+def session_data_home() -> Path:
+    """Replaces tests/conftest.py's, which makes a folder: nothing here builds a worker."""
+    return PURE_HOME
+
+
 @pytest.fixture(autouse=True)
 def private_data_home(monkeypatch: pytest.MonkeyPatch) -> Path:
     """Replaces tests/conftest.py's, which makes a folder per test: sagacity's data home

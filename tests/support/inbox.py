@@ -29,6 +29,7 @@ from sagacity.approval._registry import ApproverRegistry
 from sagacity.approval._signing import SigningKey
 from sagacity.examples.orders import Shop
 from sagacity.stores import JournalStore, open_store
+from sagacity.tlog._note_keys import NoteSigner
 from sagacity.tools._decorators import ToolContext, irreversible
 from sagacity.tools._toolbox import Toolbox
 from sagacity.worker._app import new_worker
@@ -68,6 +69,8 @@ class InboxStack:
     treasury: Treasury
     registry: Path
     keys: dict[str, SigningKey]
+    log_verifier: str
+    """The public half of the stack's checkpoint log key, for `verify-file --log-key`."""
 
     @property
     def url(self) -> str:
@@ -104,6 +107,7 @@ async def stack(
     registry_path = workdir / "approvers.json"
     registry.save(registry_path)
     store = open_store(f"sqlite:///{workdir}/journal.db")
+    log = NoteSigner.generate("sagacity.test/inbox")  # its own: the stack outlives a test's home
     shop, treasury = Shop(workdir / "shop.db"), Treasury()
     task_queue = f"inbox-{uuid.uuid4().hex[:8]}"
     try:
@@ -113,6 +117,7 @@ async def stack(
             toolbox=Toolbox.build(shop, treasury),
             task_queue=task_queue,
             approvers=registry_path,
+            log_key=log,
         ):
             client = SagaClient(temporal_env.client, task_queue=task_queue, store=store)
             options = InboxOptions(
@@ -126,7 +131,15 @@ async def stack(
                     temporal_env.client, task_queue=task_queue, store=store, signer=keys["bob"]
                 )
                 yield InboxStack(
-                    running, client, starter, store, shop, treasury, registry_path, keys
+                    running,
+                    client,
+                    starter,
+                    store,
+                    shop,
+                    treasury,
+                    registry_path,
+                    keys,
+                    log.verifier.encode(),
                 )
     finally:
         store.close()

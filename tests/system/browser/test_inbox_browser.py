@@ -38,6 +38,12 @@ pytestmark = [pytest.mark.temporal, pytest.mark.timeout(240)]
 IBAN = "DE89370400440532013000"
 
 
+def offline_keys(stack: InboxStack) -> list[str]:
+    """What verify-file checks an export with: the approver registry and the stack's
+    checkpoint log key."""
+    return ["--approvers", str(stack.registry), "--log-key", stack.log_verifier]
+
+
 def wire(iban: str = IBAN, amount: int = 12_500, payee: str = "ACME GmbH") -> ToolCall:
     return ToolCall(
         tool="wire_transfer",
@@ -152,7 +158,17 @@ async def test_enroll_a_passkey_then_approve_a_wire_with_it(
     journal = ["--journal", stack.store.url]
     ran = runner.invoke(app, ["export", saga_id, "--out", str(export), *journal])
     assert ran.exit_code == 0, ran.output
-    ran = runner.invoke(app, ["verify-file", str(export), "--approvers", str(stack.registry)])
+    ran = runner.invoke(
+        app,
+        [
+            "verify-file",
+            str(export),
+            "--approvers",
+            str(stack.registry),
+            "--log-key",
+            stack.log_verifier,
+        ],
+    )
     assert ran.exit_code == 0, ran.output
     # Two signatures: bob's requester claim and alice's passkey decision.
     assert "signatures: 2 verified against the approver registry; 0 unsigned" in ran.output
@@ -166,9 +182,7 @@ async def test_enroll_a_passkey_then_approve_a_wire_with_it(
     forged = _rehash(entries, index, input_json=canonical_text(forged_decision))
     assert verify_chain(saga_id, forged).ok and forged[index] != entries[index]
     (tmp_path / "forged.jsonl").write_text("".join(entry_line(e) + "\n" for e in forged))
-    ran = runner.invoke(
-        app, ["verify-file", str(tmp_path / "forged.jsonl"), "--approvers", str(stack.registry)]
-    )
+    ran = runner.invoke(app, ["verify-file", str(tmp_path / "forged.jsonl"), *offline_keys(stack)])
     assert ran.exit_code == 1, ran.output
     assert f"seq {entries[index].seq}" in ran.output and "BAD_SIGNATURE" in ran.output
 
@@ -316,7 +330,17 @@ async def test_a_saga_needing_a_human_is_resolved_from_the_page(
     ran = runner.invoke(app, ["export", saga_id, "--out", str(export), "--journal",
                               stack.store.url])  # fmt: skip
     assert ran.exit_code == 0, ran.output
-    ran = runner.invoke(app, ["verify-file", str(export), "--approvers", str(stack.registry)])
+    ran = runner.invoke(
+        app,
+        [
+            "verify-file",
+            str(export),
+            "--approvers",
+            str(stack.registry),
+            "--log-key",
+            stack.log_verifier,
+        ],
+    )
     assert ran.exit_code == 0, ran.output
     assert "signatures: 2 verified against the approver registry; 0 unsigned" in ran.output
 
