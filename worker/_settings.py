@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, PrivateAttr, SecretStr, field_validator
+from pydantic import Field, PrivateAttr, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from sagacity._data_home import HOME_VARIABLE, data_home, embedded_journal_url, ensure_private
@@ -99,6 +99,15 @@ class Settings(BaseSettings):
         if value is None or not str(value).strip():
             return data_home({k: v for k, v in os.environ.items() if k != HOME_VARIABLE})
         return Path(str(value)).expanduser().absolute()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_connection_fields(cls, data: Any) -> Any:
+        """Refuse `Settings(temporal_address=...)`, which extra="ignore" would otherwise
+        drop without a word: the connection is no setting (use `with_temporal`)."""
+        if isinstance(data, dict) and {"temporal_address", "namespace"} & data.keys():
+            raise ValueError("the Temporal connection is not a setting: use with_temporal")
+        return data
 
     _temporal: TemporalTarget = PrivateAttr(default_factory=TemporalTarget)
     """The connection's explicit address and namespace (the CLI's flags); the rest comes

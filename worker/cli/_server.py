@@ -123,7 +123,7 @@ async def run_dev(
                     )
                 if log_key is not None:
                     say(f"checkpoints signed by log {log_key.name}: {log_key.verifier.encode()}")
-                if settings.temporal_address != address:
+                if settings.temporal_address not in (address, f"localhost:{port}"):
                     say(f"point other commands here: export TEMPORAL_ADDRESS={address}")
                 say("press Ctrl-C to stop")
                 await stop.wait()
