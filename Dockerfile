@@ -35,6 +35,8 @@ RUN useradd --system --uid 10001 --user-group --home-dir /app --shell /usr/sbin/
     && chown -R sagacity:sagacity /app
 WORKDIR /app
 USER sagacity
+# Temporal is found by Temporal's own environment configuration (TEMPORAL_ADDRESS,
+# TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*...), set by docker-compose.yml.
 # SIGTERM stops polling and lets running activities finish (worker/_run.py).
 STOPSIGNAL SIGTERM
 CMD ["python", "-m", "sagacity.worker", "worker"]

@@ -259,7 +259,7 @@ def _start_workers(count: int, address: str, task_queue: str, store_url: str) ->
 
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     env.update(
-        SAGACITY_TEMPORAL_ADDRESS=address,
+        TEMPORAL_ADDRESS=address,
         SAGACITY_TASK_QUEUE=task_queue,
         SAGACITY_JOURNAL_URL=store_url,
         SAGACITY_TOOLS="bench.noop:toolbox",

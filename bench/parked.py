@@ -220,7 +220,7 @@ def _start_worker(
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     if kind == "saga":
         env.update(
-            SAGACITY_TEMPORAL_ADDRESS=address,
+            TEMPORAL_ADDRESS=address,
             SAGACITY_TASK_QUEUE=task_queue,
             SAGACITY_JOURNAL_URL=store_url,
             SAGACITY_TOOLS="bench.noop:toolbox",

@@ -68,11 +68,12 @@ def load_workflow(spec: str) -> type:
 
 async def connect(settings: Settings) -> Client:
     """A client using the pydantic data converter, as every sagacity worker and caller must
-    (worker.converter's form of it, which a worker builds once rather than per saga)."""
+    (worker.converter's form of it, which a worker builds once rather than per saga), to
+    the server Temporal's environment configuration names (address, namespace, API key,
+    TLS: worker._temporal_env) unless the settings' --address / --namespace say otherwise."""
+    config = settings.temporal_config()
     return await Client.connect(
-        settings.temporal_address,
-        namespace=settings.namespace,
-        data_converter=SAGA_DATA_CONVERTER,
+        config.pop("target_host"), data_converter=SAGA_DATA_CONVERTER, **config
     )
 
 

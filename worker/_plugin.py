@@ -1,7 +1,9 @@
 """SagacityPlugin: sagacity added to an existing Temporal client and worker.
 
     plugin = SagacityPlugin(store=open_store(url), toolbox=Toolbox.build(Shop()))
-    client = await Client.connect("localhost:7233", plugins=[plugin])
+    config = ClientConfig.load_client_connect_config()  # TEMPORAL_ADDRESS, profiles, TLS
+    config.setdefault("target_host", "localhost:7233")
+    client = await Client.connect(**config, plugins=[plugin])
     worker = Worker(client, task_queue="orders", workflows=[OrderWorkflow])
 
 Given to the client, the plugin applies to every worker built from it; given to a worker

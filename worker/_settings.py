@@ -1,21 +1,24 @@
 """Worker settings, read from `SAGACITY_` environment variables (and a .env file).
 
 The only place sagacity reads configuration; everything else takes its dependencies as
-arguments.
+arguments. Where Temporal is is not a SAGACITY_ setting: it is Temporal's own environment
+configuration (worker._temporal_env), which the CLI's --address and --namespace override.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from sagacity._data_home import HOME_VARIABLE, data_home, embedded_journal_url, ensure_private
 from sagacity._errors import StoreUnavailableError
 from sagacity.audit._evidence_pending import PENDING_BOUND
 from sagacity.stores._sqlite import sqlite_path
+from sagacity.worker._temporal_env import TemporalTarget
 
 
 class Settings(BaseSettings):
@@ -26,8 +29,6 @@ class Settings(BaseSettings):
         description="sagacity's data folder (default $XDG_DATA_HOME/sagacity or "
         "~/.local/share/sagacity): the embedded journal, its log key, the demo's files",
     )
-    temporal_address: str = "127.0.0.1:7233"
-    namespace: str = "default"
     temporal_ui_url: str | None = Field(
         default=None,
         description="the Temporal UI's address (http://127.0.0.1:8233), for the inbox's links",
@@ -112,6 +113,45 @@ class Settings(BaseSettings):
                 "SAGACITY_LOG_KEY names a log key but SAGACITY_CHECKPOINTS is off: unset one"
             )
         return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_connection_fields(cls, data: Any) -> Any:
+        """Refuse `Settings(temporal_address=...)`, which extra="ignore" would otherwise
+        drop without a word: the connection is no setting (use `with_temporal`)."""
+        if isinstance(data, dict) and {"temporal_address", "namespace"} & data.keys():
+            raise ValueError("the Temporal connection is not a setting: use with_temporal")
+        return data
+
+    _temporal: TemporalTarget = PrivateAttr(default_factory=TemporalTarget)
+    """The connection's explicit address and namespace (the CLI's flags); the rest comes
+    from Temporal's environment configuration, never from a SAGACITY_ variable."""
+
+    def with_temporal(
+        self, *, address: str | None = None, namespace: str | None = None
+    ) -> Settings:
+        """These settings connecting to `address` / in `namespace` (None: as before)."""
+        copy = self.model_copy()
+        copy._temporal = TemporalTarget(
+            address or self._temporal.address, namespace or self._temporal.namespace
+        )
+        return copy
+
+    def temporal_config(self) -> dict[str, Any]:
+        """`Client.connect`'s keyword arguments (worker._temporal_env)."""
+        return self._temporal.connect_config()
+
+    @property
+    def temporal_address(self) -> str:
+        """The Temporal frontend these settings connect to."""
+        address: str = self.temporal_config()["target_host"]
+        return address
+
+    @property
+    def namespace(self) -> str:
+        """The Temporal namespace these settings connect to."""
+        namespace: str = self.temporal_config()["namespace"]
+        return namespace
 
     def embedded_home(self) -> Path | None:
         """The data home when the journal is a SQLite file inside it (the embedded

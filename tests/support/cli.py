@@ -58,9 +58,9 @@ def invoke_sync(args: list[str], env: Mapping[str, str], stdin: str | None = Non
 
 
 def cli_env(**values: str) -> dict[str, str]:
-    """Environment for a CLI subprocess: importable from any cwd, no stray SAGACITY_ vars
-    but the test's own data home (tests/conftest.py: never the real one)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SAGACITY_")}
+    """Environment for a CLI subprocess: importable from any cwd, no stray SAGACITY_ or
+    TEMPORAL_ vars but the test's own data home (tests/conftest.py: never the real one)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SAGACITY_", "TEMPORAL_"))}
     env["SAGACITY_HOME"] = os.environ["SAGACITY_HOME"]
     env["PYTHONPATH"] = str(REPO_ROOT)
     env["COLUMNS"] = "200"
@@ -133,8 +133,8 @@ async def cli_harness(client: Client, tmp_path: Path, *tools: object) -> AsyncIt
     shop = Shop(tmp_path / "shop.db")
     task_queue = f"cli-{uuid.uuid4().hex[:8]}"
     env = {
-        "SAGACITY_TEMPORAL_ADDRESS": client.service_client.config.target_host,
-        "SAGACITY_NAMESPACE": client.namespace,
+        "TEMPORAL_ADDRESS": client.service_client.config.target_host,
+        "TEMPORAL_NAMESPACE": client.namespace,
         "SAGACITY_TASK_QUEUE": task_queue,
         "SAGACITY_JOURNAL_URL": journal_url,
         "SAGACITY_APPROVER": "",

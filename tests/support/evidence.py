@@ -293,8 +293,8 @@ async def rig(
     signer = NoteSigner.generate("sagacity.test/evidence")
     task_queue = f"ev-{uuid.uuid4().hex[:8]}"
     env = {
-        "SAGACITY_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
-        "SAGACITY_NAMESPACE": temporal_env.client.namespace,
+        "TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
+        "TEMPORAL_NAMESPACE": temporal_env.client.namespace,
         "SAGACITY_TASK_QUEUE": task_queue,
         "SAGACITY_JOURNAL_URL": url,
         "SAGACITY_LOG_VERIFIER": signer.verifier.encode(),

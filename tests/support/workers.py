@@ -230,7 +230,7 @@ class WorkerProcesses:
 def worker_env(temporal_address: str, shop_path: Path, **extra: str) -> dict[str, str]:
     env = {
         **os.environ,
-        "SAGACITY_TEMPORAL_ADDRESS": temporal_address,
+        "TEMPORAL_ADDRESS": temporal_address,
         "SAGACITY_SHOP_PATH": str(shop_path),
         "PYTHONUNBUFFERED": "1",
     }

@@ -78,8 +78,8 @@ def _global(setting: str, name: str, help: str) -> tuple[str, Any]:
 GLOBAL_OPTIONS: dict[str, tuple[str, Any]] = {
     name: _global(setting, name, help)
     for setting, name, help in (
-        ("temporal_address", "address", "Temporal host:port \\[env: SAGACITY_TEMPORAL_ADDRESS]"),
-        ("namespace", "namespace", "Temporal namespace \\[env: SAGACITY_NAMESPACE]"),
+        ("temporal_address", "address", "Temporal host:port \\[env: TEMPORAL_ADDRESS]"),
+        ("namespace", "namespace", "Temporal namespace \\[env: TEMPORAL_NAMESPACE]"),
         ("task_queue", "task_queue", "task queue of the sagas \\[env: SAGACITY_TASK_QUEUE]"),
         (
             "journal_url",
@@ -123,7 +123,8 @@ def sigterm_raises() -> Iterator[None]:
 
 @dataclass
 class CliState:
-    """Global options given on the command line; they override SAGACITY_ variables."""
+    """Global options given on the command line; they override SAGACITY_ variables (and
+    Temporal's environment configuration: --address, --namespace)."""
 
     overrides: dict[str, Any] = field(default_factory=dict)
 
@@ -179,10 +180,13 @@ def _with_options(command: F, names: tuple[str, ...]) -> F:
 
 
 def settings_of(ctx: typer.Context, **more: Any) -> Settings:
-    """Settings from the environment, then the global options, then the command's own."""
+    """Settings from the environment, then the global options, then the command's own.
+    --address and --namespace override Temporal's environment configuration (TEMPORAL_*
+    variables and profiles, worker._temporal_env), which is no SAGACITY_ setting."""
     state = ctx.find_object(CliState)
     overrides = dict(state.overrides) if state else {}
     overrides.update({k: v for k, v in more.items() if v is not None})
+    address, namespace = overrides.pop("temporal_address", None), overrides.pop("namespace", None)
     try:
         settings = Settings()
     except ValidationError as exc:
@@ -191,7 +195,7 @@ def settings_of(ctx: typer.Context, **more: Any) -> Settings:
             for e in exc.errors(include_url=False)
         )
         raise fail(f"invalid settings: {problems}") from None
-    return settings.model_copy(update=overrides)
+    return settings.model_copy(update=overrides).with_temporal(address=address, namespace=namespace)
 
 
 def _describe(exc: BaseException) -> str | None:

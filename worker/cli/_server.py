@@ -16,9 +16,16 @@ from sagacity._errors import SagacityError
 from sagacity._extras import missing_extra
 from sagacity.stores import open_store
 from sagacity.worker._settings import Settings
-from sagacity.worker.cli._common import global_options, journal_option, located, run, settings_of
+from sagacity.worker.cli._common import (
+    global_options,
+    journal_option,
+    located,
+    run,
+    settings_of,
+    user_errors,
+)
 from sagacity.worker.cli._output import console, fail, say
-from sagacity.worker.client._client import connect_reason
+from sagacity.worker.client._client import unreachable
 
 ToolsOpt = Annotated[
     str | None, typer.Option("--tools", help="module:attr of the Toolbox to serve")
@@ -119,8 +126,8 @@ async def run_dev(
                     say(f"checkpoints signed by log {log_key.name}: {log_key.verifier.encode()}")
                 else:
                     say(CHECKPOINTS_OFF)
-                if settings.temporal_address != address:
-                    say(f"point other commands here: export SAGACITY_TEMPORAL_ADDRESS={address}")
+                if settings.temporal_address not in (address, f"localhost:{port}"):
+                    say(f"point other commands here: export TEMPORAL_ADDRESS={address}")
                 say("press Ctrl-C to stop")
                 await stop.wait()
                 say("stopping…")
@@ -175,7 +182,7 @@ def _inbox_installed() -> None:
 def dev(
     ctx: typer.Context,
     port: Annotated[
-        int | None, typer.Option(help="frontend port \\[default: from SAGACITY_TEMPORAL_ADDRESS]")
+        int | None, typer.Option(help="frontend port \\[default: from TEMPORAL_ADDRESS]")
     ] = None,
     ui_port: Annotated[int | None, typer.Option(help="UI port \\[default: port + 1000]")] = None,
     db_file: Annotated[
@@ -194,12 +201,14 @@ def dev(
     --db-file is given.
     """
     settings = settings_of(ctx, tools=tools)
-    if settings.namespace != "default":
+    with user_errors():  # Temporal's environment configuration may be unusable
+        namespace, address = settings.namespace, settings.temporal_address
+    if namespace != "default":
         raise fail(
-            f"the dev server serves namespace 'default', not {settings.namespace!r}; "
-            "unset SAGACITY_NAMESPACE"
+            f"the dev server serves namespace 'default', not {namespace!r}; "
+            "unset TEMPORAL_NAMESPACE (or drop --namespace)"
         )
-    port = port or _port_of(settings.temporal_address)
+    port = port or _port_of(address)
     ui_port = ui_port or port + 1000
     if not no_inbox:
         _inbox_installed()
@@ -254,10 +263,7 @@ def worker(
         except RuntimeError as exc:  # temporalio raises RuntimeError when it cannot connect
             if "connect" not in str(exc).lower():
                 raise
-            raise fail(
-                f"cannot reach Temporal at {settings.temporal_address} ({connect_reason(exc)}); "
-                "start one with `sagacity dev` or set SAGACITY_TEMPORAL_ADDRESS"
-            ) from None
+            raise fail(unreachable(settings.temporal_address, exc)) from None
 
     run(main())
 

@@ -118,13 +118,19 @@ class SagaSummary:
 
 async def connect(settings: Settings) -> Client:
     """A client for `settings`, or TemporalUnavailableError saying where it looked."""
+    address = settings.temporal_address  # a bad configuration fails here, as itself
     try:
         return await _connect(settings)
     except RuntimeError as exc:  # temporalio raises RuntimeError when it cannot connect
-        raise TemporalUnavailableError(
-            f"cannot reach Temporal at {settings.temporal_address} ({connect_reason(exc)}); "
-            "start one with `sagacity dev` or set SAGACITY_TEMPORAL_ADDRESS"
-        ) from exc
+        raise TemporalUnavailableError(unreachable(address, exc)) from exc
+
+
+def unreachable(address: str, exc: BaseException) -> str:
+    """Why Temporal at `address` could not be reached, and how to point at another."""
+    return (
+        f"cannot reach Temporal at {address} ({connect_reason(exc)}); start one with "
+        "`sagacity dev`, or set TEMPORAL_ADDRESS (Temporal's environment configuration)"
+    )
 
 
 def saga_handle(client: Client, saga_id: str) -> SagaHandle:

@@ -129,7 +129,7 @@ def translate(
         if "namespace" in message.lower():
             return TemporalUnavailableError(
                 f"namespace {client.namespace!r} does not exist at {target}; set "
-                "SAGACITY_NAMESPACE or create it"
+                "TEMPORAL_NAMESPACE (or --namespace) or create it"
             )
         if "already completed" in message.lower():
             return SagaAlreadyClosedError(f"saga {saga_id!r} has already finished")

@@ -38,7 +38,6 @@ from typing import Any, TypedDict, TypeVar, Unpack, overload
 from pydantic import BaseModel, ValidationError
 from temporalio.client import Client, Plugin, WorkflowHandle
 from temporalio.contrib.pydantic import PydanticPayloadConverter
-from temporalio.envconfig import ClientConfig
 
 from sagacity.approval._models import ApprovalDecision
 from sagacity.approval._resolutions import Resolution
@@ -50,6 +49,7 @@ from sagacity.journal._chain import VerifyReport
 from sagacity.journal._entry import JournalEntry
 from sagacity.stores import JournalStore
 from sagacity.worker._plugin import saga_converter
+from sagacity.worker._temporal_env import TemporalTarget
 from sagacity.worker.client import _actions as acts
 from sagacity.worker.client import _client as api
 from sagacity.worker.client._discovery import SagaSearch
@@ -130,25 +130,18 @@ class SagaClient(DirtyStateCalls):
         signer: SigningKey | None = None,
         **connect_options: Any,
     ) -> SagaClient:
-        """Connect as Temporal's own tools do: the profile of Temporal's environment
-        configuration (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS
-        settings, the config file's profiles), overridden by what is given here."""
-        config: dict[str, Any] = dict(ClientConfig.load_client_connect_config(profile=profile))
-        if target_host is not None:
-            config["target_host"] = target_host
-        if namespace is not None:
-            config["namespace"] = namespace
-        config.setdefault("target_host", "localhost:7233")
+        """Connect as Temporal's own tools do, as the CLI and the worker do: the profile
+        of Temporal's environment configuration (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
+        TEMPORAL_API_KEY, TLS settings, the config file's profiles;
+        worker._temporal_env), overridden by what is given here."""
+        config = TemporalTarget(target_host, namespace, profile).connect_config()
         config.update(connect_options)
         config["data_converter"] = saga_converter(config.get("data_converter"))
         target = config.pop("target_host")
         try:
             temporal = await Client.connect(target, plugins=list(plugins), **config)
         except RuntimeError as exc:
-            raise api.TemporalUnavailableError(
-                f"cannot reach Temporal at {target} ({api.connect_reason(exc)}); start one "
-                "with `sagacity dev`, or set TEMPORAL_ADDRESS"
-            ) from exc
+            raise api.TemporalUnavailableError(api.unreachable(target, exc)) from exc
         return cls(temporal, task_queue=task_queue, store=store, signer=signer)
 
     # ---- starting -----------------------------------------------------------------------------

@@ -107,11 +107,12 @@ async def test_a_worker_with_a_tool_that_does_not_round_trip_is_refused_at_build
 ) -> None:
     task_queue = f"rt-refused-{uuid.uuid4().hex[:8]}"
     settings = Settings(
-        temporal_address=temporal_env.client.service_client.config.target_host,
-        namespace=temporal_env.client.namespace,
         task_queue=task_queue,
         journal_url=f"sqlite:///{tmp_path}/journal.db",
         tools=f"{__name__}:{tools}",
+    ).with_temporal(
+        address=temporal_env.client.service_client.config.target_host,
+        namespace=temporal_env.client.namespace,
     )
     ready = asyncio.Event()
     run = asyncio.create_task(run_worker(settings, ready=ready))  # what `sagacity worker` runs

@@ -13,6 +13,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from sagacity.worker._settings import Settings
+from sagacity.worker._temporal_env import RETIRED
 from sagacity.workflows._inspection import SEARCH_ATTRIBUTES
 from tests.system.deploy.compose_file import (
     ROOT,
@@ -48,7 +49,7 @@ CUSTOM_ENV = {
     "TEMPORAL_DB_PASSWORD": "tp-Secret2",
     "JOURNAL_OWNER_PASSWORD": "ow-Secret3",
     "JOURNAL_APP_PASSWORD": "ap-Secret4",
-    "SAGACITY_NAMESPACE": "orders",
+    "TEMPORAL_NAMESPACE": "orders",
     "TEMPORAL_VERSION": "1.99.9",
 }
 
@@ -196,8 +197,10 @@ def test_every_sagacity_variable_is_a_worker_setting(services: dict[str, Any]) -
 
 
 def _settings(env: Mapping[str, str], monkeypatch: pytest.MonkeyPatch) -> Settings:
-    for key in SETTINGS_ENV:
+    for key in (*SETTINGS_ENV, *RETIRED, "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE"):
         monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("TEMPORAL_CONFIG_FILE", "/nonexistent/temporal.toml")
+    monkeypatch.delenv("TEMPORAL_PROFILE", raising=False)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     return Settings(_env_file=None)  # type: ignore[call-arg]
@@ -323,10 +326,18 @@ def test_temporal_persists_to_the_compose_postgres(services: dict[str, Any]) -> 
 def test_the_ui_and_the_worker_talk_to_the_server_by_its_service_name(
     services: dict[str, Any],
 ) -> None:
-    assert environment(services["temporal-ui"])["TEMPORAL_ADDRESS"] == "temporal:7233"
-    assert environment(services["register-search-attributes"])["TEMPORAL_ADDRESS"] == (
-        "temporal:7233"
-    )
+    for name in ("temporal-ui", "register-search-attributes", "worker", "inbox"):
+        assert environment(services[name])["TEMPORAL_ADDRESS"] == "temporal:7233", name
+
+
+def test_every_service_finds_temporal_by_temporal_variables_alone(
+    services: dict[str, Any],
+) -> None:
+    """One configuration: Temporal's own (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE), which
+    the worker and the inbox read as the admin tools and the UI do; sagacity's retired
+    variables would be refused (worker._temporal_env)."""
+    for name, svc in services.items():
+        assert not set(environment(svc)) & set(RETIRED), name
 
 
 # ---- search attributes --------------------------------------------------------------------
@@ -348,10 +359,10 @@ def test_registration_covers_exactly_the_workflow_search_attributes(
 def test_registration_uses_the_worker_namespace(raw: dict[str, Any]) -> None:
     for env in ({}, CUSTOM_ENV):
         services = interpolated(raw, env)["services"]
-        worker_ns = environment(services["worker"])["SAGACITY_NAMESPACE"]
-        assert environment(services["register-search-attributes"])["SAGACITY_NAMESPACE"] == (
-            worker_ns
-        )
+        worker_ns = environment(services["worker"])["TEMPORAL_NAMESPACE"]
+        assert worker_ns == env.get("TEMPORAL_NAMESPACE", "default")
+        for name in ("register-search-attributes", "inbox"):
+            assert environment(services[name])["TEMPORAL_NAMESPACE"] == worker_ns, name
         assert environment(services["temporal-ui"])["TEMPORAL_DEFAULT_NAMESPACE"] == worker_ns
 
 

@@ -72,7 +72,7 @@ def run_registration(target: str, namespace: str) -> subprocess.CompletedProcess
         **os.environ,
         **environment(service),
         "TEMPORAL_ADDRESS": target,
-        "SAGACITY_NAMESPACE": namespace,
+        "TEMPORAL_NAMESPACE": namespace,
         "PATH": f"{Path(temporal_cli_path()).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
     return subprocess.run(

@@ -153,7 +153,7 @@ async def test_the_python_snippets_run(
     assert worked.count("charging 120") == 1 and "refunding" not in worked
 
     # The worker journaled into the data home, where the CLI looks from any folder.
-    cli = {"SAGACITY_TEMPORAL_ADDRESS": address}
+    cli = {"TEMPORAL_ADDRESS": address}
     status = await asyncio.to_thread(
         CliRunner().invoke, app, ["status", "payout-1042", "--json"], env=cli
     )

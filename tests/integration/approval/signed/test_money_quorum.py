@@ -114,7 +114,7 @@ class Desk:
 
     def cli(self, *args: str) -> Any:
         env = {
-            "SAGACITY_TEMPORAL_ADDRESS": self.client.service_client.config.target_host,
+            "TEMPORAL_ADDRESS": self.client.service_client.config.target_host,
             "SAGACITY_TASK_QUEUE": self.queue,
             "SAGACITY_APPROVER": "",
             "SAGACITY_KEY": "",

@@ -322,7 +322,7 @@ async def test_the_cli_starts_and_approves_with_key_files(bench: Bench, temporal
         json.dumps([RESERVE.model_dump(), {"tool": "pay", "args": {"iban": IBAN, "amount": 7}}])
     )
     env = {
-        "SAGACITY_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
+        "TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
         "SAGACITY_TASK_QUEUE": bench.queue,
         "SAGACITY_APPROVER": "",
         "SAGACITY_KEY": "",

@@ -62,7 +62,7 @@ def _plan(tmp_path: Path) -> str:
 @pytest.mark.parametrize("command", TEMPORAL_COMMANDS, ids=" ".join)
 def test_unreachable_temporal_is_one_line(tmp_path: Path, command: list[str]) -> None:
     env = {
-        "SAGACITY_TEMPORAL_ADDRESS": NO_TEMPORAL,
+        "TEMPORAL_ADDRESS": NO_TEMPORAL,
         "SAGACITY_JOURNAL_URL": f"sqlite:///{tmp_path}/journal.db",
     }
     args = [_plan(tmp_path) if a == "PLAN" else a for a in command]
@@ -72,7 +72,7 @@ def test_unreachable_temporal_is_one_line(tmp_path: Path, command: list[str]) ->
 
 async def test_unreachable_temporal_in_a_terminal(tmp_path: Path) -> None:
     env = cli_env(
-        SAGACITY_TEMPORAL_ADDRESS=NO_TEMPORAL,
+        TEMPORAL_ADDRESS=NO_TEMPORAL,
         SAGACITY_JOURNAL_URL=f"sqlite:///{tmp_path}/journal.db",
     )
     commands = [["status", "s1"], ["start", "--plan", _plan(tmp_path)], ["worker"]]
@@ -81,7 +81,7 @@ async def test_unreachable_temporal_in_a_terminal(tmp_path: Path) -> None:
 
 
 def test_the_global_address_option_overrides_the_environment() -> None:
-    ran = invoke_sync(["--address", NO_TEMPORAL, "list"], {"SAGACITY_TEMPORAL_ADDRESS": "x:7"})
+    ran = invoke_sync(["--address", NO_TEMPORAL, "list"], {"TEMPORAL_ADDRESS": "x:7"})
     assert_one_line_error(ran, f"cannot reach Temporal at {NO_TEMPORAL}")
 
 
@@ -98,7 +98,7 @@ DATABASE_COMMANDS = [
 
 @pytest.mark.parametrize("command", DATABASE_COMMANDS, ids=" ".join)
 def test_unreachable_database_is_one_line(tmp_path: Path, command: list[str]) -> None:
-    env = {"SAGACITY_JOURNAL_URL": NO_DATABASE, "SAGACITY_TEMPORAL_ADDRESS": NO_TEMPORAL}
+    env = {"SAGACITY_JOURNAL_URL": NO_DATABASE, "TEMPORAL_ADDRESS": NO_TEMPORAL}
     out = tmp_path / "out.jsonl"
     ran = invoke_sync([str(out) if a == "OUT" else a for a in command], env)
     assert_one_line_error(ran, "cannot reach the sagacity journal", "127.0.0.1", "port 1")
@@ -106,7 +106,7 @@ def test_unreachable_database_is_one_line(tmp_path: Path, command: list[str]) ->
 
 
 async def test_unreachable_database_in_a_terminal(tmp_path: Path) -> None:
-    env = cli_env(SAGACITY_JOURNAL_URL=NO_DATABASE, SAGACITY_TEMPORAL_ADDRESS=NO_TEMPORAL)
+    env = cli_env(SAGACITY_JOURNAL_URL=NO_DATABASE, TEMPORAL_ADDRESS=NO_TEMPORAL)
     commands = [["journal", "s1"], ["verify", "--all"], ["dev", "--port", "1"]]
     for ran in await _all(tmp_path, env, commands):
         assert_one_line_error(ran, "cannot reach the sagacity journal", "port 1")
@@ -159,6 +159,6 @@ def test_an_unsupported_journal_url_is_one_line() -> None:
 def test_resolution_commands_refuse_bad_input_before_sending(
     command: list[str], expected: str
 ) -> None:
-    ran = invoke_sync(command, {"SAGACITY_TEMPORAL_ADDRESS": NO_TEMPORAL})
+    ran = invoke_sync(command, {"TEMPORAL_ADDRESS": NO_TEMPORAL})
     assert_one_line_error(ran, expected)
     assert "cannot reach Temporal" not in ran.stderr  # refused before connecting

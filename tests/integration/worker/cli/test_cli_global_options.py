@@ -64,7 +64,7 @@ def test_every_command_that_reads_settings_takes_the_global_options(
 
 
 def test_address_after_the_command(tmp_path: Path) -> None:
-    env = {"SAGACITY_TEMPORAL_ADDRESS": ELSEWHERE}
+    env = {"TEMPORAL_ADDRESS": ELSEWHERE}
     for args in (
         ["status", "s1", "--address", NO_TEMPORAL],
         ["--address", NO_TEMPORAL, "status", "s1"],
@@ -104,7 +104,7 @@ def test_journal_after_the_command(journal_file: str, tmp_path: Path) -> None:
 def test_task_queue_and_namespace_after_the_command() -> None:
     ran = invoke_sync(
         ["start", "--goal", "g", "--task-queue", "q1", "--namespace", "nowhere"],
-        {"SAGACITY_TEMPORAL_ADDRESS": NO_TEMPORAL},
+        {"TEMPORAL_ADDRESS": NO_TEMPORAL},
     )
     # refused before connecting (no model), but the options parsed after the command
     assert ran.code == 1 and "no model provider configured" in ran.stderr

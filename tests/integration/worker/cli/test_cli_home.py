@@ -88,7 +88,7 @@ async def test_a_saga_is_found_from_another_folder(
     there.mkdir()
     env = cli_env(
         SAGACITY_HOME=str(home),
-        SAGACITY_TEMPORAL_ADDRESS=temporal_env.client.service_client.config.target_host,
+        TEMPORAL_ADDRESS=temporal_env.client.service_client.config.target_host,
         SAGACITY_TASK_QUEUE=f"home-{os.getpid()}-{id(tmp_path):x}",
     )
     plan = tmp_path / "plan.json"

@@ -158,8 +158,7 @@ async def test_status_of_an_unknown_saga_is_one_line(cli: CliHarness) -> None:
     ran = await cli("status", "no-such-saga")
     assert ran.code == 1
     assert ran.stderr.strip().splitlines() == [
-        f"error: no saga 'no-such-saga' in namespace 'default' at "
-        f"{cli.env['SAGACITY_TEMPORAL_ADDRESS']}"
+        f"error: no saga 'no-such-saga' in namespace 'default' at {cli.env['TEMPORAL_ADDRESS']}"
     ]
 
 

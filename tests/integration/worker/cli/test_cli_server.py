@@ -111,7 +111,7 @@ async def test_dev_serves_temporal_the_ui_and_a_worker_then_stops(tmp_path: Path
     async with process(*args, env=env, cwd=tmp_path, ready="press Ctrl-C") as (proc, lines):
         text = "".join(lines)
         assert f"Temporal UI: http://127.0.0.1:{ui_port}" in text
-        assert f"export SAGACITY_TEMPORAL_ADDRESS=127.0.0.1:{port}" in text
+        assert f"export TEMPORAL_ADDRESS=127.0.0.1:{port}" in text
         page = await asyncio.to_thread(
             lambda: urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/", timeout=10).status
         )
@@ -123,7 +123,7 @@ async def test_dev_serves_temporal_the_ui_and_a_worker_then_stops(tmp_path: Path
         assert b"Waiting for approval" in inbox
 
         user = {
-            "SAGACITY_TEMPORAL_ADDRESS": f"127.0.0.1:{port}",
+            "TEMPORAL_ADDRESS": f"127.0.0.1:{port}",
             "SAGACITY_JOURNAL_URL": journal_url,
         }
         plan = tmp_path / "plan.json"
@@ -197,7 +197,7 @@ async def test_worker_runs_sagas_until_sigterm(
     task_queue = f"cli-worker-{uuid.uuid4().hex[:8]}"
     journal_url = f"sqlite:///{tmp_path}/journal.db"
     env = cli_env(
-        SAGACITY_TEMPORAL_ADDRESS=temporal_env.client.service_client.config.target_host,
+        TEMPORAL_ADDRESS=temporal_env.client.service_client.config.target_host,
         SAGACITY_TASK_QUEUE=task_queue,
         SAGACITY_JOURNAL_URL=journal_url,
         SAGACITY_SHOP_PATH=str(tmp_path / "shop.db"),
@@ -205,7 +205,7 @@ async def test_worker_runs_sagas_until_sigterm(
     async with process("worker", env=env, cwd=tmp_path, ready="sagacity worker:") as (proc, _):
         plan = tmp_path / "plan.json"
         plan.write_text(json.dumps([RESERVE]))
-        user = {k: v for k, v in env.items() if k.startswith("SAGACITY_")}
+        user = {k: v for k, v in env.items() if k.startswith(("SAGACITY_", "TEMPORAL_"))}
         ran = await cli(user, "start", "--plan", str(plan), "--wait")
         assert ran.code == 0, ran.output
         assert "COMPLETED" in ran.stdout
@@ -265,7 +265,7 @@ async def test_python_m_worker_with_tools_runs_a_worker(tmp_path: Path, temporal
     started on its queue completes, then SIGTERM stops it cleanly."""
     queue = f"m-{uuid.uuid4().hex[:8]}"
     env = cli_env(
-        SAGACITY_TEMPORAL_ADDRESS=temporal_env.client.service_client.config.target_host,
+        TEMPORAL_ADDRESS=temporal_env.client.service_client.config.target_host,
         SAGACITY_TASK_QUEUE=queue,
         SAGACITY_JOURNAL_URL=f"sqlite:///{tmp_path}/journal.db",
         SAGACITY_SHOP_PATH=str(tmp_path / "shop.db"),

@@ -134,8 +134,8 @@ async def ended(
     task_queue = f"ended-{uuid.uuid4().hex[:8]}"
     client = SagaClient(temporal_env.client, task_queue=task_queue, store=ended_store)
     env = {
-        "SAGACITY_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
-        "SAGACITY_NAMESPACE": temporal_env.client.namespace,
+        "TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
+        "TEMPORAL_NAMESPACE": temporal_env.client.namespace,
         "SAGACITY_TASK_QUEUE": task_queue,
         "SAGACITY_JOURNAL_URL": journal_url,
     }
