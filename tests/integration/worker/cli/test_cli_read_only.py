@@ -34,7 +34,7 @@ def schema_url(postgres_url: str) -> Iterator[str]:
 def test_a_read_of_a_database_with_no_journal_creates_nothing(
     postgres_url: str, schema_url: str, command: list[str]
 ) -> None:
-    env = {"SAGACITY_TEMPORAL_ADDRESS": NO_TEMPORAL}
+    env = {"TEMPORAL_ADDRESS": NO_TEMPORAL}
     ran = invoke_sync([*command, "--journal", schema_url], env)
     assert_one_line_error(ran, "no sagacity journal in schema")
     assert pg_state(postgres_url, schema_url) == (False, [])
@@ -44,7 +44,7 @@ def test_a_read_of_a_database_with_no_journal_creates_nothing(
 def test_a_read_of_an_empty_sqlite_file_creates_nothing(tmp_path: Path, command: list[str]) -> None:
     path = tmp_path / "journal.db"
     path.touch()
-    env = {"SAGACITY_TEMPORAL_ADDRESS": NO_TEMPORAL}
+    env = {"TEMPORAL_ADDRESS": NO_TEMPORAL}
     ran = invoke_sync([*command, "--journal", f"sqlite:///{path}"], env)
     assert_one_line_error(ran, f"no journal at {path}: the file is empty")
     assert [p.name for p in tmp_path.iterdir()] == ["journal.db"]

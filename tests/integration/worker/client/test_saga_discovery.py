@@ -77,8 +77,8 @@ async def payouts(temporal_env: WorkflowEnvironment, tmp_path: Path) -> AsyncIte
     shop = Shop(tmp_path / "shop.db")
     temporal = temporal_env.client
     env = {
-        "SAGACITY_TEMPORAL_ADDRESS": temporal.service_client.config.target_host,
-        "SAGACITY_NAMESPACE": temporal.namespace,
+        "TEMPORAL_ADDRESS": temporal.service_client.config.target_host,
+        "TEMPORAL_NAMESPACE": temporal.namespace,
         "SAGACITY_JOURNAL_URL": journal_url,
     }  # the CLI's own settings: the default task queue, no --workflow
     try:
