@@ -1,9 +1,11 @@
-"""The README cannot rot: its Python snippets are written to a folder as the files they
-name (`# worker.py` on their first line) and run there against the session's dev server
-— the worker in the background, then every script — and its shell snippets are parsed
-by the real CLI (a misspelt command or option fails here) or checked against the
-Makefile. (Shell lines start servers, so they are parsed, not run; the same commands run
-for real in tests/integration/worker/cli.)"""
+"""The README (and the reference pages its snippets moved to) cannot rot: their Python
+snippets are written to a folder as the files they name (`# worker.py` on their first line)
+and run there against the session's dev server — the worker in the background, then every
+script — and their shell snippets are parsed by the real CLI (a misspelt command or option
+fails here), checked against the Makefile, install an extra pyproject declares, or run a
+snippet's file. (Shell lines start servers, so they are parsed, not run; the same commands
+run for real in tests/integration/worker/cli. The quick start's `pending` and `approve`
+lines run here.)"""
 
 from __future__ import annotations
 
@@ -27,11 +29,20 @@ from tests.support.exit_crash import finished
 from tests.system.deploy.compose_file import ROOT
 
 README = ROOT / "README.md"
+PYPROJECT = (ROOT / "pyproject.toml").read_text()
+PAGES = [README] + [
+    ROOT / "docs" / f"{name}.md"
+    for name in ("cli", "approvals", "needs-human", "evidence", "configuration")
+]
+"""The README and the pages its reference moved to, in reading order (the jq lines'
+order, README first, is the order test_the_python_snippets_run reads their outputs in)."""
 FENCE = re.compile(r"```(\w+)\n(.*?)```", re.S)
 
 
 def blocks(language: str) -> list[str]:
-    return [body for lang, body in FENCE.findall(README.read_text()) if lang == language]
+    return [
+        body for page in PAGES for lang, body in FENCE.findall(page.read_text()) if lang == language
+    ]
 
 
 def python_files() -> dict[str, str]:
@@ -82,6 +93,17 @@ def test_shell_lines_parse(words: list[str]) -> None:
     if words[0] == "make":
         assert re.search(rf"^{words[1]}:", (ROOT / "Makefile").read_text(), re.M), words
         return
+    if words[:2] == ["pip", "install"]:  # the quick start's install: extras pyproject has
+        spec = re.fullmatch(r"(.+)\[([\w,-]+)\]", words[2])
+        assert spec and len(words) == 3, words
+        extras = re.search(r"^\[project\.optional-dependencies\]\n(.*?)^\[", PYPROJECT, re.M | re.S)
+        assert extras, "pyproject.toml declares no extras"
+        for extra in spec[2].split(","):
+            assert re.search(rf"^{extra} = \[", extras[1], re.M), f"no extra {extra!r}"
+        return
+    if words[0] == "python" and words[1].endswith(".py"):  # a snippet's file, run below
+        assert words[1] in python_files(), words
+        return
     if words[:3] == ["python", "-m", "sagacity.worker"]:
         words = ["sagacity", *words[3:]]
     assert words[0] == "sagacity", f"an unchecked shell line: {words}"
@@ -130,6 +152,11 @@ async def test_the_python_snippets_run(
         first = script("starter.py")
         again = script("starter.py")
         refused = script("starter.py", "payout-7", "bob@example.com")
+        # The quick start's step 5 as written: the payout bob could not approve is listed
+        # pending, and alice approves it from the CLI (answering its question).
+        cli_env = {"TEMPORAL_ADDRESS": address}
+        pending = await _cli(_readme_line("sagacity pending "), cli_env)
+        approved = await _cli(_readme_line("sagacity approve payout-7 "), cli_env, "y\n")
         then = script("starter.py", "payout-7")
         agent = script("agent_starter.py")
         agent_again = script("agent_starter.py")
@@ -145,7 +172,16 @@ async def test_the_python_snippets_run(
         "result: paid",
     ]
     assert re.search(r"^refused \(\w+\): .*bob@example\.com", refused.splitlines()[-1])
-    assert "approved at seq" in then and then.endswith("result: paid\n")
+    assert pending.exit_code == 0 and "payout-7" in pending.stdout, pending.output
+    assert "send_wire_transfer" in pending.stdout and "payout-1042" not in pending.stdout
+    assert (
+        approved.exit_code == 0 and "as alice@example.com: journaled APPROVED" in approved.output
+    ), approved.output
+    assert then.splitlines() == [
+        "payout-7 was started before",
+        "saga 'payout-7' has finished (COMPLETED); nothing is pending",
+        "result: paid",
+    ]
     assert agent.strip() == "COMPLETED ['EXECUTED']"
     assert agent_again.splitlines() == ["agent-1 was started before", "COMPLETED ['EXECUTED']"]
     worked = log_path.read_text()
@@ -212,5 +248,13 @@ async def test_the_python_snippets_run(
     assert cut.exit_code == 1 and "payout-7: truncated" in cut.output, cut.output
 
 
-async def _cli(args: list[str], env: dict[str, str]) -> Result:
-    return await asyncio.to_thread(CliRunner().invoke, app, args, env=env)
+async def _cli(args: list[str], env: dict[str, str], answer: str | None = None) -> Result:
+    return await asyncio.to_thread(CliRunner().invoke, app, args, input=answer, env=env)
+
+
+def _readme_line(start: str) -> list[str]:
+    """The arguments of the first shell line of the pages that starts so (the README's, read
+    first), without `sagacity`."""
+    found = [w for body in blocks("sh") for w in _commands(body) if shlex.join(w).startswith(start)]
+    assert found, start
+    return found[0][1:]
