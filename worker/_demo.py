@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shlex
+import shutil
 import signal
 import socket
+import sys
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -230,18 +233,38 @@ def _summary(console: Console, store: JournalStore, shop: Shop, ok: bool) -> Non
         f"{shop.stock('widget')}, charges {len(shop.charges())} "
         f"({sum(c['refunded'] for c in shop.charges())} refunded), wires {len(shop.wires())}"
     )
-    console.print(
-        "next: drive sagas with a model — OpenAI: SAGACITY_OPENAI_API_KEY=… "
-        "SAGACITY_OPENAI_MODEL=gpt-4o-mini sagacity worker; a local Ollama: "
+    cli = cli_command()
+    for line in (
+        f"next: {cli} demo --keep runs it again and keeps its server and web UI up until Ctrl-C",
+        "your own saga in five minutes: the quick start at the top of README.md; "
+        f"{cli} dev starts a dev server, a worker and the approval inbox "
+        "(on port 8200)",
+        "drive sagas with a model — OpenAI: SAGACITY_OPENAI_API_KEY=… "
+        f"SAGACITY_OPENAI_MODEL=gpt-4o-mini {cli} worker; a local Ollama: "
         "SAGACITY_OPENAI_BASE_URL=http://localhost:11434/v1 SAGACITY_OPENAI_MODEL=llama3.1 "
-        "sagacity worker; then sagacity start --goal '…'",
-        highlight=False,
-    )
+        f"{cli} worker; then {cli} start --goal '…'",
+    ):
+        console.print(line, highlight=False, soft_wrap=True)
     console.print(
         "[green]demo finished: all four sagas ended as expected and verified[/]"
         if ok
         else "[red]demo: unexpected outcome[/]"
     )
+
+
+def cli_command() -> str:
+    """How the person who ran the demo types the CLI: `make demo` installs it into
+    .venv/bin, which is not on their PATH, so a bare `sagacity` would not be found."""
+    here = Path(sys.executable).parent / "sagacity"
+    on_path = shutil.which("sagacity")
+    if on_path is not None and here.exists() and Path(on_path).resolve() == here.resolve():
+        return "sagacity"
+    if not here.exists():
+        return f"{shlex.quote(sys.executable)} -m sagacity.worker"
+    try:
+        return shlex.quote(str(here.absolute().relative_to(Path.cwd())))
+    except ValueError:
+        return shlex.quote(str(here.absolute()))
 
 
 async def _keep_up(console: Console, ui_port: int) -> None:

@@ -7,8 +7,10 @@ import asyncio
 import json
 import os
 import re
+import shlex
 import signal
 import socket
+import subprocess
 import sys
 import time
 import urllib.request
@@ -233,6 +235,16 @@ async def test_demo_runs_four_sagas_and_leaves_nothing_running(
     warned = [line for line in ran.output.splitlines() if "WARN" in line.upper()]
     assert warned == [], warned  # the dev server's start-up notices stay out of the demo
     assert "demo finished" in ran.stdout
+    # The closing hints name the CLI as the person can type it where they ran the demo
+    # (after `make demo`, .venv/bin is not on their PATH), and point onwards.
+    cli = re.findall(r"^next: (.+) demo --keep runs it again", ran.stdout, re.M)[0]
+    typed = await asyncio.to_thread(
+        subprocess.run, [*shlex.split(cli), "demo", "--help"], cwd=here, env=cli_env(),
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert typed.returncode == 0 and "--keep" in typed.stdout, typed.stderr
+    assert "quick start at the top of README.md" in ran.stdout
+    assert f"{cli} dev starts a dev server, a worker and the approval inbox" in ran.stdout
     assert processes_mentioning(str(tmp_path)) == []
     # No link to the UI of a server that has stopped.
     assert "Temporal UI" not in ran.output and "http://127.0.0.1" not in ran.output
