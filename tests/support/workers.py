@@ -30,6 +30,8 @@ from sagacity.journal._entry import EntryDraft, JournalEntry
 from sagacity.journal._phases import Phase, SagaStatus
 from sagacity.stores import JournalStore
 from sagacity.stores._base import StepClaim
+from sagacity.tlog._log import CheckpointLog
+from sagacity.tlog._note_keys import NoteSigner
 from sagacity.tools._compensation import plan_compensation
 from sagacity.workflows._models import SagaResult, ToolCall
 
@@ -294,6 +296,11 @@ class CountingStore(JournalStore):
 
     def is_fenced(self, saga_id: str, step: int) -> bool:
         return self._call("is_fenced", saga_id, step)  # type: ignore[no-any-return]
+
+    def checkpoint_log(self, signer: NoteSigner | None = None) -> CheckpointLog:
+        """The inner store's log: checkpoints are written beside the journal, as the
+        worker's default log key has them (their writes are not the outage's subject)."""
+        return self.inner.checkpoint_log(signer)
 
     def close(self) -> None:
         self.inner.close()

@@ -115,6 +115,7 @@ async def desk(
     worker = new_worker(
         temporal_env.client, store=journal, toolbox=Toolbox.build(shop, ledger),
         task_queue=queue, approvers=path,
+        log_key=None,  # its exports are hand-made entry lines: no checkpoints to check
     )  # fmt: skip
     async with worker:
         yield Desk(temporal_env.client, journal, shop, ledger, queue, path, devices, passkeys, rita)
