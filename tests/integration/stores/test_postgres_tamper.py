@@ -82,6 +82,19 @@ def rows(conn: psycopg.Connection, schema: str, saga_id: str) -> list[tuple[obje
     return conn.execute(query, (saga_id,)).fetchall()
 
 
+def chained_edit(
+    store: PostgresJournalStore,
+    superuser: psycopg.Connection,
+    saga_id: str,
+    edit: Callable[[str], tuple[LiteralString, tuple[object, ...]]],
+) -> tuple[list[tuple[object, ...]], sql.Composed, tuple[object, ...]]:
+    """A chain to attack, its rows as they were, and `edit` as a statement on its journal."""
+    make_chain(store, saga_id)
+    before = rows(superuser, store.schema, saga_id)
+    text, params = edit(saga_id)
+    return before, sql.SQL(text).format(journal(store.schema)), params
+
+
 def tamper(
     conn: psycopg.Connection, schema: str, *statements: tuple[LiteralString, tuple[object, ...]]
 ) -> None:
@@ -201,12 +214,10 @@ def test_replica_mode_does_not_bypass_the_guards(
     edit: Callable[[str], tuple[LiteralString, tuple[object, ...]]],
 ) -> None:
     store, schema = guarded, guarded.schema
-    make_chain(store, saga_id)
-    before = rows(superuser, schema, saga_id)
+    before, statement, params = chained_edit(store, superuser, saga_id, edit)
     superuser.execute("SET session_replication_role = replica")
-    text, params = edit(saga_id)
     with pytest.raises(psycopg.errors.RaiseException, match=f"append-only: {verb}"):
-        superuser.execute(sql.SQL(text).format(journal(schema)), params)
+        superuser.execute(statement, params)
     superuser.execute("RESET session_replication_role")
     assert rows(superuser, schema, saga_id) == before
     assert verify_chain(saga_id, store.entries(saga_id)).ok
@@ -243,10 +254,7 @@ def test_ordinary_role_cannot_edit_even_when_granted(
     edit: Callable[[str], tuple[LiteralString, tuple[object, ...]]],
 ) -> None:
     store, schema = guarded, guarded.schema
-    make_chain(store, saga_id)
-    before = rows(superuser, schema, saga_id)
-    text, params = edit(saga_id)
-    statement = sql.SQL(text).format(journal(schema))
+    before, statement, params = chained_edit(store, superuser, saga_id, edit)
     role = sql.Identifier(app_role)
     superuser.execute(sql.SQL("SET ROLE {}").format(role))
     with pytest.raises(psycopg.errors.InsufficientPrivilege):

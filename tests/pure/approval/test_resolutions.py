@@ -10,7 +10,6 @@ import pytest
 
 from sagacity.activities import SagaActivities
 from sagacity.activities._models import ResolveStepInput
-from sagacity.approval._judge import Refusal
 from sagacity.approval._registry import ApproverRegistry
 from sagacity.approval._registry_file import KeyLookup
 from sagacity.approval._resolutions import (
@@ -19,8 +18,6 @@ from sagacity.approval._resolutions import (
     Resolution,
     ResolutionContext,
     ResolutionPolicy,
-    judge_resolution,
-    parse_resolution,
 )
 from sagacity.approval._signed_action import sign_action
 from sagacity.approval._signing import SigningKey
@@ -29,6 +26,7 @@ from sagacity.journal._phases import Phase
 from sagacity.stores import MemoryJournalStore
 from sagacity.tools._decorators import CompensationContext, ToolContext, compensable, compensation
 from sagacity.tools._toolbox import Toolbox
+from tests.support.resolutions import judged, outcome
 from tests.support.saga_activity_env import opening, saga_env
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
@@ -45,12 +43,8 @@ def view(**changes: Any) -> DeskView:
 
 
 def verdict(body: dict[str, Any], desk: DeskView | None = None, **context: Any) -> str:
-    parsed = parse_resolution({"saga_id": SAGA, "actor": "olivia", **body})
-    if isinstance(parsed, Refusal):
-        return parsed.reason.value
     ctx = ResolutionContext(now=NOW, policy=context.pop("policy", ResolutionPolicy()), **context)
-    judged = judge_resolution(desk or view(), parsed, ctx)
-    return "ACCEPTED" if judged.accepted else judged.refusal.reason.value  # type: ignore[union-attr]
+    return outcome(judged({"saga_id": SAGA, "actor": "olivia", **body}, desk or view(), ctx))
 
 
 @pytest.mark.parametrize(
@@ -136,24 +130,21 @@ def test_signed_statements() -> None:
         olivia, Resolution(saga_id=SAGA, action="happened", step=2, result={"psp": "pi_1"}), NOW
     ).body()
 
-    def judged(b: dict[str, Any], **ctx: Any) -> str:
-        parsed = parse_resolution(b)
-        assert isinstance(parsed, Resolution), parsed
-        out = judge_resolution(view(), parsed, ResolutionContext(now=NOW, policy=ops, **ctx))
-        return "ACCEPTED" if out.accepted else out.refusal.reason.value  # type: ignore[union-attr]
+    def judged_with(b: dict[str, Any], **ctx: Any) -> str:
+        return outcome(judged(b, view(), ResolutionContext(now=NOW, policy=ops, **ctx)))
 
-    assert judged(body, lookup=lookup) == "ACCEPTED"
-    assert judged({**body, "result": {"psp": "pi_2"}}, lookup=lookup) == "BAD_SIGNATURE"
-    assert judged({**body, "step": 3}, lookup=lookup) == "NOT_APPLICABLE"  # target first
-    assert judged({**body, "actor": "omar"}, lookup=lookup) == "BAD_SIGNATURE"  # signed too
+    assert judged_with(body, lookup=lookup) == "ACCEPTED"
+    assert judged_with({**body, "result": {"psp": "pi_2"}}, lookup=lookup) == "BAD_SIGNATURE"
+    assert judged_with({**body, "step": 3}, lookup=lookup) == "NOT_APPLICABLE"  # target first
+    assert judged_with({**body, "actor": "omar"}, lookup=lookup) == "BAD_SIGNATURE"  # signed
     unsigned = {k: v for k, v in body.items() if k not in ("signature", "key_id", "issued_at")}
-    assert judged(unsigned, lookup=lookup) == "UNSIGNED"
-    assert judged(body, lookup=KeyLookup(configured=True, version=3)) == "UNKNOWN_KEY"
+    assert judged_with(unsigned, lookup=lookup) == "UNSIGNED"
+    assert judged_with(body, lookup=KeyLookup(configured=True, version=3)) == "UNKNOWN_KEY"
     old = sign_action(
         olivia, Resolution(saga_id=SAGA, action="happened", step=2), NOW - timedelta(hours=1)
     ).body()
-    assert judged(old, lookup=lookup) == "STALE_STATEMENT"  # before the wait began
-    assert judged(body, lookup=_lookup(olivia, ["finance"])) == "NOT_IN_GROUP"
+    assert judged_with(old, lookup=lookup) == "STALE_STATEMENT"  # before the wait began
+    assert judged_with(body, lookup=_lookup(olivia, ["finance"])) == "NOT_IN_GROUP"
 
 
 # ---- the recorder activity ---------------------------------------------------------------

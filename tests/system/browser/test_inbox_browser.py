@@ -44,6 +44,18 @@ def offline_keys(stack: InboxStack) -> list[str]:
     return ["--approvers", str(stack.registry), "--log-key", stack.log_verifier]
 
 
+def exported_and_checked(runner: CliRunner, stack: InboxStack, saga_id: str, export: Path) -> Any:
+    """`sagacity export` of the saga to `export`, then `verify-file` on it offline; both
+    must succeed (the result of verify-file is returned for its wording)."""
+    ran = runner.invoke(
+        app, ["export", saga_id, "--out", str(export), "--journal", stack.store.url]
+    )
+    assert ran.exit_code == 0, ran.output
+    ran = runner.invoke(app, ["verify-file", str(export), *offline_keys(stack)])
+    assert ran.exit_code == 0, ran.output
+    return ran
+
+
 def wire(iban: str = IBAN, amount: int = 12_500, payee: str = "ACME GmbH") -> ToolCall:
     return ToolCall(
         tool="wire_transfer",
@@ -155,21 +167,7 @@ async def test_enroll_a_passkey_then_approve_a_wire_with_it(
     # Offline: the export's passkey decision is re-checked against the registry.
     export = tmp_path / "saga.jsonl"
     runner = CliRunner()
-    journal = ["--journal", stack.store.url]
-    ran = runner.invoke(app, ["export", saga_id, "--out", str(export), *journal])
-    assert ran.exit_code == 0, ran.output
-    ran = runner.invoke(
-        app,
-        [
-            "verify-file",
-            str(export),
-            "--approvers",
-            str(stack.registry),
-            "--log-key",
-            stack.log_verifier,
-        ],
-    )
-    assert ran.exit_code == 0, ran.output
+    ran = exported_and_checked(runner, stack, saga_id, export)
     # Two signatures: bob's requester claim and alice's passkey decision.
     assert "signatures: 2 verified against the approver registry; 0 unsigned" in ran.output
     # ...and the check is the passkey's: one character of the journaled assertion's
@@ -325,23 +323,7 @@ async def test_a_saga_needing_a_human_is_resolved_from_the_page(
     assert signed["passkey"]["client_data_json"]
 
     # Offline: verify-file re-checks the resolution's passkey assertion (and bob's claim).
-    export = tmp_path / "dirty.jsonl"
-    runner = CliRunner()
-    ran = runner.invoke(app, ["export", saga_id, "--out", str(export), "--journal",
-                              stack.store.url])  # fmt: skip
-    assert ran.exit_code == 0, ran.output
-    ran = runner.invoke(
-        app,
-        [
-            "verify-file",
-            str(export),
-            "--approvers",
-            str(stack.registry),
-            "--log-key",
-            stack.log_verifier,
-        ],
-    )
-    assert ran.exit_code == 0, ran.output
+    ran = exported_and_checked(CliRunner(), stack, saga_id, tmp_path / "dirty.jsonl")
     assert "signatures: 2 verified against the approver registry; 0 unsigned" in ran.output
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from sagacity.approval._models import Refusal, RefusalReason, Verdict
+from sagacity.approval._models import RefusalReason, Verdict
 from sagacity.approval._passkey_check import statement_challenge
 from sagacity.approval._passkey_models import b64url
 from sagacity.approval._passkeys import (
@@ -28,12 +28,11 @@ from sagacity.approval._resolutions import (
     Resolution,
     ResolutionContext,
     ResolutionPolicy,
-    judge_resolution,
-    parse_resolution,
 )
 from sagacity.approval._signed_action import sign_action
 from sagacity.approval._signing import SigningKey
 from tests.integration.approval.passkeys.test_passkey_checks import NOW, ORIGIN, RP, enroll
+from tests.support.resolutions import judged
 from tests.support.soft_authenticator import SoftAuthenticator
 
 SAGA = "refund-saga-1"
@@ -65,14 +64,11 @@ def verdict(
     policy: ResolutionPolicy = OPS,
     requester: str | None = "rita",
 ) -> Verdict:
-    parsed = parse_resolution(raw)
-    if isinstance(parsed, Refusal):
-        return Verdict.refuse(parsed.reason, parsed.detail)
     lookup = KeyLookup(configured=True, version=3, sha256="0" * 64, key=key)
     context = ResolutionContext(
         now=NOW + timedelta(seconds=10), policy=policy, lookup=lookup, requester=requester
     )
-    return judge_resolution(VIEW, parsed, context)
+    return judged(raw, VIEW, context)
 
 
 def refused_as(got: Verdict) -> str:
