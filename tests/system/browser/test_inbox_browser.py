@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +24,11 @@ from typer.testing import CliRunner
 from sagacity.approval._registry import ApproverRegistry
 from sagacity.audit._export import entry_line
 from sagacity.journal._canonical import canonical_text
-from sagacity.journal._chain import reseal, verify_chain
-from sagacity.journal._entry import JournalEntry
+from sagacity.journal._chain import verify_chain
 from sagacity.journal._phases import Phase, SagaStatus
 from sagacity.worker.cli._main import app
 from sagacity.workflows._models import ResolutionPolicy, SagaInput, ToolCall
+from tests.support.forgery import rehashed
 from tests.support.inbox import Browser, InboxStack, screenshot, screenshot_on_failure
 from tests.support.workflows import entries_of, eventually
 
@@ -177,24 +176,12 @@ async def test_enroll_a_passkey_then_approve_a_wire_with_it(
     forged_decision = json.loads(entries[index].input_json)
     sig = forged_decision["passkey"]["signature"]
     forged_decision["passkey"]["signature"] = sig[:6] + ("A" if sig[6] != "A" else "B") + sig[7:]
-    forged = _rehash(entries, index, input_json=canonical_text(forged_decision))
+    forged = rehashed(entries, index, input_json=canonical_text(forged_decision))
     assert verify_chain(saga_id, forged).ok and forged[index] != entries[index]
     (tmp_path / "forged.jsonl").write_text("".join(entry_line(e) + "\n" for e in forged))
     ran = runner.invoke(app, ["verify-file", str(tmp_path / "forged.jsonl"), *offline_keys(stack)])
     assert ran.exit_code == 1, ran.output
     assert f"seq {entries[index].seq}" in ran.output and "BAD_SIGNATURE" in ran.output
-
-
-def _rehash(entries: list[JournalEntry], index: int, **changes: Any) -> list[JournalEntry]:
-    """What a superuser does: edit one entry and recompute every hash after it."""
-    out = entries[:index]
-    prev = out[-1].hash if out else entries[0].prev_hash
-    for n, entry in enumerate(entries[index:]):
-        edited = replace(entry, prev_hash=prev, **(changes if n == 0 else {}))
-        edited = reseal(edited)  # its hash (and recipe v2 bytes) recomputed
-        out.append(edited)
-        prev = edited.hash
-    return out
 
 
 async def test_a_passkey_of_an_approver_the_step_does_not_allow_is_refused_and_journaled(

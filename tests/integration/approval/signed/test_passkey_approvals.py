@@ -30,7 +30,8 @@ from tests.integration.approval.passkeys.test_passkey_replay import (
     keep_history,
     replay_failure,
 )
-from tests.integration.approval.signed.test_signed_approvals import Bench, _rehash, decision_on
+from tests.integration.approval.signed.test_signed_approvals import Bench, decision_on
+from tests.support.forgery import rehashed
 from tests.support.soft_authenticator import SoftAuthenticator, enrolled_key, signed_with
 from tests.support.workflows import entries_of
 
@@ -105,7 +106,7 @@ async def test_a_passkey_approval_completes_the_saga_and_verify_file_checks_it(
     # the hash chain recomputed cannot tell, the passkey check does.
     sig = evidence["passkey"]["signature"]
     evidence["passkey"]["signature"] = sig[:6] + ("A" if sig[6] != "A" else "B") + sig[7:]
-    forged = _rehash(entries, index, input_json=canonical_text(evidence))
+    forged = rehashed(entries, index, input_json=canonical_text(evidence))
     assert verify_chain(saga_id, forged).ok
     export.write_text("".join(entry_line(e) + "\n" for e in forged), encoding="utf-8")
     bad = runner.invoke(app, args)

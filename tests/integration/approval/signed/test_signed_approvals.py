@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from sagacity.approval._statements import statement_bytes
 from sagacity.audit._decisions import DecisionAudit
 from sagacity.audit._export import entry_line, verify_jsonl
 from sagacity.examples.orders import INITIAL_STOCK, Shop
-from sagacity.journal._chain import reseal, verify_chain
+from sagacity.journal._chain import verify_chain
 from sagacity.journal._entry import JournalEntry
 from sagacity.journal._phases import Phase, SagaStatus
 from sagacity.stores import JournalStore
@@ -32,6 +31,7 @@ from sagacity.tools._decorators import ToolContext, irreversible
 from sagacity.worker.cli._main import app
 from sagacity.worker.client._saga_client import SagaClient
 from sagacity.workflows._models import PendingApproval, SagaInput, ToolCall
+from tests.support.forgery import rehashed
 from tests.support.workflows import entries_of, eventually
 
 RESERVE = ToolCall(tool="reserve_inventory", args={"sku": "widget", "qty": 1})
@@ -245,18 +245,6 @@ async def test_an_unsigned_start_is_refused_before_anything_runs(bench: Bench) -
     assert bench.bank.paid == []
 
 
-def _rehash(entries: list[JournalEntry], index: int, **changes: Any) -> list[JournalEntry]:
-    """What a superuser does: edit one entry and recompute every hash after it."""
-    out = entries[:index]
-    prev = out[-1].hash if out else entries[0].prev_hash
-    for n, entry in enumerate(entries[index:]):
-        edited = replace(entry, prev_hash=prev, **(changes if n == 0 else {}))
-        edited = reseal(edited)  # its v2 bytes rebuilt too
-        out.append(edited)
-        prev = edited.hash
-    return out
-
-
 async def test_rotation_keeps_old_decisions_valid_and_an_altered_signature_is_named(
     bench: Bench, tmp_path: Path
 ) -> None:
@@ -281,7 +269,7 @@ async def test_rotation_keeps_old_decisions_valid_and_an_altered_signature_is_na
     evidence["signature"] = ("B" if sig[0] != "B" else "C") + sig[1:]
     from sagacity.journal._canonical import canonical_text
 
-    forged = _rehash(entries, index, input_json=canonical_text(evidence))
+    forged = rehashed(entries, index, input_json=canonical_text(evidence))
     assert forged[index].input_json != entries[index].input_json  # the row really changed
     assert verify_chain(saga_id, forged).ok  # the chain alone cannot tell
     export.write_text("".join(entry_line(e) + "\n" for e in forged), encoding="utf-8")
@@ -300,12 +288,12 @@ async def test_rotation_keeps_old_decisions_valid_and_an_altered_signature_is_na
         return ran.output
 
     # The approval made unsigned and given to mallory.
-    out = named(_rehash(entries, index, input_json="null", actor_json='"mallory"'))
+    out = named(rehashed(entries, index, input_json="null", actor_json='"mallory"'))
     assert f"seq {entries[index].seq}" in out and "unsigned decision" in out
     # Another IBAN paid than the one approved (request, intent and outcome all edited).
     intent = next(i for i, e in enumerate(entries) if e.phase is Phase.INTENT and e.step == 2)
     args = {**json.loads(entries[intent].input_json), "iban": "GB33BUKB20201555555555"}
-    out = named(_rehash(entries, intent, input_json=canonical_text(args)))
+    out = named(rehashed(entries, intent, input_json=canonical_text(args)))
     assert f"seq {entries[intent].seq}" in out and "other arguments than the approved" in out
 
 

@@ -52,8 +52,9 @@ from tests.integration.approval.passkeys.test_passkey_replay import (
     PASSKEY_RESOLUTION_HISTORIES,
     replay_failure,
 )
-from tests.integration.workflows.dirty.test_signed_resolutions import PAY, _audit, _rehash
+from tests.integration.workflows.dirty.test_signed_resolutions import PAY, _audit
 from tests.integration.workflows.dirty.toolkit import HangingLedger
+from tests.support.forgery import rehashed
 from tests.support.soft_authenticator import SoftAuthenticator
 from tests.support.workflows import CHARGE, RESERVE, SHIP_FAILS, entries_of, eventually
 
@@ -210,7 +211,7 @@ async def test_a_failed_refund_is_resolved_with_a_passkey_and_verify_file_checks
     # recomputed: the chain cannot tell, the passkey check can.
     sig = evidence["passkey"]["signature"]
     evidence["passkey"]["signature"] = sig[:6] + ("A" if sig[6] != "A" else "B") + sig[7:]
-    forged = _rehash(entries, at, input_json=canonical_text(evidence))
+    forged = rehashed(entries, at, input_json=canonical_text(evidence))
     assert verify_chain(saga_id, forged).ok
     bad = verify(forged)
     assert bad.exit_code == 1, bad.output
@@ -219,10 +220,10 @@ async def test_a_failed_refund_is_resolved_with_a_passkey_and_verify_file_checks
     # The assertion stripped (the entry then reads as unsigned): a registry saga's
     # resolution must be signed.
     stripped = {k: v for k, v in json.loads(resolved.input_json).items() if k != "passkey"}
-    bare = verify(_rehash(entries, at, input_json=canonical_text(stripped)))
+    bare = verify(rehashed(entries, at, input_json=canonical_text(stripped)))
     assert bare.exit_code == 1 and "unsigned resolution" in bare.output
     # The same statement journaled twice acts twice: caught.
-    twice = _rehash([*entries[: at + 1], entries[at], *entries[at + 1 :]], at + 1)
+    twice = rehashed([*entries[: at + 1], entries[at], *entries[at + 1 :]], at + 1)
     assert "journaled twice" in verify(twice).output
 
 
@@ -258,7 +259,7 @@ async def test_an_unknown_outcome_vouched_for_with_a_passkey_is_recorded_and_und
     registry = ApproverRegistry.load(desk.registry_file)
     audit = _audit(entries, registry)
     assert audit.ok and audit.signed == 2, audit.problems  # rita's start, olivia's word
-    moved = _rehash(entries, at + 1, result_json=canonical_text({"psp": "pay_78"}))
+    moved = rehashed(entries, at + 1, result_json=canonical_text({"psp": "pay_78"}))
     assert verify_chain(saga_id, moved).ok
     assert [text for _, _, text in _audit(moved, registry).problems] == [
         "the result is not the one the person's statement hashed"

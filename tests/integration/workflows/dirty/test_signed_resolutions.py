@@ -26,7 +26,7 @@ from sagacity.audit._decisions import DecisionAudit
 from sagacity.audit._export import verify_store
 from sagacity.examples.orders import Shop
 from sagacity.journal._canonical import canonical_text
-from sagacity.journal._chain import reseal, verify_chain
+from sagacity.journal._chain import verify_chain
 from sagacity.journal._entry import JournalEntry
 from sagacity.journal._phases import SagaStatus
 from sagacity.stores import JournalStore
@@ -43,6 +43,7 @@ from sagacity.workflows._models import (
 )
 from tests.integration.workflows.dirty.toolkit import HangingLedger
 from tests.integration.workflows.dirty.user_workflow import DirtyOrder
+from tests.support.forgery import rehashed
 from tests.support.workflows import RESERVE, entries_of, eventually
 
 pytestmark = pytest.mark.timeout(90)
@@ -166,7 +167,7 @@ async def test_only_signed_actions_of_an_allowed_resolver_count(signed: Signed) 
     said = "did_not_happen"
     forged_input = {**entries[at].input, "statement": {**statement, "action": said}}
     forged_result = {**entries[at].result, "action": said}
-    forged = _rehash(
+    forged = rehashed(
         entries,
         at,
         input_json=canonical_text(forged_input),
@@ -183,17 +184,17 @@ async def test_only_signed_actions_of_an_allowed_resolver_count(signed: Signed) 
     assert (executed.phase.value, executed.actor) == ("EXECUTED", "olivia")
     unsigned_stmt = {**statement, "key_id": "", "issued_at": ""}
     forgeries = {
-        "signature stripped": _rehash(
+        "signature stripped": rehashed(
             entries, at, input_json=canonical_text({"statement": unsigned_stmt, "signature": None}),
             result_json=canonical_text({**resolved.result, "registry": None, "key": None}),
         ),
-        "result changed": _rehash(entries, at + 1, result_json=canonical_text({"psp": "forged"})),
-        "outcome re-attributed": _rehash(entries, at + 1, actor_json=canonical_text("oscar")),
-        "reason changed": _rehash(
+        "result changed": rehashed(entries, at + 1, result_json=canonical_text({"psp": "forged"})),
+        "outcome re-attributed": rehashed(entries, at + 1, actor_json=canonical_text("oscar")),
+        "reason changed": rehashed(
             entries, at, result_json=canonical_text({**resolved.result, "reason": "rita said so"})
         ),
-        "RESOLVED dropped": _rehash(entries[:at] + entries[at + 1 :], at),
-        "statement journaled twice": _rehash(
+        "RESOLVED dropped": rehashed(entries[:at] + entries[at + 1 :], at),
+        "statement journaled twice": rehashed(
             [*entries[: at + 1], replace(resolved, attempt=2), *entries[at + 1 :]], at + 1
         ),
     }  # fmt: skip
@@ -207,18 +208,6 @@ def _audit(entries: list[JournalEntry], registry: ApproverRegistry | None) -> De
     for entry in entries:
         audit.observe(entry)
     return audit
-
-
-def _rehash(entries: list[JournalEntry], index: int, **changes: Any) -> list[JournalEntry]:
-    """What a superuser does: edit one entry (or drop one) and renumber and rehash all after."""
-    out = entries[:index]
-    prev = out[-1].hash
-    for n, entry in enumerate(entries[index:]):
-        edited = replace(entry, seq=index + n + 1, prev_hash=prev, **(changes if n == 0 else {}))
-        edited = reseal(edited)  # its v2 bytes rebuilt too
-        out.append(edited)
-        prev = edited.hash
-    return out
 
 
 async def test_a_user_workflow_waits_and_is_resolved(signed: Signed) -> None:
