@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 
 from sagacity._errors import IncompatibleJournalError, NoJournalError
 
@@ -81,31 +82,36 @@ def _refuse_foreign(conn: sqlite3.Connection, path: Path) -> bool:
     )
 
 
+def _looked_at(path: Path) -> bool | None:
+    """Whether the file at `path`, opened read-only (no WAL switch, nothing created), is
+    this schema's journal: None when there is no file or it is empty, False for a database
+    with no tables; anything else raises IncompatibleJournalError."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return None
+    # A URI with the path quoted: a '?' or '#' in a file name is not a URI parameter.
+    conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
+    try:
+        return _refuse_foreign(conn, path)
+    finally:
+        conn.close()
+
+
 def check_file(path: Path) -> None:
     """Refuses a file that is not this schema's journal before the store opens it for
     writing (which would switch it to WAL mode, a change to someone else's file)."""
-    if not path.is_file() or path.stat().st_size == 0:
-        return
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        _refuse_foreign(conn, path)
-    finally:
-        conn.close()
+    _looked_at(path)
 
 
 def check_journal_file(path: Path) -> None:
     """For a reader: `path` is this schema's journal, or NoJournalError (no file, an empty
     one) or IncompatibleJournalError. Looked at read-only: nothing is created, no WAL
     switch, no table, and a reader's typo leaves no stray file behind."""
-    if not path.is_file() or path.stat().st_size == 0:
+    marked = _looked_at(path)
+    if marked is None:
         what = "is empty" if path.is_file() else "does not exist"
         raise NoJournalError(f"no journal at {path}: the file {what} (nothing was created)")
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        if not _refuse_foreign(conn, path):
-            raise NoJournalError(f"no journal in {path}: the file has no tables")
-    finally:
-        conn.close()
+    if not marked:
+        raise NoJournalError(f"no journal in {path}: the file has no tables")
 
 
 def open_schema(conn: sqlite3.Connection, path: Path, script: str) -> None:

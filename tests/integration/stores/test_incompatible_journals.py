@@ -155,3 +155,17 @@ def test_a_postgres_schema_this_version_did_not_make_is_refused_untouched(
     assert f"the journal schema {name!r} records" in message and said in message, message
     assert "(?schema=NAME in the journal URL) or a new database" in message
     assert _versions(postgres_url, name, "") == before  # nothing migrated over it
+
+
+def test_a_file_name_with_uri_characters_is_checked_as_itself(tmp_path: Path) -> None:
+    """The read-only look at a file goes through a SQLite URI: a '?' or '#' in its name
+    must not become a URI parameter (and open, or create, another file)."""
+    path = tmp_path / "journal?mode=rwc#x.db"
+    with open_store(f"sqlite:///{tmp_path}/journal%3Fmode=rwc%23x.db") as store:
+        store.append(EntryDraft.new("s", Phase.SAGA_OPENED))
+    assert _marks(path) == (APPLICATION_ID, SCHEMA_VERSION)
+    with open_store(f"sqlite:///{tmp_path}/journal%3Fmode=rwc%23x.db", read_only=True) as again:
+        assert [e.seq for e in again.entries("s")] == [1]
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(("-wal", "-shm"))) == [
+        path.name
+    ]
